@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs the MCP servers used by rivumi-mcp's interop tests into .interop/ (gitignored):
+#   .interop/node   the TypeScript reference server @modelcontextprotocol/server-everything (npm)
+#   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py
+# Idempotent: a step whose pinned install is already in place is skipped.
+# Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
+# How to start the servers: fixtures/interop/README.md.
+set -euo pipefail
+
+# ---- Pinned versions. Bumping one? Also regenerate its lock file (see fixtures/interop/README.md):
+#   Node: fixtures/interop/node/package.json + package-lock.json (the full dependency tree)
+#   Python: fixtures/interop/py-constraints.txt (every transitive dependency)
+SERVER_EVERYTHING_VERSION="2026.8.31" # @modelcontextprotocol/server-everything, newest on npm as of 2026-11
+MCP_PY_VERSION="2.3.0"                # `mcp` on PyPI, newest; 2.x provides mcp.server.mcpserver.MCPServer
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+FIX="$ROOT/fixtures/interop"
+DEST="$ROOT/.interop"
+NODE_DIR="$DEST/node"
+VENV="$DEST/venv"
+
+step() { printf 'interop-setup: %s\n' "$*"; }
+die() { printf 'interop-setup: ERROR: %s\n' "$*" >&2; exit 1; }
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+command -v node >/dev/null || die "node not found (need node >= 20)"
+command -v npm >/dev/null || die "npm not found"
+command -v python3 >/dev/null || die "python3 not found (need >= 3.10)"
+mkdir -p "$DEST"
+
+# ---- 1. Node: @modelcontextprotocol/server-everything --------------------------------
+pinned_in_pkg="$(node -p "require('$FIX/node/package.json').dependencies['@modelcontextprotocol/server-everything']")"
+[ "$pinned_in_pkg" = "$SERVER_EVERYTHING_VERSION" ] ||
+  die "fixtures/interop/node/package.json pins $pinned_in_pkg, script pins $SERVER_EVERYTHING_VERSION"
+
+node_stamp="$(hash_of "$FIX/node/package.json" "$FIX/node/package-lock.json")"
+se_pkg="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json"
+installed_se=""
+[ -f "$se_pkg" ] && installed_se="$(node -p "require('$se_pkg').version")"
+if [ "$installed_se" = "$SERVER_EVERYTHING_VERSION" ] && [ "$(cat "$NODE_DIR/.stamp" 2>/dev/null)" = "$node_stamp" ]; then
+  step "node: server-everything $SERVER_EVERYTHING_VERSION already installed, skipping"
+else
+  step "node: installing server-everything $SERVER_EVERYTHING_VERSION into .interop/node (npm ci, locked tree)"
+  mkdir -p "$NODE_DIR"
+  rm -f "$NODE_DIR/.stamp"
+  cp "$FIX/node/package.json" "$FIX/node/package-lock.json" "$NODE_DIR/"
+  # No package in the tree has install scripts, so none are run.
+  npm ci --prefix "$NODE_DIR" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  installed_se="$(node -p "require('$se_pkg').version")"
+  [ "$installed_se" = "$SERVER_EVERYTHING_VERSION" ] || die "npm installed server-everything $installed_se"
+  echo "$node_stamp" >"$NODE_DIR/.stamp"
+  step "node: installed server-everything $installed_se"
+fi
+
+# ---- 2. Python: mcp in .interop/venv ------------------------------------------------
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "python3 must be >= 3.10"
+py_stamp="$(printf '%s %s\n' "$MCP_PY_VERSION" "$(python3 -c 'import sys; print(sys.version)')" | cat - "$FIX/py-constraints.txt" | sha256sum | cut -d' ' -f1)"
+installed_mcp=""
+[ -x "$VENV/bin/python" ] &&
+  installed_mcp="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)"
+if [ "$installed_mcp" = "$MCP_PY_VERSION" ] && [ "$(cat "$VENV/.stamp" 2>/dev/null)" = "$py_stamp" ]; then
+  step "python: mcp $MCP_PY_VERSION already installed in .interop/venv, skipping"
+else
+  step "python: installing mcp $MCP_PY_VERSION into .interop/venv (constraints: fixtures/interop/py-constraints.txt)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/py-constraints.txt" "mcp==$MCP_PY_VERSION"
+  echo "$py_stamp" >"$VENV/.stamp"
+  step "python: installed mcp $MCP_PY_VERSION"
+fi
+
+# ---- 3. Smoke check: both servers are importable/startable ------------------------------
+[ -f "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] ||
+  die "server-everything dist/index.js missing"
+"$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' || die "mcp.server.mcpserver not importable"
+"$VENV/bin/python" "$FIX/py_server.py" --help >/dev/null || die "fixtures/interop/py_server.py --help failed"
+step "ok: node $(node --version) server-everything $SERVER_EVERYTHING_VERSION; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') mcp $MCP_PY_VERSION"

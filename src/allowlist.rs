@@ -1,0 +1,268 @@
+//! The allowlist: the only launch authority, and server fingerprints.
+//!
+//! `RIVUMI_MCP_ALLOWLIST` names the servers that may start. It is read from
+//! the invoking environment only; no file of the project can change it.
+//! Entries are comma-separated, trimmed, exact and case-sensitive; empty
+//! entries are ignored; `*` is refused (there are no wildcards). An entry
+//! may pin what launching depends on: `name@<fingerprint>`.
+//!
+//! A fingerprint is 20 hex digits: the first 16 are a SHA-256 over the
+//! canonical launch spec (this is what makes a pin hold), and each of the
+//! last 4 is one hex digit of a SHA-256 over one class of the spec
+//! (stdio: command, args, env, cwd; http: url, headers, auth, oauth), so a
+//! mismatch can say which class most likely changed.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::config::{Server, Transport};
+
+pub(crate) const VAR: &str = "RIVUMI_MCP_ALLOWLIST";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    name: String,
+    pin: Option<String>,
+}
+
+/// A parsed allowlist.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Allowlist {
+    entries: Vec<Entry>,
+}
+
+/// Whether a server may start, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Allowed,
+    Pinned,
+    NotAllowed,
+    /// Pinned, but the spec changed; names the classes that differ (empty
+    /// when the class digits happen to agree).
+    Mismatch(Vec<&'static str>),
+}
+
+impl Verdict {
+    pub(crate) fn may_start(&self) -> bool {
+        matches!(self, Verdict::Allowed | Verdict::Pinned)
+    }
+
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Verdict::Allowed => "allowed",
+            Verdict::Pinned => "pinned",
+            Verdict::NotAllowed => "not allowed",
+            Verdict::Mismatch(_) => "pin mismatch",
+        }
+    }
+}
+
+impl Allowlist {
+    /// Parses the variable's value (`None` when unset).
+    pub(crate) fn parse(raw: Option<&str>) -> Result<Allowlist, String> {
+        let mut entries: Vec<Entry> = vec![];
+        for item in raw.unwrap_or("").split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                continue;
+            }
+            if item.contains('*') {
+                return Err(format!(
+                    "{VAR}: '{item}' is a wildcard; name each server \
+                     (there are no wildcards)"
+                ));
+            }
+            let (name, pin) = match item.split_once('@') {
+                Some((n, p)) => (n, Some(p)),
+                None => (item, None),
+            };
+            if crate::config::check_name(name).is_err() {
+                return Err(format!(
+                    "{VAR}: '{}' is not a server name",
+                    crate::term::line(name)
+                ));
+            }
+            let pin = match pin {
+                Some(p) if p.len() == 20 && p.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    Some(p.to_ascii_lowercase())
+                }
+                Some(p) => {
+                    return Err(format!(
+                        "{VAR}: '{name}@{}' has a malformed fingerprint \
+                         (20 hex digits, as check-config prints them)",
+                        crate::term::line(p)
+                    ));
+                }
+                None => None,
+            };
+            let entry = Entry { name: name.to_string(), pin };
+            if let Some(prev) = entries.iter().find(|e| e.name == entry.name) {
+                if prev.pin != entry.pin {
+                    return Err(format!(
+                        "{VAR}: '{name}' is listed twice with different pins"
+                    ));
+                }
+                continue;
+            }
+            entries.push(entry);
+        }
+        Ok(Allowlist { entries })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether `name` appears at all (pinned or not).
+    pub(crate) fn lists(&self, name: &str) -> bool {
+        self.entries.iter().any(|e| e.name == name)
+    }
+
+    /// The verdict for a valid server entry.
+    pub(crate) fn verdict(&self, server: &Server) -> Verdict {
+        let Some(e) = self.entries.iter().find(|e| e.name == server.name)
+        else {
+            return Verdict::NotAllowed;
+        };
+        let Some(pin) = &e.pin else { return Verdict::Allowed };
+        let now = fingerprint(server);
+        if *pin == now {
+            return Verdict::Pinned;
+        }
+        let classes = class_names(server);
+        let changed = pin
+            .bytes()
+            .skip(16)
+            .zip(now.bytes().skip(16))
+            .zip(classes)
+            .filter(|((a, b), _)| a != b)
+            .map(|(_, c)| *c)
+            .collect();
+        Verdict::Mismatch(changed)
+    }
+}
+
+fn class_names(server: &Server) -> &'static [&'static str; 4] {
+    match server.transport {
+        Transport::Stdio(_) => &["command", "args", "env", "cwd"],
+        Transport::Http(_) => &["url", "headers", "auth", "oauth"],
+    }
+}
+
+/// The canonical launch spec, one JSON value per class.
+fn classes(server: &Server) -> [Value; 4] {
+    match &server.transport {
+        Transport::Stdio(s) => {
+            let mut env: Vec<(&String, &String)> =
+                s.env.iter().map(|(k, v)| (k, v)).collect();
+            env.sort();
+            let mut passed: Vec<&String> = s.env_vars.iter().collect();
+            passed.sort();
+            [
+                json!(["stdio", s.command]),
+                json!(s.args),
+                json!({"env": env, "env_vars": passed}),
+                json!(s.cwd),
+            ]
+        }
+        Transport::Http(h) => {
+            let mut names: Vec<String> =
+                h.headers.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+            names.sort();
+            let oauth = h.oauth.as_ref().map(|o| {
+                json!({
+                    "client_id": o.client_id,
+                    "secret_var": o.client_secret_env_var,
+                    "as": o.authorization_server.as_ref().map(|u| u.to_string()),
+                    "authz": o.authorization_endpoint.as_ref().map(|u| u.to_string()),
+                    "token": o.token_endpoint.as_ref().map(|u| u.to_string()),
+                    "scopes": o.scopes,
+                    "port": o.redirect_port,
+                    "path": o.redirect_path,
+                })
+            });
+            [
+                json!(["http", h.url.to_string()]),
+                json!(names),
+                json!({"mode": server.auth_mode(),
+                       "bearer_var": h.bearer_token_env_var}),
+                json!(oauth),
+            ]
+        }
+    }
+}
+
+/// The fingerprint of a server's launch spec (see the module docs).
+pub(crate) fn fingerprint(server: &Server) -> String {
+    let parts = classes(server);
+    let all = serde_json::to_string(&parts).unwrap_or_default();
+    let mut out = hex(&Sha256::digest(all.as_bytes()))[..16].to_string();
+    for p in &parts {
+        let s = serde_json::to_string(p).unwrap_or_default();
+        out.push_str(&hex(&Sha256::digest(s.as_bytes()))[..1]);
+    }
+    out
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Stdio;
+
+    fn stdio(name: &str, command: &str, args: &[&str]) -> Server {
+        Server {
+            name: name.into(),
+            transport: Transport::Stdio(Stdio {
+                command: command.into(),
+                args: args.iter().map(|s| s.to_string()).collect(),
+                env: vec![],
+                env_vars: vec![],
+                cwd: None,
+                cwd_path: None,
+            }),
+            startup_timeout: None,
+            tool_timeout: None,
+        }
+    }
+
+    #[test]
+    fn parsing_rules() {
+        let a = Allowlist::parse(Some(" a , ,b,,")).unwrap();
+        assert!(a.lists("a") && a.lists("b") && !a.lists("A"));
+        assert!(Allowlist::parse(None).unwrap().is_empty());
+        assert!(Allowlist::parse(Some("")).unwrap().is_empty());
+        assert!(Allowlist::parse(Some("*")).unwrap_err().contains("wildcard"));
+        assert!(Allowlist::parse(Some("a b")).is_err());
+        assert!(Allowlist::parse(Some("a@xyz")).is_err());
+    }
+
+    #[test]
+    fn pins_match_and_say_what_changed() {
+        let s = stdio("a", "srv", &["-x"]);
+        let fp = fingerprint(&s);
+        assert_eq!(fp.len(), 20);
+        let list = Allowlist::parse(Some(&format!("a@{fp}"))).unwrap();
+        assert_eq!(list.verdict(&s), Verdict::Pinned);
+        let changed = stdio("a", "srv", &["-y"]);
+        match list.verdict(&changed) {
+            Verdict::Mismatch(c) => assert!(c.contains(&"args") || c.is_empty()),
+            v => panic!("{v:?}"),
+        }
+        assert!(!list.verdict(&changed).may_start());
+        assert_eq!(
+            Allowlist::parse(Some("b")).unwrap().verdict(&s),
+            Verdict::NotAllowed
+        );
+    }
+
+    #[test]
+    fn fingerprint_is_stable_and_sensitive() {
+        let a = fingerprint(&stdio("a", "srv", &["-x"]));
+        assert_eq!(a, fingerprint(&stdio("other-name", "srv", &["-x"])));
+        assert_ne!(a, fingerprint(&stdio("a", "srv2", &["-x"])));
+    }
+}

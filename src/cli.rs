@@ -1,0 +1,667 @@
+//! The command line: one lexopt loop, one USAGE text per command.
+//!
+//! Parsing only validates what was typed; it reads no file, starts nothing
+//! and looks at no environment variable (ripgrep's "low args" rule). Any
+//! option may stand before or after the command, as people type them
+//! (`rivumi-mcp --json list` = `rivumi-mcp list --json`); an option that
+//! does not apply to the command is an error, never silently ignored.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::deadline;
+use crate::error::{Error, Result};
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    Help(String),
+    Version,
+    Run(Args),
+}
+
+/// Options every command understands.
+#[derive(Debug, Default)]
+pub(crate) struct Global {
+    pub(crate) config: Option<PathBuf>,
+    pub(crate) json: bool,
+    pub(crate) verbose: u8,
+    pub(crate) quiet: bool,
+    pub(crate) strict: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) max_message: Option<usize>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Args {
+    pub(crate) global: Global,
+    pub(crate) command: Command,
+}
+
+/// Output format of `check-config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+/// What `list` shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Show {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
+
+#[derive(Debug)]
+pub(crate) enum Command {
+    CheckConfig {
+        format: Format,
+    },
+    List {
+        servers: Vec<String>,
+        show: Show,
+    },
+    Call {
+        /// `mcp__server__tool`, or `server tool` as two words.
+        target: Target,
+        /// `key=value` and `key:=json` words.
+        pairs: Vec<String>,
+        /// `--args`: a JSON object, `-` for stdin or `@file`.
+        args: Option<String>,
+        yes: bool,
+        save: Option<PathBuf>,
+    },
+    Resources {
+        server: String,
+    },
+    Read {
+        server: String,
+        uri: String,
+        save: Option<PathBuf>,
+    },
+    Prompts {
+        server: String,
+    },
+    Prompt {
+        server: String,
+        name: String,
+        pairs: Vec<String>,
+    },
+}
+
+/// The tool a `call` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Qualified(String),
+    Split { server: String, tool: String },
+}
+
+const COMMANDS: &[&str] = &[
+    "check-config",
+    "list",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "help",
+];
+
+/// One option: its names, whether it takes a value, and the commands it
+/// applies to (`None` = every command).
+struct Opt {
+    long: &'static str,
+    short: Option<char>,
+    value: bool,
+    commands: Option<&'static [&'static str]>,
+}
+
+const RUNS: &[&str] =
+    &["list", "call", "resources", "read", "prompts", "prompt"];
+
+const OPTS: &[Opt] = &[
+    Opt { long: "config", short: Some('c'), value: true, commands: None },
+    Opt { long: "json", short: None, value: false, commands: None },
+    Opt { long: "verbose", short: Some('v'), value: false, commands: None },
+    Opt { long: "quiet", short: Some('q'), value: false, commands: None },
+    Opt {
+        long: "strict",
+        short: None,
+        value: false,
+        commands: Some(&["check-config"]),
+    },
+    Opt {
+        long: "format",
+        short: None,
+        value: true,
+        commands: Some(&["check-config"]),
+    },
+    Opt { long: "timeout", short: None, value: true, commands: Some(RUNS) },
+    Opt {
+        long: "startup-timeout",
+        short: None,
+        value: true,
+        commands: Some(RUNS),
+    },
+    Opt {
+        long: "max-message",
+        short: None,
+        value: true,
+        commands: Some(RUNS),
+    },
+    Opt { long: "tools", short: None, value: false, commands: Some(&["list"]) },
+    Opt {
+        long: "resources",
+        short: None,
+        value: false,
+        commands: Some(&["list"]),
+    },
+    Opt {
+        long: "prompts",
+        short: None,
+        value: false,
+        commands: Some(&["list"]),
+    },
+    Opt { long: "all", short: None, value: false, commands: Some(&["list"]) },
+    Opt { long: "args", short: None, value: true, commands: Some(&["call"]) },
+    Opt {
+        long: "yes",
+        short: Some('y'),
+        value: false,
+        commands: Some(&["call"]),
+    },
+    Opt {
+        long: "save",
+        short: None,
+        value: true,
+        commands: Some(&["call", "read"]),
+    },
+];
+
+pub(crate) const USAGE: &str = "\
+rivumi-mcp: a command-line client for the Model Context Protocol
+
+USAGE:
+    rivumi-mcp [OPTIONS] <COMMAND> [ARGS...]
+
+COMMANDS:
+    check-config   Validate .mcp.json and show every server
+    list           List the tools (resources, prompts) of allowed servers
+    call           Call one tool
+    resources      List one server's resources and resource templates
+    read           Read one resource
+    prompts        List one server's prompts
+    prompt         Get one prompt
+    help           Show the help of a command
+
+OPTIONS (any command, before or after it):
+    -c, --config PATH   Config file (default: ./.mcp.json, never a parent)
+        --json          Machine-readable output; errors as JSON on stderr
+    -v, --verbose       Say more on stderr (server stderr, notifications)
+    -q, --quiet         Only errors on stderr
+    -h, --help          Show help (of a command: rivumi-mcp list --help)
+    -V, --version       Show the version
+
+Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
+Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
+5 timeout, 6 authentication required, 7 denied, 130/143 interrupted.
+";
+
+const USAGE_CHECK: &str = "\
+rivumi-mcp check-config: validate the configuration file
+
+USAGE:
+    rivumi-mcp check-config [--strict] [--format human|json|github]
+
+Validates every server of the file (allowed or not), reports every
+problem with its line:column and JSON pointer, then shows a table of
+servers with their fingerprints. Starts nothing.
+
+OPTIONS:
+        --strict          Unknown keys and unset variables are errors
+        --format FORMAT   human (default), json, or github (annotations)
+        --json            Same as --format json
+
+EXIT: 0 valid (warnings allowed), 1 invalid, 2 usage or unreadable file.
+
+EXAMPLES:
+    rivumi-mcp check-config
+    rivumi-mcp check-config --format github -c .mcp.json
+";
+
+const USAGE_LIST: &str = "\
+rivumi-mcp list: list what allowed servers offer
+
+USAGE:
+    rivumi-mcp list [SERVER...] [--tools|--resources|--prompts|--all]
+
+Without SERVER, every allowed server is started (in parallel) and shown
+in config order. Tools are shown as mcp__<server>__<tool> with their
+classification: read (readOnlyHint true, not destructive) or execute.
+
+OPTIONS:
+        --tools               Tools (the default)
+        --resources           Resources and resource templates
+        --prompts             Prompts
+        --all                 All three
+        --timeout SECS        Per-request deadline (default 300)
+        --startup-timeout SECS  Start-up deadline (default 30)
+        --max-message BYTES   Largest message accepted (default 16M)
+
+EXAMPLES:
+    RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list
+    rivumi-mcp list demo --all --json
+";
+
+const USAGE_CALL: &str = "\
+rivumi-mcp call: call one tool
+
+USAGE:
+    rivumi-mcp call mcp__<server>__<tool> [key=value | key:=json ...]
+    rivumi-mcp call <server> <tool> [key=value | key:=json ...]
+
+key=value is converted only to the type the tool's inputSchema declares
+for key (a string property stays a string, even \"007\"); key:=json takes
+raw JSON. --args takes the whole arguments object.
+
+OPTIONS:
+        --args JSON|-|@FILE   Arguments as a JSON object (- reads stdin)
+    -y, --yes                 Approve a call classified execute
+        --save DIR            Save images, audio and blobs into DIR
+        --timeout SECS        Deadline of the call (default 300)
+        --startup-timeout SECS  Start-up deadline (default 30)
+
+EXIT: 0 ok, 1 when the tool returned isError, see rivumi-mcp --help.
+
+EXAMPLES:
+    rivumi-mcp call mcp__demo__echo text=hello
+    rivumi-mcp call demo add a=1 b:=2
+    echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
+";
+
+const USAGE_RESOURCES: &str = "\
+rivumi-mcp resources: list one server's resources and templates
+
+USAGE:
+    rivumi-mcp resources <SERVER> [--json]
+";
+
+const USAGE_READ: &str = "\
+rivumi-mcp read: read one resource
+
+USAGE:
+    rivumi-mcp read <SERVER> <URI> [--json] [--save DIR]
+
+Text contents are printed; binary contents are summarised unless --save.
+";
+
+const USAGE_PROMPTS: &str = "\
+rivumi-mcp prompts: list one server's prompts
+
+USAGE:
+    rivumi-mcp prompts <SERVER> [--json]
+";
+
+const USAGE_PROMPT: &str = "\
+rivumi-mcp prompt: get one prompt
+
+USAGE:
+    rivumi-mcp prompt <SERVER> <NAME> [key=value ...] [--json]
+
+Prompt arguments are strings (the protocol allows no other type).
+";
+
+/// The USAGE text of a command, or the top-level one.
+pub(crate) fn usage(command: Option<&str>) -> &'static str {
+    match command {
+        Some("check-config") => USAGE_CHECK,
+        Some("list") => USAGE_LIST,
+        Some("call") => USAGE_CALL,
+        Some("resources") => USAGE_RESOURCES,
+        Some("read") => USAGE_READ,
+        Some("prompts") => USAGE_PROMPTS,
+        Some("prompt") => USAGE_PROMPT,
+        _ => USAGE,
+    }
+}
+
+/// Parses the process arguments (without the program name).
+pub(crate) fn parse<I>(args: I) -> Result<Parsed>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    use lexopt::Arg::{Long, Short, Value};
+
+    let mut p = lexopt::Parser::from_args(args);
+    let mut command: Option<String> = None;
+    let mut words: Vec<String> = vec![];
+    let mut given: Vec<(&'static Opt, Option<String>)> = vec![];
+    let (mut help, mut version) = (false, false);
+
+    while let Some(arg) = p.next().map_err(lexerr)? {
+        let opt = match arg {
+            Short('h') | Long("help") => {
+                help = true;
+                continue;
+            }
+            Short('V') | Long("version") => {
+                version = true;
+                continue;
+            }
+            Value(v) => {
+                let v = v.into_string().map_err(nonutf8)?;
+                if command.is_none() {
+                    command = Some(v);
+                } else {
+                    words.push(v);
+                }
+                continue;
+            }
+            Short(c) => OPTS.iter().find(|o| o.short == Some(c)).ok_or_else(
+                || Error::usage(format!("unrecognized flag '-{c}'")),
+            )?,
+            Long(name) => {
+                OPTS.iter().find(|o| o.long == name).ok_or_else(|| {
+                    let names = OPTS.iter().map(|o| o.long);
+                    let mut msg = format!("unrecognized flag '--{name}'");
+                    if let Some(s) = suggest(name, names) {
+                        msg.push_str(&format!("; did you mean '--{s}'?"));
+                    }
+                    Error::usage(msg)
+                })?
+            }
+        };
+        let value = if opt.value {
+            let v = p.value().map_err(lexerr)?;
+            Some(v.into_string().map_err(nonutf8)?)
+        } else {
+            None
+        };
+        given.push((opt, value));
+    }
+
+    if let Some(c) = command.as_deref() {
+        if !COMMANDS.contains(&c) {
+            let mut msg = format!("unrecognized command '{c}'");
+            if let Some(s) = suggest(c, COMMANDS.iter().copied()) {
+                msg.push_str(&format!("; did you mean '{s}'?"));
+            }
+            return Err(Error::usage(msg));
+        }
+    }
+    if command.as_deref() == Some("help") {
+        let topic = words.first().map(String::as_str);
+        if let Some(t) = topic.filter(|t| !COMMANDS.contains(t)) {
+            return Err(Error::usage(format!("no help for '{t}'")));
+        }
+        return Ok(Parsed::Help(usage(topic).to_string()));
+    }
+    if help {
+        return Ok(Parsed::Help(usage(command.as_deref()).to_string()));
+    }
+    if version {
+        return Ok(Parsed::Version);
+    }
+    let Some(command) = command else {
+        return Err(Error::usage(
+            "no command given; try 'rivumi-mcp --help'".to_string(),
+        ));
+    };
+    build(&command, words, given)
+}
+
+fn lexerr(e: lexopt::Error) -> Error {
+    Error::usage(e.to_string())
+}
+
+fn nonutf8(v: OsString) -> Error {
+    Error::usage(format!("argument {v:?} is not valid UTF-8"))
+}
+
+/// Checks every given option applies to the command and assembles it.
+fn build(
+    command: &str,
+    words: Vec<String>,
+    given: Vec<(&'static Opt, Option<String>)>,
+) -> Result<Parsed> {
+    let mut g = Global::default();
+    let mut format = None;
+    let mut show = Show::default();
+    let mut args_json = None;
+    let mut yes = false;
+    let mut save = None;
+    for (opt, value) in given {
+        if let Some(cmds) = opt.commands {
+            if !cmds.contains(&command) {
+                return Err(Error::usage(format!(
+                    "flag '--{}' does not apply to '{command}'",
+                    opt.long
+                )));
+            }
+        }
+        let value = value.unwrap_or_default();
+        let flag = format!("--{}", opt.long);
+        match opt.long {
+            "config" => g.config = Some(PathBuf::from(value)),
+            "json" => g.json = true,
+            "verbose" => g.verbose = g.verbose.saturating_add(1),
+            "quiet" => g.quiet = true,
+            "strict" => g.strict = true,
+            "format" => {
+                format = Some(match value.as_str() {
+                    "human" => Format::Human,
+                    "json" => Format::Json,
+                    "github" => Format::Github,
+                    v => {
+                        return Err(Error::usage(format!(
+                            "{flag}: unknown format '{v}' \
+                             [pick from: human, json, github]"
+                        )));
+                    }
+                })
+            }
+            "timeout" => g.timeout = Some(secs(&flag, &value)?),
+            "startup-timeout" => {
+                g.startup_timeout = Some(secs(&flag, &value)?)
+            }
+            "max-message" => g.max_message = Some(bytes(&flag, &value)?),
+            "tools" => show.tools = true,
+            "resources" => show.resources = true,
+            "prompts" => show.prompts = true,
+            "all" => {
+                show = Show { tools: true, resources: true, prompts: true }
+            }
+            "args" => args_json = Some(value),
+            "yes" => yes = true,
+            "save" => save = Some(PathBuf::from(value)),
+            other => unreachable!("option table and match disagree: {other}"),
+        }
+    }
+    if g.json {
+        if format.is_some_and(|f| f != Format::Json) {
+            return Err(Error::usage("--json conflicts with --format"));
+        }
+        format = Some(Format::Json);
+    }
+    if show == Show::default() {
+        show.tools = true;
+    }
+    let mut words = words.into_iter();
+    let mut need = |what: &str| {
+        words.next().ok_or_else(|| {
+            Error::usage(format!(
+                "missing argument {what}; try 'rivumi-mcp {command} --help'"
+            ))
+        })
+    };
+    let cmd = match command {
+        "check-config" => {
+            Command::CheckConfig { format: format.unwrap_or(Format::Human) }
+        }
+        "list" => Command::List { servers: words.by_ref().collect(), show },
+        "call" => {
+            let first = need("TOOL")?;
+            let target = if first.starts_with("mcp__") {
+                Target::Qualified(first)
+            } else {
+                let tool = need("TOOL (after the server name)")?;
+                Target::Split { server: first, tool }
+            };
+            let pairs: Vec<String> = words.by_ref().collect();
+            if let Some(bad) = pairs.iter().find(|p| !p.contains('=')) {
+                return Err(Error::usage(format!(
+                    "argument '{bad}' is not key=value or key:=json"
+                )));
+            }
+            Command::Call { target, pairs, args: args_json, yes, save }
+        }
+        "resources" => Command::Resources { server: need("SERVER")? },
+        "read" => {
+            Command::Read { server: need("SERVER")?, uri: need("URI")?, save }
+        }
+        "prompts" => Command::Prompts { server: need("SERVER")? },
+        "prompt" => {
+            let server = need("SERVER")?;
+            let name = need("NAME")?;
+            let pairs: Vec<String> = words.by_ref().collect();
+            if let Some(bad) = pairs.iter().find(|p| !p.contains('=')) {
+                return Err(Error::usage(format!(
+                    "argument '{bad}' is not key=value"
+                )));
+            }
+            Command::Prompt { server, name, pairs }
+        }
+        other => unreachable!("command table and match disagree: {other}"),
+    };
+    if let Some(extra) = words.next() {
+        return Err(Error::usage(format!(
+            "unexpected argument '{extra}' for '{command}'"
+        )));
+    }
+    Ok(Parsed::Run(Args { global: g, command: cmd }))
+}
+
+fn secs(flag: &str, v: &str) -> Result<Duration> {
+    deadline::parse_seconds(v).map_err(|e| Error::usage(format!("{flag}: {e}")))
+}
+
+/// Parses a byte count with an optional K/M/G suffix (powers of 1024).
+fn bytes(flag: &str, v: &str) -> Result<usize> {
+    let (num, mul) = match v.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&v[..i], 1 << 10),
+        Some((i, 'm' | 'M')) => (&v[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&v[..i], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .filter(|&n| n >= 1024)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "{flag}: '{v}' is not a size of at least 1024 bytes \
+                 (suffixes K, M, G allowed)"
+            ))
+        })
+}
+
+/// The closest candidate within a small edit distance, for "did you mean".
+pub(crate) fn suggest<'a>(
+    input: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .map(|c| (edit_distance(input, c), c))
+        .filter(|&(d, c)| d <= 2.max(c.len() / 4) && d < c.len())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_raw(s: &str) -> Result<Parsed> {
+        parse(s.split_whitespace())
+    }
+
+    fn run(s: &str) -> Args {
+        match parse_raw(s) {
+            Ok(Parsed::Run(a)) => a,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn options_before_or_after_the_command() {
+        let a = run("--json list demo");
+        let b = run("list demo --json");
+        assert!(a.global.json && b.global.json);
+        assert!(matches!(a.command, Command::List { ref servers, .. }
+            if servers == &["demo"]));
+    }
+
+    #[test]
+    fn call_forms() {
+        let a = run("call mcp__s__t a=1 b:=2");
+        match a.command {
+            Command::Call { target, pairs, .. } => {
+                assert_eq!(target, Target::Qualified("mcp__s__t".into()));
+                assert_eq!(pairs, ["a=1", "b:=2"]);
+            }
+            _ => panic!(),
+        }
+        let b = run("call s t -y");
+        assert!(matches!(b.command, Command::Call { yes: true,
+            target: Target::Split { .. }, .. }));
+        assert!(parse_raw("call s t notapair").is_err());
+    }
+
+    #[test]
+    fn unknown_things_are_usage_errors_with_suggestions() {
+        let e = parse_raw("lst").unwrap_err();
+        assert_eq!(e.to_string(), "unrecognized command 'lst'; did you mean 'list'?");
+        let e = parse_raw("list --jsn").unwrap_err();
+        assert!(e.to_string().contains("did you mean '--json'"), "{e}");
+        let e = parse_raw("call s t --tools").unwrap_err();
+        assert!(e.to_string().contains("does not apply"), "{e}");
+        assert!(parse_raw("").is_err());
+    }
+
+    #[test]
+    fn help_and_version_short_circuit() {
+        assert!(matches!(parse_raw("list --help"),
+            Ok(Parsed::Help(h)) if h.contains("rivumi-mcp list")));
+        assert!(matches!(parse_raw("help call"),
+            Ok(Parsed::Help(h)) if h.contains("rivumi-mcp call")));
+        assert!(matches!(parse_raw("--version"), Ok(Parsed::Version)));
+    }
+
+    #[test]
+    fn values_are_validated() {
+        assert!(parse_raw("list --timeout 0").is_err());
+        assert!(parse_raw("list --max-message 1").is_err());
+        assert_eq!(run("list --max-message 2M").global.max_message,
+            Some(2 << 20));
+        assert!(parse_raw("check-config --format xml").is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! `rivumi-mcp check-config`: validate the whole file and show every server.
+//!
+//! Starts nothing and connects nowhere. Reports every problem of every
+//! server (allowed or not), then a table with each server's transport,
+//! target, auth mode, allowlist verdict and fingerprint.
+
+use serde_json::{Value, json};
+
+use crate::allowlist::{self, Allowlist};
+use crate::cli::Format;
+use crate::config::{self, Config, Severity};
+use crate::error::{Error, Result};
+use crate::out;
+
+/// Runs the command; `Err(Negative)` when the file is invalid.
+pub(crate) fn run(
+    path: &std::path::Path,
+    format: Format,
+    strict: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let config = config::load(path, strict, env)?;
+    let raw = env(allowlist::VAR);
+    let (list, list_problem) = match Allowlist::parse(raw.as_deref()) {
+        Ok(l) => (l, None),
+        Err(msg) => (Allowlist::default(), Some(msg)),
+    };
+    let rows = rows(&config, &list);
+    match format {
+        Format::Json => print_json(&config, &rows, list_problem.as_deref())?,
+        Format::Human => {
+            print_diagnostics(&config)?;
+            print_table(&config, &rows, list_problem.as_deref())?;
+        }
+        Format::Github => {
+            print_github(&config)?;
+            print_table(&config, &rows, list_problem.as_deref())?;
+        }
+    }
+    if config.is_valid() {
+        Ok(())
+    } else {
+        let n = count(&config, Severity::Error);
+        Err(Error::negative(format!(
+            "{}: invalid ({n} error{})",
+            config.path.display(),
+            if n == 1 { "" } else { "s" }
+        )))
+    }
+}
+
+struct Row {
+    name: String,
+    valid: bool,
+    transport: &'static str,
+    target: String,
+    auth: &'static str,
+    allowlist: String,
+    fingerprint: Option<String>,
+}
+
+fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
+    config
+        .entries
+        .iter()
+        .map(|e| match &e.server {
+            Some(s) => {
+                let verdict = list.verdict(s);
+                let label = match &verdict {
+                    allowlist::Verdict::Mismatch(c) if !c.is_empty() => {
+                        format!("pin mismatch ({} changed)", c.join(", "))
+                    }
+                    v => v.label().to_string(),
+                };
+                Row {
+                    name: e.name.clone(),
+                    valid: true,
+                    transport: s.transport_name(),
+                    target: s.target(),
+                    auth: s.auth_mode(),
+                    allowlist: label,
+                    fingerprint: Some(allowlist::fingerprint(s)),
+                }
+            }
+            None => Row {
+                name: e.name.clone(),
+                valid: false,
+                transport: "?",
+                target: "(invalid entry)".to_string(),
+                auth: "?",
+                allowlist: if list.lists(&e.name) {
+                    "listed (invalid)".to_string()
+                } else {
+                    "not allowed".to_string()
+                },
+                fingerprint: None,
+            },
+        })
+        .collect()
+}
+
+fn count(config: &Config, sev: Severity) -> usize {
+    config.diagnostics.iter().filter(|d| d.severity == sev).count()
+}
+
+fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+fn print_diagnostics(config: &Config) -> Result<()> {
+    let mut text = String::new();
+    for d in &config.diagnostics {
+        let server =
+            d.server.as_ref().map(|s| format!("server '{s}': ")).unwrap_or_default();
+        let at = if d.pointer.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", d.pointer)
+        };
+        text.push_str(&format!(
+            "{}:{}:{}: {}: {server}{}{at}\n",
+            config.path.display(),
+            d.pos.line,
+            d.pos.col,
+            severity(d.severity),
+            out::shown(&d.message),
+        ));
+    }
+    out::print(&text)
+}
+
+fn print_github(config: &Config) -> Result<()> {
+    let mut text = String::new();
+    for d in &config.diagnostics {
+        let server =
+            d.server.as_ref().map(|s| format!("server '{s}': ")).unwrap_or_default();
+        text.push_str(&format!(
+            "::{} file={},line={},col={}::{}\n",
+            severity(d.severity),
+            gh_escape_prop(&config.path.display().to_string()),
+            d.pos.line,
+            d.pos.col,
+            gh_escape(&format!("{server}{} ({})", d.message, d.pointer)),
+        ));
+    }
+    out::print(&text)
+}
+
+/// GitHub workflow-command escaping for the message part.
+fn gh_escape(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// ... and for property values, which also escape `:` and `,`.
+fn gh_escape_prop(s: &str) -> String {
+    gh_escape(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn print_table(
+    config: &Config,
+    rows: &[Row],
+    list_problem: Option<&str>,
+) -> Result<()> {
+    let mut text = String::new();
+    if !config.diagnostics.is_empty() {
+        text.push('\n');
+    }
+    if !rows.is_empty() {
+        let mut table = vec![vec![
+            "SERVER".to_string(),
+            "TRANSPORT".to_string(),
+            "AUTH".to_string(),
+            "ALLOWLIST".to_string(),
+            "FINGERPRINT".to_string(),
+            "TARGET".to_string(),
+        ]];
+        for r in rows {
+            table.push(vec![
+                r.name.clone(),
+                r.transport.to_string(),
+                r.auth.to_string(),
+                r.allowlist.clone(),
+                r.fingerprint.clone().unwrap_or_else(|| "-".to_string()),
+                out::shown(&r.target).into_owned(),
+            ]);
+        }
+        text.push_str(&out::table(&table));
+    }
+    if let Some(p) = list_problem {
+        text.push_str(&format!("allowlist: {p}\n"));
+    }
+    let (e, w) = (count(config, Severity::Error), count(config, Severity::Warning));
+    text.push_str(&format!(
+        "{}: {} server{}, {e} error{}, {w} warning{}: {}\n",
+        config.path.display(),
+        rows.len(),
+        plural(rows.len()),
+        plural(e),
+        plural(w),
+        if config.is_valid() { "valid" } else { "invalid" },
+    ));
+    out::print(&text)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn print_json(
+    config: &Config,
+    rows: &[Row],
+    list_problem: Option<&str>,
+) -> Result<()> {
+    let diagnostics: Vec<Value> = config
+        .diagnostics
+        .iter()
+        .map(|d| {
+            json!({
+                "severity": severity(d.severity),
+                "server": d.server,
+                "pointer": d.pointer,
+                "line": d.pos.line,
+                "column": d.pos.col,
+                "message": d.message,
+            })
+        })
+        .collect();
+    let servers: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "valid": r.valid,
+                "transport": (r.transport != "?").then_some(r.transport),
+                "target": r.valid.then_some(&r.target),
+                "auth": (r.auth != "?").then_some(r.auth),
+                "allowlist": r.allowlist,
+                "fingerprint": r.fingerprint,
+            })
+        })
+        .collect();
+    out::json(&json!({
+        "file": config.path.display().to_string(),
+        "valid": config.is_valid(),
+        "errors": count(config, Severity::Error),
+        "warnings": count(config, Severity::Warning),
+        "diagnostics": diagnostics,
+        "servers": servers,
+        "allowlist_error": list_problem,
+    }))
+}

@@ -1,0 +1,111 @@
+//! Safe terminal output: one sanitising function for everything a server
+//! (or any other untrusted source) can say that reaches a terminal.
+//!
+//! A tool result, a description, a server's stderr line or an OAuth error
+//! text may carry escape sequences that recolour, retitle or clear the
+//! terminal, hyperlink text to somewhere else (OSC 8), write the clipboard
+//! (OSC 52), or reorder what is shown (bidi overrides). [`sanitize`] makes
+//! every such character visible instead of letting the terminal act on it:
+//! the escape character itself is shown as `\x1b`, so no sequence can start.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Whether line breaks survive sanitising.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lines {
+    /// Keep `\n` and `\t` (multi-line text such as a tool result).
+    Keep,
+    /// Show `\n` and `\t` escaped too (names, one-line messages, prompts).
+    Escape,
+}
+
+/// Returns `s` with controls, escape sequences, bidi controls and
+/// zero-width characters made visible. Borrowed when nothing changes.
+pub(crate) fn sanitize(s: &str, lines: Lines) -> Cow<'_, str> {
+    if !s.chars().any(|c| needs_escape(c, lines)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !needs_escape(c, lines) {
+            out.push(c);
+            continue;
+        }
+        let _ = match c {
+            '\n' => write!(out, "\\n"),
+            '\t' => write!(out, "\\t"),
+            '\r' => write!(out, "\\r"),
+            c if (c as u32) < 0x80 => write!(out, "\\x{:02x}", c as u32),
+            c if (c as u32) < 0xa0 => write!(out, "\\u{{{:x}}}", c as u32),
+            c => write!(out, "<U+{:04X}>", c as u32),
+        };
+    }
+    Cow::Owned(out)
+}
+
+/// Sanitises one line: also escapes line breaks and tabs.
+pub(crate) fn line(s: &str) -> Cow<'_, str> {
+    sanitize(s, Lines::Escape)
+}
+
+fn needs_escape(c: char, lines: Lines) -> bool {
+    match c {
+        '\n' | '\t' => lines == Lines::Escape,
+        // C0 controls, DEL and C1 controls (0x9b is a one-byte CSI).
+        '\0'..='\x1f' | '\x7f'..='\u{9f}' => true,
+        // Bidi embeddings, overrides and isolates; marks.
+        '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' => true,
+        '\u{2066}'..='\u{2069}' | '\u{061c}' => true,
+        // Zero-width and invisible formatting characters.
+        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => {
+            true
+        }
+        '\u{00ad}' | '\u{180e}' => true,
+        _ => false,
+    }
+}
+
+/// Shortens `s` to at most `max` bytes on a char boundary, marking the cut.
+pub(crate) fn clip(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}… [{} more bytes]", &s[..end], s.len() - end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_csi_osc_and_c1() {
+        let s = "a\x1b[31mred\x1b]8;;http://x/\x07l\u{9b}2J";
+        assert_eq!(
+            sanitize(s, Lines::Keep),
+            "a\\x1b[31mred\\x1b]8;;http://x/\\x07l\\u{9b}2J"
+        );
+    }
+
+    #[test]
+    fn bidi_and_zero_width_made_visible() {
+        assert_eq!(line("a\u{202e}b\u{200b}c"), "a<U+202E>b<U+200B>c");
+    }
+
+    #[test]
+    fn newlines_kept_or_escaped() {
+        assert_eq!(sanitize("a\nb\tc\r", Lines::Keep), "a\nb\tc\\r");
+        assert_eq!(line("a\nb"), "a\\nb");
+        assert!(matches!(line("plain é"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn clip_respects_char_boundaries() {
+        assert_eq!(clip("héllo", 2), "h… [5 more bytes]");
+        assert_eq!(clip("abc", 3), "abc");
+    }
+}
