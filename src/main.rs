@@ -7,15 +7,22 @@
 //! end the process after closing every server).
 
 mod allowlist;
+mod callargs;
 mod cli;
 mod cmd;
 mod config;
 mod deadline;
 mod error;
 mod jsonpos;
+mod launch;
 mod msg;
+mod naming;
 mod out;
+mod render;
+mod session;
+mod sys;
 mod term;
+mod transport;
 mod urlcheck;
 mod vars;
 
@@ -25,6 +32,8 @@ use crate::cli::{Command, Parsed};
 use crate::error::{Kind, Result};
 
 fn main() -> ExitCode {
+    // First, before any thread exists: see sys.rs.
+    sys::install_signal_thread();
     let args = std::env::args_os().skip(1);
     let json_errors = std::env::args_os().any(|a| a == "--json");
     let result = match cli::parse(args) {
@@ -68,10 +77,31 @@ fn run(args: cli::Args) -> Result<()> {
     let g = &args.global;
     msg::set_level(if g.quiet { 0 } else { 1 + g.verbose });
     let path = g.config.clone().unwrap_or_else(config::default_path);
-    match args.command {
-        Command::CheckConfig { format } => {
-            cmd::check_config::run(&path, format, g.strict, &lookup)
+    if let Command::CheckConfig { format } = args.command {
+        return cmd::check_config::run(&path, format, g.strict, &lookup);
+    }
+    let ctx = launch::Context::load(g, lookup)?;
+    let json = g.json;
+    let only = |tools, resources, prompts| cli::Show { tools, resources, prompts };
+    match &args.command {
+        Command::CheckConfig { .. } => unreachable!("handled above"),
+        Command::List { servers, show } => {
+            cmd::list::run(&ctx, servers, *show, json)
         }
-        _ => Err(error::Error::usage("not implemented yet")),
+        Command::Call { target, pairs, args: a, yes: _, save } => {
+            cmd::call::run(&ctx, target, pairs, a.as_deref(), save.as_deref(), json)
+        }
+        Command::Resources { server } => {
+            cmd::bridges::list_one(&ctx, server, only(false, true, false), json)
+        }
+        Command::Read { server, uri, save } => {
+            cmd::bridges::read(&ctx, server, uri, save.as_deref(), json)
+        }
+        Command::Prompts { server } => {
+            cmd::bridges::list_one(&ctx, server, only(false, false, true), json)
+        }
+        Command::Prompt { server, name, pairs } => {
+            cmd::bridges::prompt(&ctx, server, name, pairs, json)
+        }
     }
 }

@@ -1,0 +1,134 @@
+//! `rivumi-mcp call`: call one tool.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::cli::Target;
+use crate::error::{Error, Result};
+use crate::launch::Context;
+use crate::render::{self, Saver};
+use crate::{callargs, cli, cmd::list, out};
+
+/// The most bytes `--args -` or `--args @file` reads.
+const MAX_ARGS: u64 = 16 << 20;
+
+/// Splits `mcp__<server>__<rest>`; server names cannot contain `__`.
+fn split_qualified(q: &str) -> Result<(String, String)> {
+    q.strip_prefix("mcp__")
+        .and_then(|r| r.split_once("__"))
+        .filter(|(s, t)| !s.is_empty() && !t.is_empty())
+        .map(|(s, t)| (s.to_string(), t.to_string()))
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "'{q}' is not mcp__<server>__<tool>; or give the server and \
+                 the tool as two words"
+            ))
+        })
+}
+
+/// Reads `--args`: a JSON object, `-` for stdin, or `@file`.
+fn read_args(spec: &str) -> Result<Value> {
+    let text = if spec == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .take(MAX_ARGS + 1)
+            .read_to_string(&mut s)
+            .map_err(|e| Error::usage(format!("--args -: {e}")))?;
+        if s.len() as u64 > MAX_ARGS {
+            return Err(Error::usage("--args -: more than 16 MiB on stdin"));
+        }
+        s
+    } else if let Some(path) = spec.strip_prefix('@') {
+        crate::config::read_file(Path::new(path))
+            .map_err(|e| Error::usage(format!("--args: {}", e.message())))?
+    } else {
+        spec.to_string()
+    };
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::usage(format!("--args: not JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(Error::usage(format!(
+            "--args must be a JSON object, not {}",
+            callargs::type_name(&v)
+        )));
+    }
+    Ok(v)
+}
+
+pub(crate) fn run(
+    ctx: &Context,
+    target: &Target,
+    pairs: &[String],
+    args: Option<&str>,
+    save: Option<&Path>,
+    json: bool,
+) -> Result<()> {
+    let (server, tool) = match target {
+        Target::Qualified(q) => split_qualified(q)?,
+        Target::Split { server, tool } => (server.clone(), tool.clone()),
+    };
+    let base = args.map(read_args).transpose()?;
+    let mut s = ctx.start(&server)?;
+    let listing = s.list_all("tools/list", "tools")?;
+    let tools = list::tools(&server, &listing.items);
+    let wanted = format!("mcp__{server}__{tool}");
+    let Some(t) = tools.iter().find(|t| t.name == tool || t.qualified == wanted)
+    else {
+        let names = tools.iter().map(|t| t.name.as_str());
+        let mut msg = format!("no tool '{}'", out::shown(&tool));
+        if let Some(sug) = cli::suggest(&tool, names) {
+            msg.push_str(&format!("; did you mean '{}'?", out::shown(sug)));
+        }
+        msg.push_str(&format!(" (see: rivumi-mcp list {server})"));
+        return Err(Error::usage(msg).for_server(&server));
+    };
+    let schema = t.def.get("inputSchema");
+    let arguments = callargs::build(schema, base, pairs)
+        .map_err(|m| Error::usage(m).for_server(&server))?;
+    let missing = callargs::missing_required(schema, &arguments);
+    if !missing.is_empty() {
+        return Err(Error::usage(format!(
+            "tool '{}' needs {}: missing {}",
+            out::shown(&t.name),
+            if missing.len() == 1 { "an argument" } else { "arguments" },
+            missing.join(", ")
+        ))
+        .for_server(&server));
+    }
+    let what = format!("tool call '{}'", t.name);
+    let result = s.request(
+        "tools/call",
+        json!({"name": t.name, "arguments": arguments}),
+        &what,
+    )?;
+    s.close();
+    let is_error = result.get("isError") == Some(&Value::Bool(true));
+    if json {
+        out::json(&result)?;
+    } else {
+        let mut saver =
+            Saver { dir: save, prefix: format!("{server}-{}", t.qualified), count: 0 };
+        let mut text = String::new();
+        if let Some(blocks) = result.get("content").and_then(Value::as_array) {
+            for b in blocks {
+                text.push_str(&render::block(b, &mut saver)?);
+            }
+        }
+        if let Some(sc) = result.get("structuredContent") {
+            let pretty = serde_json::to_string_pretty(sc).unwrap_or_default();
+            text.push_str(&pretty);
+            text.push('\n');
+        }
+        render::print(&text)?;
+    }
+    if is_error {
+        return Err(Error::negative(format!(
+            "tool '{}' reported an error (isError)",
+            out::shown(&t.name)
+        ))
+        .for_server(&server));
+    }
+    Ok(())
+}

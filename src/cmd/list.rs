@@ -1,0 +1,309 @@
+//! `rivumi-mcp list`: what allowed servers offer.
+//!
+//! Servers start in parallel (one thread each) and are printed in config
+//! order. A server that fails is reported and does not hide the others;
+//! the exit code then says something failed. One malformed tool does not
+//! hide the rest of a server's tools.
+
+use serde_json::{Value, json};
+
+use crate::cli::Show;
+use crate::error::{Error, Result};
+use crate::launch::Context;
+use crate::naming::{self, Class};
+use crate::session::{Listing, Session};
+use crate::{msg, out};
+
+/// One server's answer.
+#[derive(Debug)]
+pub(crate) struct ServerListing {
+    pub(crate) name: String,
+    pub(crate) protocol: String,
+    pub(crate) info: Value,
+    pub(crate) tools: Option<Listing>,
+    pub(crate) resources: Option<Listing>,
+    pub(crate) templates: Option<Listing>,
+    pub(crate) prompts: Option<Listing>,
+}
+
+/// A tool with its qualified name and classification.
+#[derive(Debug, Clone)]
+pub(crate) struct Tool {
+    pub(crate) name: String,
+    pub(crate) qualified: String,
+    pub(crate) class: Class,
+    pub(crate) def: Value,
+}
+
+/// Decorates a server's tool definitions. Items without a string name are
+/// skipped with a warning; they cannot be called anyway.
+pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
+    let named: Vec<(&str, &Value)> = items
+        .iter()
+        .filter_map(|t| match t.get("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => Some((n, t)),
+            _ => {
+                msg::warn(&format!(
+                    "server '{server}': skipped a tool without a name"
+                ));
+                None
+            }
+        })
+        .collect();
+    let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+    let qualified = naming::qualify(server, &names);
+    named
+        .into_iter()
+        .zip(qualified)
+        .map(|((n, def), q)| Tool {
+            name: n.to_string(),
+            qualified: q,
+            class: naming::classify(def),
+            def: def.clone(),
+        })
+        .collect()
+}
+
+/// Lists what `show` asks for on a started session.
+pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
+    let caps = s.server.capabilities.clone();
+    let has = |k: &str| caps.get(k).is_some();
+    let mut l = ServerListing {
+        name: s.name().to_string(),
+        protocol: s.server.protocol.clone(),
+        info: s.server.info.clone(),
+        tools: None,
+        resources: None,
+        templates: None,
+        prompts: None,
+    };
+    if show.tools {
+        l.tools = Some(if has("tools") {
+            s.list_all("tools/list", "tools")?
+        } else {
+            Listing { items: vec![], complete: true }
+        });
+    }
+    if show.resources {
+        let empty = Listing { items: vec![], complete: true };
+        if has("resources") {
+            l.resources = Some(s.list_all("resources/list", "resources")?);
+            l.templates = Some(
+                s.list_all("resources/templates/list", "resourceTemplates")?,
+            );
+        } else {
+            l.resources = Some(empty.clone());
+            l.templates = Some(empty);
+        }
+    }
+    if show.prompts {
+        l.prompts = Some(if has("prompts") {
+            s.list_all("prompts/list", "prompts")?
+        } else {
+            Listing { items: vec![], complete: true }
+        });
+    }
+    Ok(l)
+}
+
+pub(crate) fn run(
+    ctx: &Context,
+    names: &[String],
+    show: Show,
+    json: bool,
+) -> Result<()> {
+    let names: Vec<String> = if names.is_empty() {
+        ctx.allowed_servers()?
+    } else {
+        names.to_vec()
+    };
+    // Refuse everything up front when a named server may not start, so
+    // nothing is spawned on behalf of a command that cannot succeed.
+    for n in &names {
+        ctx.startable(n)?;
+    }
+    let results: Vec<Result<ServerListing>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|n| {
+                scope.spawn(move || {
+                    let mut s = ctx.start(n)?;
+                    let l = collect(&mut s, show);
+                    s.close();
+                    l
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::server("internal error: a worker panicked"))
+                })
+            })
+            .collect()
+    });
+    let mut first_err: Option<Error> = None;
+    let mut json_servers = vec![];
+    let mut text = String::new();
+    for (name, r) in names.iter().zip(results) {
+        match r {
+            Ok(l) => {
+                if json {
+                    json_servers.push(to_json(&l));
+                } else {
+                    text.push_str(&human(&l, show));
+                }
+            }
+            Err(e) => {
+                if json {
+                    json_servers.push(json!({
+                        "server": name, "ok": false,
+                        "error": {"code": e.kind().name(), "message": e.to_string()},
+                    }));
+                }
+                if first_err.is_some() {
+                    msg::error(&e.to_string());
+                }
+                if first_err.is_none() {
+                    first_err = Some(e);
+                } else {
+                    // Reported above; the first error decides the code.
+                }
+            }
+        }
+    }
+    if json {
+        out::json(&json!({"servers": json_servers}))?;
+    } else {
+        out::print(&text)?;
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn describe(v: &Value) -> String {
+    let d = v.get("description").and_then(Value::as_str).unwrap_or("");
+    d.lines().next().unwrap_or("").trim().to_string()
+}
+
+fn human(l: &ServerListing, show: Show) -> String {
+    let mut text = String::new();
+    let info = &l.info;
+    let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
+    let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
+    text.push_str(&format!(
+        "{}: {} {} (protocol {})\n",
+        l.name,
+        out::shown(sname),
+        out::shown(sver),
+        l.protocol
+    ));
+    let mut rows: Vec<Vec<String>> = vec![];
+    if let (true, Some(t)) = (show.tools, &l.tools) {
+        for tool in tools(&l.name, &t.items) {
+            rows.push(vec![
+                format!("  {}", tool.qualified),
+                tool.class.label().to_string(),
+                out::shown(&describe(&tool.def)).into_owned(),
+            ]);
+        }
+        if t.items.is_empty() {
+            rows.push(vec!["  (no tools)".to_string()]);
+        }
+    }
+    let field = |v: &Value, k: &str| {
+        out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?")).into_owned()
+    };
+    if let (true, Some(r)) = (show.resources, &l.resources) {
+        for item in &r.items {
+            rows.push(vec![
+                format!("  resource {}", field(item, "uri")),
+                item.get("mimeType")
+                    .and_then(Value::as_str)
+                    .map(|m| out::shown(m).into_owned())
+                    .unwrap_or_default(),
+                out::shown(&describe(item)).into_owned(),
+            ]);
+        }
+        for item in l.templates.iter().flat_map(|t| &t.items) {
+            rows.push(vec![
+                format!("  template {}", field(item, "uriTemplate")),
+                String::new(),
+                out::shown(&describe(item)).into_owned(),
+            ]);
+        }
+    }
+    if let (true, Some(p)) = (show.prompts, &l.prompts) {
+        for item in &p.items {
+            let args: Vec<String> = item
+                .get("arguments")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| {
+                            let n = x.get("name")?.as_str()?;
+                            let req = x.get("required") == Some(&Value::Bool(true));
+                            Some(if req { n.to_string() } else { format!("[{n}]") })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            rows.push(vec![
+                format!("  prompt {}", field(item, "name")),
+                out::shown(&args.join(" ")).into_owned(),
+                out::shown(&describe(item)).into_owned(),
+            ]);
+        }
+    }
+    text.push_str(&out::table(&rows));
+    for (what, listing) in [
+        ("tools", &l.tools),
+        ("resources", &l.resources),
+        ("resource templates", &l.templates),
+        ("prompts", &l.prompts),
+    ] {
+        if listing.as_ref().is_some_and(|x| !x.complete) {
+            text.push_str(&format!("  ({what}: incomplete, see stderr)\n"));
+        }
+    }
+    text
+}
+
+fn to_json(l: &ServerListing) -> Value {
+    let mut o = json!({
+        "server": l.name, "ok": true, "protocol": l.protocol,
+        "serverInfo": l.info,
+    });
+    let mut complete = true;
+    if let Some(t) = &l.tools {
+        let items: Vec<Value> = tools(&l.name, &t.items)
+            .into_iter()
+            .map(|t| {
+                let mut d = t.def;
+                if let Value::Object(m) = &mut d {
+                    m.insert("qualified_name".into(), json!(t.qualified));
+                    m.insert("classification".into(), json!(t.class.label()));
+                    m.insert("server".into(), json!(l.name));
+                }
+                d
+            })
+            .collect();
+        o["tools"] = json!(items);
+        complete &= t.complete;
+    }
+    for (key, listing) in [
+        ("resources", &l.resources),
+        ("resourceTemplates", &l.templates),
+        ("prompts", &l.prompts),
+    ] {
+        if let Some(x) = listing {
+            o[key] = json!(x.items);
+            complete &= x.complete;
+        }
+    }
+    o["complete"] = json!(complete);
+    o
+}

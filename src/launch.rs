@@ -1,0 +1,186 @@
+//! From a server name to a running, initialized session.
+//!
+//! This is where "configuration is not launch authority" is enforced: a
+//! server starts only when its entry is valid, its name is in
+//! `RIVUMI_MCP_ALLOWLIST`, its pin (if any) matches, and every variable it
+//! needs is set. Anything else refuses before a process is spawned or a
+//! connection opened.
+
+use std::time::Duration;
+
+use crate::allowlist::{self, Allowlist, Verdict};
+use crate::cli::Global;
+use crate::config::{self, Config, Server, Transport};
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::transport::stdio::{self, StdioTransport};
+use crate::{cli, msg};
+
+pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_REQUEST: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+
+/// The configuration and allowlist a run command works from.
+#[derive(Debug)]
+pub(crate) struct Context {
+    pub(crate) config: Config,
+    allow: std::result::Result<Allowlist, String>,
+    startup: Option<Duration>,
+    timeout: Option<Duration>,
+    max_message: usize,
+    lookup: fn(&str) -> Option<String>,
+}
+
+impl Context {
+    pub(crate) fn load(
+        g: &Global,
+        lookup: fn(&str) -> Option<String>,
+    ) -> Result<Context> {
+        let path = g.config.clone().unwrap_or_else(config::default_path);
+        let config = config::load(&path, false, &lookup)?;
+        if !config.file_ok {
+            let d = config.diagnostics.iter().find(|d| {
+                d.severity == config::Severity::Error && d.server.is_none()
+            });
+            return Err(Error::refused(match d {
+                Some(d) => format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    d.pos.line,
+                    d.pos.col,
+                    d.message
+                ),
+                None => format!("{}: invalid", path.display()),
+            }));
+        }
+        if msg::verbose() {
+            for d in &config.diagnostics {
+                msg::debug(&format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    d.pos.line,
+                    d.pos.col,
+                    d.message
+                ));
+            }
+        }
+        let allow = Allowlist::parse(lookup(allowlist::VAR).as_deref());
+        Ok(Context {
+            config,
+            allow,
+            startup: g.startup_timeout,
+            timeout: g.timeout,
+            max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
+            lookup,
+        })
+    }
+
+    /// The allowlist, or the refusal its malformed value earns.
+    fn allowlist(&self) -> Result<&Allowlist> {
+        self.allow.as_ref().map_err(|m| Error::refused(m.clone()))
+    }
+
+    /// The servers `list` starts when no name is given: every allowed one,
+    /// in config order. Refuses when none is.
+    pub(crate) fn allowed_servers(&self) -> Result<Vec<String>> {
+        let list = self.allowlist()?;
+        let names: Vec<String> = self
+            .config
+            .entries
+            .iter()
+            .filter(|e| list.lists(&e.name))
+            .map(|e| e.name.clone())
+            .collect();
+        if names.is_empty() {
+            let configured = self.config.names();
+            let msg = if configured.is_empty() {
+                format!("{}: no servers configured", self.config.path.display())
+            } else {
+                format!(
+                    "no configured server is allowed to start; configured: \
+                     {}; name the ones to start in {} (comma-separated){}",
+                    configured.join(", "),
+                    allowlist::VAR,
+                    if list.is_empty() { ", which is empty or unset" } else { "" }
+                )
+            };
+            return Err(Error::refused(msg));
+        }
+        Ok(names)
+    }
+
+    /// The validated entry of a server that may start now.
+    pub(crate) fn startable(&self, name: &str) -> Result<&Server> {
+        let Some(entry) = self.config.entry(name) else {
+            let names = self.config.names();
+            let mut msg = format!(
+                "no server '{}' in {} (configured: {})",
+                crate::term::line(name),
+                self.config.path.display(),
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            );
+            if let Some(s) = cli::suggest(name, names.iter().copied()) {
+                msg.push_str(&format!("; did you mean '{s}'?"));
+            }
+            return Err(Error::refused(msg));
+        };
+        let Some(server) = &entry.server else {
+            return Err(config::refuse(&self.config, name));
+        };
+        match self.allowlist()?.verdict(server) {
+            Verdict::Allowed | Verdict::Pinned => {}
+            Verdict::NotAllowed => {
+                return Err(Error::refused(format!(
+                    "not allowed to start: add '{name}' to {}",
+                    allowlist::VAR
+                ))
+                .for_server(name));
+            }
+            Verdict::Mismatch(changed) => {
+                let what = if changed.is_empty() {
+                    "its launch spec".to_string()
+                } else {
+                    changed.join(", ")
+                };
+                return Err(Error::refused(format!(
+                    "pinned in {} but {what} changed since (fingerprint is \
+                     now {}); review the entry, then update the pin",
+                    allowlist::VAR,
+                    allowlist::fingerprint(server)
+                ))
+                .for_server(name));
+            }
+        }
+        Ok(server)
+    }
+
+    /// The per-request deadline for a server.
+    pub(crate) fn request_timeout(&self, s: &Server) -> Duration {
+        self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
+    }
+
+    /// Checks, starts and initializes a server.
+    pub(crate) fn start(&self, name: &str) -> Result<Session> {
+        let server = self.startable(name)?;
+        let startup = self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
+        let deadline = Deadline::new("initialize", startup);
+        let transport: Box<dyn crate::transport::Transport> = match &server.transport {
+            Transport::Stdio(spec) => {
+                let env = stdio::child_env(spec, &self.lookup)
+                    .map_err(|e| e.for_server(name))?;
+                Box::new(
+                    StdioTransport::spawn(name, spec, env, self.max_message)
+                        .map_err(|e| e.for_server(name))?,
+                )
+            }
+            Transport::Http(_) => {
+                return Err(Error::server(
+                    "the HTTP transport is not available in this build",
+                )
+                .for_server(name));
+            }
+        };
+        Session::initialize(name, transport, &deadline, self.request_timeout(server))
+    }
+}
