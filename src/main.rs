@@ -34,6 +34,7 @@ use crate::error::{Kind, Result};
 fn main() -> ExitCode {
     // First, before any thread exists: see sys.rs.
     sys::install_signal_thread();
+    sys::become_subreaper();
     let args = std::env::args_os().skip(1);
     let json_errors = std::env::args_os().any(|a| a == "--json");
     let result = match cli::parse(args) {

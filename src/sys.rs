@@ -48,21 +48,47 @@ pub(crate) fn group_alive(pgid: i32) -> bool {
     kill_group(pgid, 0)
 }
 
-/// SIGTERM to the group, up to `grace` for it to go, then SIGKILL.
-/// Returns the signal that ended it (0 when it was already gone).
-pub(crate) fn terminate_group(pgid: i32, grace: Duration) -> i32 {
-    if !kill_group(pgid, libc::SIGTERM) {
-        return 0;
+/// Makes this process the reaper of its orphaned descendants (Linux), so a
+/// server's grandchild that outlives the server is reparented to us and
+/// its zombie can be reaped by [`reap_group`] instead of lingering until
+/// init gets to it. Elsewhere a no-op.
+pub(crate) fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let start = Instant::now();
-    while start.elapsed() < grace {
-        std::thread::sleep(Duration::from_millis(5));
-        if !group_alive(pgid) {
-            return libc::SIGTERM;
+}
+
+/// Reaps every exited process of group `pgid` that is our child (the
+/// leader must already have been waited for by its `Child`).
+pub(crate) fn reap_group(pgid: i32) {
+    if pgid <= 1 {
+        return;
+    }
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on a process group with WNOHANG; writes one int.
+        let r = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+        if r <= 0 {
+            return;
         }
     }
-    kill_group(pgid, libc::SIGKILL);
-    libc::SIGKILL
+}
+
+/// Waits up to `limit` for group `pgid` to be gone, reaping as it goes.
+pub(crate) fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        reap_group(pgid);
+        if !group_alive(pgid) {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 pub(crate) use libc::{SIGKILL, SIGTERM};
@@ -106,13 +132,13 @@ pub(crate) fn install_signal_thread() {
                 kill_group(g, libc::SIGTERM);
             }
             let start = Instant::now();
-            while start.elapsed() < Duration::from_millis(500)
-                && groups.iter().any(|&g| group_alive(g))
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
             for &g in &groups {
-                kill_group(g, libc::SIGKILL);
+                let left = Duration::from_millis(500)
+                    .saturating_sub(start.elapsed());
+                if !wait_group_gone(g, left) {
+                    kill_group(g, libc::SIGKILL);
+                    wait_group_gone(g, Duration::from_millis(500));
+                }
             }
             let code = if sig == libc::SIGINT { 130 } else { 128 + sig };
             crate::msg::error(&format!(

@@ -419,13 +419,12 @@ impl Transport for StdioTransport {
         };
         // 3. Whatever is left of the group (grandchildren that outlived
         // the leader, or kept our pipes open) goes the same way.
-        if sys::group_alive(self.pgid) {
+        if !sys::wait_group_gone(self.pgid, Duration::ZERO) {
             sys::kill_group(self.pgid, sys::SIGTERM);
-            let start = Instant::now();
-            while sys::group_alive(self.pgid) && start.elapsed() < GRACE {
-                std::thread::sleep(Duration::from_millis(2));
+            if !sys::wait_group_gone(self.pgid, GRACE) {
+                sys::kill_group(self.pgid, sys::SIGKILL);
+                sys::wait_group_gone(self.pgid, GRACE);
             }
-            sys::kill_group(self.pgid, sys::SIGKILL);
         }
         sys::unregister_group(self.pgid);
         msg::debug(&format!("server '{}': closed ({})", self.name, how.label()));
