@@ -83,7 +83,10 @@ impl Allowlist {
                 ));
             }
             let pin = match pin {
-                Some(p) if p.len() == 20 && p.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(p)
+                    if p.len() == 20
+                        && p.bytes().all(|b| b.is_ascii_hexdigit()) =>
+                {
                     Some(p.to_ascii_lowercase())
                 }
                 Some(p) => {
@@ -166,8 +169,11 @@ fn classes(server: &Server) -> [Value; 4] {
             ]
         }
         Transport::Http(h) => {
-            let mut names: Vec<String> =
-                h.headers.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+            let mut names: Vec<String> = h
+                .headers
+                .iter()
+                .map(|(k, _)| k.to_ascii_lowercase())
+                .collect();
             names.sort();
             let oauth = h.oauth.as_ref().map(|o| {
                 json!({
@@ -249,7 +255,9 @@ mod tests {
         assert_eq!(list.verdict(&s), Verdict::Pinned);
         let changed = stdio("a", "srv", &["-y"]);
         match list.verdict(&changed) {
-            Verdict::Mismatch(c) => assert!(c.contains(&"args") || c.is_empty()),
+            Verdict::Mismatch(c) => {
+                assert!(c.contains(&"args") || c.is_empty())
+            }
             v => panic!("{v:?}"),
         }
         assert!(!list.verdict(&changed).may_start());

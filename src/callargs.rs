@@ -67,7 +67,9 @@ fn split_plain<'a>(
 fn coerce(key: &str, raw: &str, ty: Option<&Value>) -> Result<Value, String> {
     let types: Vec<&str> = match ty {
         Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        Some(Value::Array(ts)) => {
+            ts.iter().filter_map(Value::as_str).collect()
+        }
         _ => return Ok(Value::String(raw.to_string())),
     };
     for t in &types {
@@ -84,9 +86,11 @@ fn coerce(key: &str, raw: &str, ty: Option<&Value>) -> Result<Value, String> {
 fn convert(raw: &str, ty: &str) -> Option<Value> {
     match ty {
         "string" => Some(Value::String(raw.to_string())),
-        "integer" => raw.parse::<i64>().ok().map(Value::from).or_else(|| {
-            raw.parse::<u64>().ok().map(Value::from)
-        }),
+        "integer" => raw
+            .parse::<i64>()
+            .ok()
+            .map(Value::from)
+            .or_else(|| raw.parse::<u64>().ok().map(Value::from)),
         "number" => {
             if let Ok(i) = raw.parse::<i64>() {
                 return Some(Value::from(i));
@@ -167,15 +171,22 @@ mod tests {
     #[test]
     fn strings_stay_strings() {
         let a = b(&["s=007", "i=7", "n=1.5", "b=true", "other=42"]).unwrap();
-        assert_eq!(Value::Object(a), json!({"s": "007", "i": 7, "n": 1.5,
-            "b": true, "other": "42"}));
+        assert_eq!(
+            Value::Object(a),
+            json!({"s": "007", "i": 7, "n": 1.5,
+            "b": true, "other": "42"})
+        );
     }
 
     #[test]
     fn raw_json_and_unions() {
-        let a = b(&["arr=[1,2]", "x:={\"k\":1}", "either=x", "s=a=b"]).unwrap();
-        assert_eq!(Value::Object(a), json!({"arr": [1, 2], "x": {"k": 1},
-            "either": "x", "s": "a=b"}));
+        let a =
+            b(&["arr=[1,2]", "x:={\"k\":1}", "either=x", "s=a=b"]).unwrap();
+        assert_eq!(
+            Value::Object(a),
+            json!({"arr": [1, 2], "x": {"k": 1},
+            "either": "x", "s": "a=b"})
+        );
         assert_eq!(b(&["either=5"]).unwrap()["either"], json!(5));
     }
 

@@ -153,7 +153,12 @@ const OPTS: &[Opt] = &[
         value: true,
         commands: Some(RUNS),
     },
-    Opt { long: "tools", short: None, value: false, commands: Some(&["list"]) },
+    Opt {
+        long: "tools",
+        short: None,
+        value: false,
+        commands: Some(&["list"]),
+    },
     Opt {
         long: "resources",
         short: None,
@@ -362,9 +367,11 @@ where
                 }
                 continue;
             }
-            Short(c) => OPTS.iter().find(|o| o.short == Some(c)).ok_or_else(
-                || Error::usage(format!("unrecognized flag '-{c}'")),
-            )?,
+            Short(c) => {
+                OPTS.iter().find(|o| o.short == Some(c)).ok_or_else(|| {
+                    Error::usage(format!("unrecognized flag '-{c}'"))
+                })?
+            }
             Long(name) => {
                 OPTS.iter().find(|o| o.long == name).ok_or_else(|| {
                     let names = OPTS.iter().map(|o| o.long);
@@ -547,7 +554,8 @@ fn build(
 }
 
 fn secs(flag: &str, v: &str) -> Result<Duration> {
-    deadline::parse_seconds(v).map_err(|e| Error::usage(format!("{flag}: {e}")))
+    deadline::parse_seconds(v)
+        .map_err(|e| Error::usage(format!("{flag}: {e}")))
 }
 
 /// Parses a byte count with an optional K/M/G suffix (powers of 1024).
@@ -631,15 +639,20 @@ mod tests {
             _ => panic!(),
         }
         let b = run("call s t -y");
-        assert!(matches!(b.command, Command::Call { yes: true,
-            target: Target::Split { .. }, .. }));
+        assert!(matches!(
+            b.command,
+            Command::Call { yes: true, target: Target::Split { .. }, .. }
+        ));
         assert!(parse_raw("call s t notapair").is_err());
     }
 
     #[test]
     fn unknown_things_are_usage_errors_with_suggestions() {
         let e = parse_raw("lst").unwrap_err();
-        assert_eq!(e.to_string(), "unrecognized command 'lst'; did you mean 'list'?");
+        assert_eq!(
+            e.to_string(),
+            "unrecognized command 'lst'; did you mean 'list'?"
+        );
         let e = parse_raw("list --jsn").unwrap_err();
         assert!(e.to_string().contains("did you mean '--json'"), "{e}");
         let e = parse_raw("call s t --tools").unwrap_err();
@@ -660,8 +673,10 @@ mod tests {
     fn values_are_validated() {
         assert!(parse_raw("list --timeout 0").is_err());
         assert!(parse_raw("list --max-message 1").is_err());
-        assert_eq!(run("list --max-message 2M").global.max_message,
-            Some(2 << 20));
+        assert_eq!(
+            run("list --max-message 2M").global.max_message,
+            Some(2 << 20)
+        );
         assert!(parse_raw("check-config --format xml").is_err());
     }
 }

@@ -106,9 +106,7 @@ impl Server {
     pub(crate) fn auth_mode(&self) -> &'static str {
         match &self.transport {
             Transport::Http(h) if h.oauth.is_some() => "oauth",
-            Transport::Http(h) if h.bearer_token_env_var.is_some() => {
-                "bearer"
-            }
+            Transport::Http(h) if h.bearer_token_env_var.is_some() => "bearer",
             _ => "-",
         }
     }
@@ -196,7 +194,8 @@ impl Config {
     /// The first error about `server`, for a refusal message.
     pub(crate) fn first_error(&self, server: &str) -> Option<&Diagnostic> {
         self.diagnostics.iter().find(|d| {
-            d.severity == Severity::Error && d.server.as_deref() == Some(server)
+            d.severity == Severity::Error
+                && d.server.as_deref() == Some(server)
         })
     }
 }
@@ -265,7 +264,8 @@ pub(crate) fn load(
 ) -> Result<Config> {
     let text = read_file(path)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    let dir =
+        if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
     Ok(validate(&text, path, &dir, strict, lookup))
 }
 
@@ -520,7 +520,8 @@ impl Checker<'_> {
 
     /// A warning that `--strict` makes an error.
     fn soft(&mut self, s: Option<String>, p: &str, pos: Pos, m: String) {
-        let sev = if self.strict { Severity::Error } else { Severity::Warning };
+        let sev =
+            if self.strict { Severity::Error } else { Severity::Warning };
         self.push(sev, s, p, pos, m);
     }
 
@@ -857,7 +858,8 @@ impl Checker<'_> {
         let errors = self.error_count();
         let url_m = node.get("url")?;
         let url = self.url(&url_m.value, s, &format!("{base}/url"));
-        let headers = self.string_map(node, "headers", s, base, MapKind::Header);
+        let headers =
+            self.string_map(node, "headers", s, base, MapKind::Header);
         let mut bearer = None;
         if let Some(m) = node.get("bearer_token_env_var") {
             let p = format!("{base}/bearer_token_env_var");
@@ -1008,18 +1010,17 @@ impl Checker<'_> {
         let secret_var = string(self, "client_secret_env_var");
         if let Some(n) = &secret_var {
             let p = format!("{base}/client_secret_env_var");
-            let pos = node.get("client_secret_env_var").map_or(node.pos, |f| {
-                f.value.pos
-            });
+            let pos = node
+                .get("client_secret_env_var")
+                .map_or(node.pos, |f| f.value.pos);
             match check_env_name(n) {
                 Ok(()) => self.check_set(s, &p, pos, n, None),
                 Err(msg) => self.error(s.clone(), &p, pos, msg),
             }
         }
         let endpoint = |c: &mut Self, key: &str| {
-            node.get(key).and_then(|f| {
-                c.url(&f.value, s, &format!("{base}/{key}"))
-            })
+            node.get(key)
+                .and_then(|f| c.url(&f.value, s, &format!("{base}/{key}")))
         };
         let authorization_server = endpoint(self, "authorization_server");
         let authorization_endpoint = endpoint(self, "authorization_endpoint");
@@ -1292,7 +1293,13 @@ impl Checker<'_> {
         }
     }
 
-    fn loader_warning(&mut self, s: &Option<String>, p: &str, pos: Pos, n: &str) {
+    fn loader_warning(
+        &mut self,
+        s: &Option<String>,
+        p: &str,
+        pos: Pos,
+        n: &str,
+    ) {
         if LOADER_VARS.contains(&n) || n.starts_with("DYLD_") {
             self.warn(
                 s.clone(),
@@ -1383,9 +1390,9 @@ fn npm_pinned(p: &str) -> bool {
 
 /// `pkg==1.2.3` or `pkg@1.2.3`.
 fn py_pinned(p: &str) -> bool {
-    p.split_once("==").or_else(|| p.split_once('@')).is_some_and(|(_, v)| {
-        v.starts_with(|c: char| c.is_ascii_digit())
-    })
+    p.split_once("==")
+        .or_else(|| p.split_once('@'))
+        .is_some_and(|(_, v)| v.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// A server name: 1–64 of `[A-Za-z0-9_-]`, without `__`.
@@ -1399,8 +1406,9 @@ pub(crate) fn check_name(name: &str) -> std::result::Result<(), String> {
             name.len()
         ));
     }
-    if let Some(c) =
-        name.chars().find(|c| !(c.is_ascii_alphanumeric() || "-_".contains(*c)))
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-_".contains(*c)))
     {
         return Err(format!(
             "server name '{}' contains {c:?}; use only letters, digits, \
@@ -1435,7 +1443,8 @@ fn check_env_name(n: &str) -> std::result::Result<(), String> {
 }
 
 fn check_header_name(n: &str) -> std::result::Result<(), String> {
-    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    let tchar =
+        |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if n.is_empty() || !n.chars().all(tchar) {
         return Err(format!(
             "'{}' is not a valid header name",
@@ -1515,13 +1524,19 @@ mod tests {
 
     #[test]
     fn transports_exclusive() {
-        let c = check(r#"{"mcpServers": {"a": {"command": "x", "url": "https://e/"}}}"#);
+        let c = check(
+            r#"{"mcpServers": {"a": {"command": "x", "url": "https://e/"}}}"#,
+        );
         assert!(messages(&c)[0].contains("both"));
         let c = check(r#"{"mcpServers": {"a": {}}}"#);
         assert!(messages(&c)[0].contains("neither"));
-        let c = check(r#"{"mcpServers": {"a": {"type": "sse", "url": "https://e/"}}}"#);
+        let c = check(
+            r#"{"mcpServers": {"a": {"type": "sse", "url": "https://e/"}}}"#,
+        );
         assert!(messages(&c)[0].contains("legacy"));
-        let c = check(r#"{"mcpServers": {"a": {"type": "http", "command": "x"}}}"#);
+        let c = check(
+            r#"{"mcpServers": {"a": {"type": "http", "command": "x"}}}"#,
+        );
         assert!(messages(&c)[0].contains("contradicts"));
     }
 

@@ -113,6 +113,9 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         let e = d.remaining().unwrap_err();
         assert_eq!(e.kind(), Kind::Timeout);
-        assert_eq!(e.to_string(), "timed out after 0.001s waiting for initialize");
+        assert_eq!(
+            e.to_string(),
+            "timed out after 0.001s waiting for initialize"
+        );
     }
 }

@@ -14,6 +14,7 @@ use crate::config::{self, Config, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::Session;
+use crate::transport::http::{self, HttpTransport};
 use crate::transport::stdio::{self, StdioTransport};
 use crate::{cli, msg};
 
@@ -95,14 +96,21 @@ impl Context {
         if names.is_empty() {
             let configured = self.config.names();
             let msg = if configured.is_empty() {
-                format!("{}: no servers configured", self.config.path.display())
+                format!(
+                    "{}: no servers configured",
+                    self.config.path.display()
+                )
             } else {
                 format!(
                     "no configured server is allowed to start; configured: \
                      {}; name the ones to start in {} (comma-separated){}",
                     configured.join(", "),
                     allowlist::VAR,
-                    if list.is_empty() { ", which is empty or unset" } else { "" }
+                    if list.is_empty() {
+                        ", which is empty or unset"
+                    } else {
+                        ""
+                    }
                 )
             };
             return Err(Error::refused(msg));
@@ -118,7 +126,11 @@ impl Context {
                 "no server '{}' in {} (configured: {})",
                 crate::term::line(name),
                 self.config.path.display(),
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
             );
             if let Some(s) = cli::suggest(name, names.iter().copied()) {
                 msg.push_str(&format!("; did you mean '{s}'?"));
@@ -163,9 +175,12 @@ impl Context {
     /// Checks, starts and initializes a server.
     pub(crate) fn start(&self, name: &str) -> Result<Session> {
         let server = self.startable(name)?;
-        let startup = self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
+        let startup =
+            self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
         let deadline = Deadline::new("initialize", startup);
-        let transport: Box<dyn crate::transport::Transport> = match &server.transport {
+        let transport: Box<dyn crate::transport::Transport> = match &server
+            .transport
+        {
             Transport::Stdio(spec) => {
                 let env = stdio::child_env(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
@@ -174,13 +189,21 @@ impl Context {
                         .map_err(|e| e.for_server(name))?,
                 )
             }
-            Transport::Http(_) => {
-                return Err(Error::server(
-                    "the HTTP transport is not available in this build",
+            Transport::Http(spec) => {
+                let headers = http::headers(spec, &self.lookup)
+                    .map_err(|e| e.for_server(name))?;
+                let limits = http::Limits::new(self.max_message);
+                Box::new(
+                    HttpTransport::connect(name, spec, headers, limits)
+                        .map_err(|e| e.for_server(name))?,
                 )
-                .for_server(name));
             }
         };
-        Session::initialize(name, transport, &deadline, self.request_timeout(server))
+        Session::initialize(
+            name,
+            transport,
+            &deadline,
+            self.request_timeout(server),
+        )
     }
 }

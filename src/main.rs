@@ -20,11 +20,13 @@ mod naming;
 mod out;
 mod render;
 mod session;
+mod sse;
 mod sys;
 mod term;
 mod transport;
 mod urlcheck;
 mod vars;
+mod www_auth;
 
 use std::process::ExitCode;
 
@@ -83,24 +85,38 @@ fn run(args: cli::Args) -> Result<()> {
     }
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;
-    let only = |tools, resources, prompts| cli::Show { tools, resources, prompts };
+    let only =
+        |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
         Command::CheckConfig { .. } => unreachable!("handled above"),
         Command::List { servers, show } => {
             cmd::list::run(&ctx, servers, *show, json)
         }
         Command::Call { target, pairs, args: a, yes: _, save } => {
-            cmd::call::run(&ctx, target, pairs, a.as_deref(), save.as_deref(), json)
+            cmd::call::run(
+                &ctx,
+                target,
+                pairs,
+                a.as_deref(),
+                save.as_deref(),
+                json,
+            )
         }
-        Command::Resources { server } => {
-            cmd::bridges::list_one(&ctx, server, only(false, true, false), json)
-        }
+        Command::Resources { server } => cmd::bridges::list_one(
+            &ctx,
+            server,
+            only(false, true, false),
+            json,
+        ),
         Command::Read { server, uri, save } => {
             cmd::bridges::read(&ctx, server, uri, save.as_deref(), json)
         }
-        Command::Prompts { server } => {
-            cmd::bridges::list_one(&ctx, server, only(false, false, true), json)
-        }
+        Command::Prompts { server } => cmd::bridges::list_one(
+            &ctx,
+            server,
+            only(false, false, true),
+            json,
+        ),
         Command::Prompt { server, name, pairs } => {
             cmd::bridges::prompt(&ctx, server, name, pairs, json)
         }

@@ -32,7 +32,8 @@ impl Saver<'_> {
         let ext = extension(mime);
         loop {
             self.count += 1;
-            let path = dir.join(format!("{}-{}.{ext}", self.prefix, self.count));
+            let path =
+                dir.join(format!("{}-{}.{ext}", self.prefix, self.count));
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -47,7 +48,10 @@ impl Saver<'_> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => {
-                    return Err(Error::usage(format!("{}: {e}", path.display())));
+                    return Err(Error::usage(format!(
+                        "{}: {e}",
+                        path.display()
+                    )));
                 }
             }
         }
@@ -84,7 +88,10 @@ fn binary(
 ) -> Result<String> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim());
     let Ok(bytes) = bytes else {
-        return Ok(format!("[{kind}: {}, invalid base64]\n", out::shown(mime)));
+        return Ok(format!(
+            "[{kind}: {}, invalid base64]\n",
+            out::shown(mime)
+        ));
     };
     match saver.save(&bytes, mime)? {
         Some(p) => Ok(format!(
@@ -123,11 +130,12 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
                 None => String::new(),
             }
         )),
-        "resource" => resource_contents(b.get("resource").unwrap_or(&Value::Null), saver),
-        other => Ok(format!(
-            "[content of unknown type '{}']\n",
-            out::shown(other)
-        )),
+        "resource" => {
+            resource_contents(b.get("resource").unwrap_or(&Value::Null), saver)
+        }
+        other => {
+            Ok(format!("[content of unknown type '{}']\n", out::shown(other)))
+        }
     }
 }
 
@@ -146,7 +154,10 @@ pub(crate) fn resource_contents(
             .unwrap_or("application/octet-stream");
         return binary("blob", b, mime, saver);
     }
-    Ok(format!("[resource {} without text or blob]\n", out::shown(str_of(c, "uri"))))
+    Ok(format!(
+        "[resource {} without text or blob]\n",
+        out::shown(str_of(c, "uri"))
+    ))
 }
 
 /// Prints text from a server on stdout (sanitised on a terminal).

@@ -20,7 +20,8 @@ use crate::transport::{Closed, Transport};
 use crate::{msg, term};
 
 /// The protocol versions this client speaks, newest first.
-pub(crate) const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+pub(crate) const VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// Paging bounds: a server cannot keep us listing forever.
 pub(crate) const MAX_PAGES: usize = 100;
@@ -159,7 +160,8 @@ impl Session {
         what: &str,
     ) -> Result<Value> {
         let d = Deadline::new(what, self.request_timeout);
-        self.request_with(method, params, &d).map_err(|e| e.for_server(&self.name))
+        self.request_with(method, params, &d)
+            .map_err(|e| e.for_server(&self.name))
     }
 
     fn request_with(
@@ -186,7 +188,8 @@ impl Session {
                     if method != "initialize" {
                         let cancel = json!({"requestId": id,
                             "reason": "timed out"});
-                        let d = Deadline::new("cancel", Duration::from_secs(1));
+                        let d =
+                            Deadline::new("cancel", Duration::from_secs(1));
                         let _ = self.notify(
                             "notifications/cancelled",
                             Some(cancel),
@@ -298,7 +301,8 @@ impl Session {
         let p = params.cloned().unwrap_or(Value::Null);
         match method {
             "notifications/message" => {
-                let level = p.get("level").and_then(Value::as_str).unwrap_or("?");
+                let level =
+                    p.get("level").and_then(Value::as_str).unwrap_or("?");
                 let data = match p.get("data") {
                     Some(Value::String(s)) => s.clone(),
                     Some(v) => v.to_string(),
@@ -334,7 +338,11 @@ impl Session {
     }
 
     /// Follows `nextCursor` through every page of a list method.
-    pub(crate) fn list_all(&mut self, method: &str, key: &str) -> Result<Listing> {
+    pub(crate) fn list_all(
+        &mut self,
+        method: &str,
+        key: &str,
+    ) -> Result<Listing> {
         let mut items = vec![];
         let mut cursor: Option<String> = None;
         let mut seen = BTreeSet::new();
@@ -350,9 +358,10 @@ impl Session {
                     let room = MAX_ITEMS - items.len();
                     items.extend(a.iter().take(room).cloned());
                     if a.len() > room {
-                        self.incomplete(method, &format!(
-                            "more than {MAX_ITEMS} items"
-                        ));
+                        self.incomplete(
+                            method,
+                            &format!("more than {MAX_ITEMS} items"),
+                        );
                         return Ok(Listing { items, complete: false });
                     }
                 }
@@ -366,7 +375,10 @@ impl Session {
             match r.get("nextCursor") {
                 Some(Value::String(c)) if !c.is_empty() => {
                     if !seen.insert(c.clone()) {
-                        self.incomplete(method, "the server repeated a cursor");
+                        self.incomplete(
+                            method,
+                            "the server repeated a cursor",
+                        );
                         return Ok(Listing { items, complete: false });
                     }
                     cursor = Some(c.clone());
@@ -409,10 +421,16 @@ fn rpc_error(err: &Value) -> Error {
     let message = err.get("message").and_then(Value::as_str).unwrap_or("");
     let mut text = match code {
         Some(c) => format!("server error {c}: {}", term::line(message)),
-        None => format!("malformed error response: {}", term::clip(&err.to_string(), 200)),
+        None => format!(
+            "malformed error response: {}",
+            term::clip(&err.to_string(), 200)
+        ),
     };
     if let Some(data) = err.get("data") {
-        text.push_str(&format!(" ({})", term::clip(&term::line(&data.to_string()), 200)));
+        text.push_str(&format!(
+            " ({})",
+            term::clip(&term::line(&data.to_string()), 200)
+        ));
     }
     Error::server(text)
 }

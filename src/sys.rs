@@ -117,9 +117,8 @@ pub(crate) fn install_signal_thread() {
     if rc != 0 {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
+    let spawned =
+        std::thread::Builder::new().name("signals".into()).spawn(move || {
             let mut sig: libc::c_int = 0;
             // SAFETY: sigwait reads the set we own and writes one int.
             let rc = unsafe { libc::sigwait(&set, &mut sig) };
@@ -133,8 +132,8 @@ pub(crate) fn install_signal_thread() {
             }
             let start = Instant::now();
             for &g in &groups {
-                let left = Duration::from_millis(500)
-                    .saturating_sub(start.elapsed());
+                let left =
+                    Duration::from_millis(500).saturating_sub(start.elapsed());
                 if !wait_group_gone(g, left) {
                     kill_group(g, libc::SIGKILL);
                     wait_group_gone(g, Duration::from_millis(500));
@@ -153,7 +152,11 @@ pub(crate) fn install_signal_thread() {
         // ends the program.
         // SAFETY: as above.
         unsafe {
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::pthread_sigmask(
+                libc::SIG_UNBLOCK,
+                &set,
+                std::ptr::null_mut(),
+            );
         }
     }
 }

@@ -58,9 +58,7 @@ fn needs_escape(c: char, lines: Lines) -> bool {
         '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' => true,
         '\u{2066}'..='\u{2069}' | '\u{061c}' => true,
         // Zero-width and invisible formatting characters.
-        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => {
-            true
-        }
+        '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => true,
         '\u{00ad}' | '\u{180e}' => true,
         _ => false,
     }

@@ -38,11 +38,13 @@ pub(crate) fn read(
     if json {
         return out::json(&r);
     }
-    let contents = r.get("contents").and_then(Value::as_array).ok_or_else(|| {
-        Error::server("resources/read: the result has no 'contents' array")
-            .for_server(server)
-    })?;
-    let mut saver = Saver { dir: save, prefix: format!("{server}-resource"), count: 0 };
+    let contents =
+        r.get("contents").and_then(Value::as_array).ok_or_else(|| {
+            Error::server("resources/read: the result has no 'contents' array")
+                .for_server(server)
+        })?;
+    let mut saver =
+        Saver { dir: save, prefix: format!("{server}-resource"), count: 0 };
     let mut text = String::new();
     for c in contents {
         text.push_str(&render::resource_contents(c, &mut saver)?);
@@ -62,7 +64,9 @@ pub(crate) fn prompt(
     for p in pairs {
         let (k, v) = p.split_once('=').unwrap_or((p, ""));
         if args.insert(k.to_string(), json!(v)).is_some() {
-            return Err(Error::usage(format!("argument '{k}' is given twice")));
+            return Err(Error::usage(format!(
+                "argument '{k}' is given twice"
+            )));
         }
     }
     let mut s = ctx.start(server)?;
@@ -80,7 +84,8 @@ pub(crate) fn prompt(
     if let Some(d) = r.get("description").and_then(Value::as_str) {
         text.push_str(&format!("# {d}\n"));
     }
-    for m in r.get("messages").and_then(Value::as_array).into_iter().flatten() {
+    for m in r.get("messages").and_then(Value::as_array).into_iter().flatten()
+    {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
         text.push_str(&format!("[{role}]\n"));
         if let Some(c) = m.get("content") {

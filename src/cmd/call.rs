@@ -74,7 +74,8 @@ pub(crate) fn run(
     let listing = s.list_all("tools/list", "tools")?;
     let tools = list::tools(&server, &listing.items);
     let wanted = format!("mcp__{server}__{tool}");
-    let Some(t) = tools.iter().find(|t| t.name == tool || t.qualified == wanted)
+    let Some(t) =
+        tools.iter().find(|t| t.name == tool || t.qualified == wanted)
     else {
         let names = tools.iter().map(|t| t.name.as_str());
         let mut msg = format!("no tool '{}'", out::shown(&tool));
@@ -108,8 +109,11 @@ pub(crate) fn run(
     if json {
         out::json(&result)?;
     } else {
-        let mut saver =
-            Saver { dir: save, prefix: format!("{server}-{}", t.qualified), count: 0 };
+        let mut saver = Saver {
+            dir: save,
+            prefix: format!("{server}-{}", t.qualified),
+            count: 0,
+        };
         let mut text = String::new();
         if let Some(blocks) = result.get("content").and_then(Value::as_array) {
             for b in blocks {

@@ -113,8 +113,11 @@ fn severity(s: Severity) -> &'static str {
 fn print_diagnostics(config: &Config) -> Result<()> {
     let mut text = String::new();
     for d in &config.diagnostics {
-        let server =
-            d.server.as_ref().map(|s| format!("server '{s}': ")).unwrap_or_default();
+        let server = d
+            .server
+            .as_ref()
+            .map(|s| format!("server '{s}': "))
+            .unwrap_or_default();
         let at = if d.pointer.is_empty() {
             String::new()
         } else {
@@ -135,8 +138,11 @@ fn print_diagnostics(config: &Config) -> Result<()> {
 fn print_github(config: &Config) -> Result<()> {
     let mut text = String::new();
     for d in &config.diagnostics {
-        let server =
-            d.server.as_ref().map(|s| format!("server '{s}': ")).unwrap_or_default();
+        let server = d
+            .server
+            .as_ref()
+            .map(|s| format!("server '{s}': "))
+            .unwrap_or_default();
         text.push_str(&format!(
             "::{} file={},line={},col={}::{}\n",
             severity(d.severity),
@@ -192,7 +198,8 @@ fn print_table(
     if let Some(p) = list_problem {
         text.push_str(&format!("allowlist: {p}\n"));
     }
-    let (e, w) = (count(config, Severity::Error), count(config, Severity::Warning));
+    let (e, w) =
+        (count(config, Severity::Error), count(config, Severity::Warning));
     text.push_str(&format!(
         "{}: {} server{}, {e} error{}, {w} warning{}: {}\n",
         config.path.display(),

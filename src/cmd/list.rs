@@ -112,11 +112,8 @@ pub(crate) fn run(
     show: Show,
     json: bool,
 ) -> Result<()> {
-    let names: Vec<String> = if names.is_empty() {
-        ctx.allowed_servers()?
-    } else {
-        names.to_vec()
-    };
+    let names: Vec<String> =
+        if names.is_empty() { ctx.allowed_servers()? } else { names.to_vec() };
     // Refuse everything up front when a named server may not start, so
     // nothing is spawned on behalf of a command that cannot succeed.
     for n in &names {
@@ -215,7 +212,8 @@ fn human(l: &ServerListing, show: Show) -> String {
         }
     }
     let field = |v: &Value, k: &str| {
-        out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?")).into_owned()
+        out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?"))
+            .into_owned()
     };
     if let (true, Some(r)) = (show.resources, &l.resources) {
         for item in &r.items {
@@ -245,8 +243,13 @@ fn human(l: &ServerListing, show: Show) -> String {
                     a.iter()
                         .filter_map(|x| {
                             let n = x.get("name")?.as_str()?;
-                            let req = x.get("required") == Some(&Value::Bool(true));
-                            Some(if req { n.to_string() } else { format!("[{n}]") })
+                            let req =
+                                x.get("required") == Some(&Value::Bool(true));
+                            Some(if req {
+                                n.to_string()
+                            } else {
+                                format!("[{n}]")
+                            })
                         })
                         .collect()
                 })

@@ -4,6 +4,7 @@
 //! message from the server before a deadline, `close` for good. A transport
 //! knows nothing of MCP methods; it frames, bounds and times out.
 
+pub(crate) mod http;
 pub(crate) mod stdio;
 
 use serde_json::Value;

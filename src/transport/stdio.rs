@@ -95,9 +95,8 @@ pub(crate) fn child_env(
         set(k, v);
     }
     for (k, template) in &spec.env {
-        let v = vars::expand(template, lookup).map_err(|e| {
-            Error::refused(format!("env '{k}': {e}"))
-        })?;
+        let v = vars::expand(template, lookup)
+            .map_err(|e| Error::refused(format!("env '{k}': {e}")))?;
         set(k, v);
     }
     Ok(env)
@@ -133,7 +132,9 @@ impl StdioTransport {
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         msg::debug(&format!(
             "server '{name}': starting {:?} with environment {}",
-            std::iter::once(&spec.command).chain(&spec.args).collect::<Vec<_>>(),
+            std::iter::once(&spec.command)
+                .chain(&spec.args)
+                .collect::<Vec<_>>(),
             names.join(",")
         ));
         let mut child = cmd.spawn().map_err(|e| {
@@ -162,7 +163,9 @@ impl StdioTransport {
         let tail2 = Arc::clone(&tail);
         let server = name.to_string();
         let started = started.and_then(|_| {
-            thread(name, "stderr", move || drain_stderr(stderr, &tail2, &server))
+            thread(name, "stderr", move || {
+                drain_stderr(stderr, &tail2, &server)
+            })
         });
         let (in_tx, in_rx) = mpsc::channel::<Vec<u8>>();
         let started = started.and_then(|_| {
@@ -427,7 +430,11 @@ impl Transport for StdioTransport {
             }
         }
         sys::unregister_group(self.pgid);
-        msg::debug(&format!("server '{}': closed ({})", self.name, how.label()));
+        msg::debug(&format!(
+            "server '{}': closed ({})",
+            self.name,
+            how.label()
+        ));
         self.closed = Some(how);
         how
     }

@@ -1,0 +1,703 @@
+//! The Streamable HTTP transport (MCP 2025-03-26 and later) over ureq.
+//!
+//! One POST per JSON-RPC message. A request's answer is either one JSON
+//! body or a `text/event-stream`, read incrementally by our own SSE parser
+//! so that server requests arriving before the response can be answered
+//! (by POSTing the reply) while the stream stays open. The session id from
+//! the initialize response is echoed on every later request, with the
+//! negotiated `MCP-Protocol-Version`; a 404 on a request that carried a
+//! session id re-initializes once and retries. A stream that ends after
+//! events with ids but before the response is resumed with a GET and
+//! `Last-Event-ID` after the server's `retry` delay.
+//!
+//! Strictness: redirects are never followed (a 3xx is an error and no
+//! second request is made); `http` connects only to loopback addresses;
+//! proxies from the environment never carry loopback traffic; every body,
+//! line and event is capped; every request runs under its deadline.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use serde_json::Value;
+use ureq::http::Response;
+use ureq::unversioned::resolver::{
+    DefaultResolver, ResolvedSocketAddrs, Resolver,
+};
+use ureq::{Agent, Body};
+
+use super::{Closed, Transport};
+use crate::config::Http;
+use crate::deadline::Deadline;
+use crate::error::{Error, Kind, Result};
+use crate::urlcheck::{Host, Url};
+use crate::{msg, sse, term, vars, www_auth};
+
+/// Caps on what a server may send.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// One JSON body, or one SSE event's data.
+    pub(crate) message: usize,
+    /// One SSE line.
+    pub(crate) line: usize,
+    /// Everything read from one response.
+    pub(crate) total: u64,
+}
+
+impl Limits {
+    pub(crate) fn new(max_message: usize) -> Limits {
+        Limits {
+            message: max_message,
+            line: max_message.saturating_add(1024),
+            total: (max_message as u64).saturating_mul(16).max(64 << 20),
+        }
+    }
+}
+
+/// Resumption attempts per request, and the bounds of the `retry` wait.
+const MAX_RESUMES: usize = 5;
+const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// The longest session id accepted.
+const MAX_SESSION_ID: usize = 1024;
+/// How long the closing DELETE may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+type Reader = sse::EventReader<ureq::BodyReader<'static>>;
+
+pub(crate) struct HttpTransport {
+    name: String,
+    url: Url,
+    target: String,
+    agent: Agent,
+    /// Configured headers plus `Authorization`; values are secret.
+    headers: Vec<(String, String)>,
+    session: Option<String>,
+    protocol: Option<String>,
+    /// The initialize request, kept to start over on a 404.
+    init: Option<Value>,
+    initialized: Option<Value>,
+    pending: VecDeque<Value>,
+    stream: Option<Reader>,
+    /// Id of the request whose response has not arrived yet.
+    awaiting: Option<Value>,
+    resumes: usize,
+    first_post: bool,
+    limits: Limits,
+    closed: bool,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header values and the session id are secrets: never printed.
+        f.debug_struct("HttpTransport")
+            .field("server", &self.name)
+            .field("url", &self.target)
+            .field("headers", &self.headers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolves `localhost` to its loopback addresses only.
+#[derive(Debug)]
+struct LoopbackResolver(Vec<SocketAddr>);
+
+impl Resolver for LoopbackResolver {
+    fn resolve(
+        &self,
+        _uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        _timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> std::result::Result<ResolvedSocketAddrs, ureq::Error> {
+        let mut out = self.empty();
+        for a in self.0.iter().take(16) {
+            out.push(*a);
+        }
+        Ok(out)
+    }
+}
+
+/// The headers of a server: configured ones expanded, plus the bearer
+/// token. An unset variable refuses the launch; nothing is sent empty.
+pub(crate) fn headers(
+    spec: &Http,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>> {
+    let mut out = vec![];
+    for (k, template) in &spec.headers {
+        let v = vars::expand(template, lookup)
+            .map_err(|e| Error::refused(format!("header '{k}': {e}")))?;
+        if v.contains(['\r', '\n', '\0']) {
+            return Err(Error::refused(format!(
+                "header '{k}': the expanded value contains a line break"
+            )));
+        }
+        out.push((k.to_ascii_lowercase(), v));
+    }
+    if let Some(var) = &spec.bearer_token_env_var {
+        let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+            Error::refused(format!(
+                "environment variable '{var}' (bearer_token_env_var) is not \
+                 set or empty"
+            ))
+        })?;
+        if token.contains(['\r', '\n', '\0', ' ']) {
+            return Err(Error::refused(format!(
+                "the token in '{var}' contains spaces or line breaks"
+            )));
+        }
+        out.push(("authorization".to_string(), format!("Bearer {token}")));
+    }
+    Ok(out)
+}
+
+impl HttpTransport {
+    pub(crate) fn connect(
+        name: &str,
+        spec: &Http,
+        headers: Vec<(String, String)>,
+        limits: Limits,
+    ) -> Result<HttpTransport> {
+        let url = spec.url.clone();
+        let loopback = url.is_loopback();
+        let mut config = Agent::config_builder()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .user_agent(format!("rivumi-mcp/{}", env!("CARGO_PKG_VERSION")))
+            .max_response_header_size(64 * 1024);
+        if loopback {
+            // Loopback traffic never goes through a proxy.
+            config = config.proxy(None);
+        }
+        let config = config.build();
+        let agent = match &url.host {
+            Host::Name(h) if h == "localhost" => {
+                let port = url.port_or_default();
+                let addrs: Vec<SocketAddr> = ("localhost", port)
+                    .to_socket_addrs()
+                    .map(|a| a.filter(|s| s.ip().is_loopback()).collect())
+                    .unwrap_or_default();
+                if addrs.is_empty() {
+                    return Err(Error::server(
+                        "'localhost' does not resolve to a loopback address",
+                    ));
+                }
+                Agent::with_parts(
+                    config,
+                    ureq::unversioned::transport::DefaultConnector::new(),
+                    LoopbackResolver(addrs),
+                )
+            }
+            _ => Agent::with_parts(
+                config,
+                ureq::unversioned::transport::DefaultConnector::new(),
+                DefaultResolver::default(),
+            ),
+        };
+        msg::debug(&format!(
+            "server '{name}': connecting to {url} with headers [{}]",
+            headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+        Ok(HttpTransport {
+            name: name.to_string(),
+            target: url.to_string(),
+            url,
+            agent,
+            headers,
+            session: None,
+            protocol: None,
+            init: None,
+            initialized: None,
+            pending: VecDeque::new(),
+            stream: None,
+            awaiting: None,
+            resumes: 0,
+            first_post: true,
+            limits,
+            closed: false,
+        })
+    }
+
+    /// The common headers of every request after initialize.
+    fn add_headers<B>(
+        &self,
+        mut req: ureq::RequestBuilder<B>,
+        with_session: bool,
+    ) -> ureq::RequestBuilder<B> {
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(p) = &self.protocol {
+            req = req.header("mcp-protocol-version", p.as_str());
+        }
+        if with_session {
+            if let Some(s) = &self.session {
+                req = req.header("mcp-session-id", s.as_str());
+            }
+        }
+        req
+    }
+
+    fn post(&self, body: &[u8], deadline: &Deadline) -> Result<Response<Body>> {
+        let left = deadline.remaining()?;
+        let req = self
+            .agent
+            .post(&self.target)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        self.add_headers(req, true)
+            .config()
+            .timeout_global(Some(left))
+            .build()
+            .send(body)
+            .map_err(|e| self.ureq_error(e, deadline))
+    }
+
+    fn ureq_error(&self, e: ureq::Error, deadline: &Deadline) -> Error {
+        match e {
+            ureq::Error::Timeout(_) => deadline.error(),
+            ureq::Error::BodyExceedsLimit(n) => Error::server(format!(
+                "the response is larger than {n} bytes (raise --max-message \
+                 if this is expected)"
+            )),
+            ureq::Error::Io(io) => {
+                Error::server(format!("cannot reach {}: {io}", self.target))
+            }
+            ureq::Error::HostNotFound => Error::server(format!(
+                "cannot resolve the host of {}",
+                self.target
+            )),
+            other => Error::server(format!("{}: {other}", self.target)),
+        }
+    }
+
+    /// Reads a small error body for messages: at most 200 bytes, one line.
+    fn snippet(resp: &mut Response<Body>) -> String {
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024)
+            .read_to_vec()
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        let text = text.trim();
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", term::clip(&term::line(text), 200))
+        }
+    }
+
+    fn media_type(resp: &Response<Body>) -> String {
+        resp.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    }
+
+    /// Turns a non-2xx status into the matching error.
+    fn status_error(&self, resp: &mut Response<Body>, initialize: bool) -> Error {
+        let status = resp.status().as_u16();
+        let header = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        if (300..400).contains(&status) {
+            let to = header("location");
+            return Error::server(format!(
+                "HTTP {status} redirect to '{}' refused: rivumi-mcp never \
+                 follows redirects; configure the final URL",
+                term::clip(&term::line(&to), 200)
+            ));
+        }
+        let challenges = www_auth::parse(&header("www-authenticate"));
+        let scope_error = challenges
+            .iter()
+            .any(|c| c.param("error") == Some("insufficient_scope"));
+        if status == 401 || (status == 403 && scope_error) {
+            let what = if status == 401 {
+                "authentication required"
+            } else {
+                "insufficient scope"
+            };
+            let detail = if challenges.is_empty() {
+                String::new()
+            } else {
+                format!("; challenge: {}", www_auth::describe(&challenges))
+            };
+            let hint = if self.headers.iter().any(|(k, _)| k == "authorization") {
+                "the token was refused; refresh it, or run 'rivumi-mcp login \
+                 <server>'"
+            } else {
+                "set the variable named by bearer_token_env_var, or run \
+                 'rivumi-mcp login <server>'"
+            };
+            return Error::new(
+                Kind::Auth,
+                format!("{what} (HTTP {status}){detail}; {hint}"),
+            );
+        }
+        let body = Self::snippet(resp);
+        if initialize && self.first_post && matches!(status, 400 | 404 | 405) {
+            return Error::server(format!(
+                "HTTP {status} to initialize{body}; the server may only speak \
+                 the deprecated HTTP+SSE transport (2024-11-05), which \
+                 rivumi-mcp does not support"
+            ));
+        }
+        Error::server(format!("HTTP {status}{body}"))
+    }
+
+    /// Keeps the session id from the initialize response.
+    fn take_session(&mut self, resp: &Response<Body>) -> Result<()> {
+        let Some(v) = resp.headers().get("mcp-session-id") else {
+            return Ok(());
+        };
+        let bytes = v.as_bytes();
+        let ok = !bytes.is_empty()
+            && bytes.len() <= MAX_SESSION_ID
+            && bytes.iter().all(|b| (0x21..=0x7e).contains(b));
+        if !ok {
+            return Err(Error::server(
+                "the server sent an invalid Mcp-Session-Id (visible ASCII \
+                 only, at most 1024 bytes)",
+            ));
+        }
+        self.session = Some(String::from_utf8_lossy(bytes).into_owned());
+        Ok(())
+    }
+
+    /// POSTs a request and sets up where its answer will be read from.
+    fn send_request(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+        let body = encode(msg)?;
+        let initialize = method(msg) == Some("initialize");
+        let mut resp = self.post(&body, deadline)?;
+        let status = resp.status().as_u16();
+        if status == 404 && self.session.is_some() && !initialize {
+            msg::debug(&format!(
+                "server '{}': session expired (404); starting a new one",
+                self.name
+            ));
+            self.reinitialize(deadline)?;
+            resp = self.post(&body, deadline)?;
+            if resp.status().as_u16() == 404 {
+                return Err(Error::server(
+                    "HTTP 404 again after starting a new session",
+                ));
+            }
+        }
+        let r = self.accept_answer(resp, initialize, deadline);
+        self.first_post = false;
+        r
+    }
+
+    /// Reads a request's HTTP answer: JSON now, or an SSE stream to read
+    /// from in `recv`.
+    fn accept_answer(
+        &mut self,
+        mut resp: Response<Body>,
+        initialize: bool,
+        deadline: &Deadline,
+    ) -> Result<()> {
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(&mut resp, initialize));
+        }
+        if initialize {
+            self.take_session(&resp)?;
+        }
+        let media = Self::media_type(&resp);
+        match media.as_str() {
+            "application/json" => {
+                let bytes = resp
+                    .body_mut()
+                    .with_config()
+                    .limit(self.limits.message as u64)
+                    .read_to_vec()
+                    .map_err(|e| self.ureq_error(e, deadline))?;
+                let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::server(format!("the JSON response is invalid: {e}"))
+                })?;
+                self.pending.push_back(v);
+                Ok(())
+            }
+            "text/event-stream" => {
+                self.stream = Some(self.reader(resp));
+                Ok(())
+            }
+            _ if status == 202 || status == 204 => Ok(()),
+            "" => Ok(()),
+            other => {
+                let body = Self::snippet(&mut resp);
+                Err(Error::server(format!(
+                    "unexpected content type '{}' (HTTP {status}){body}",
+                    term::line(other)
+                )))
+            }
+        }
+    }
+
+    fn reader(&self, resp: Response<Body>) -> Reader {
+        let body = resp
+            .into_body()
+            .into_with_config()
+            .limit(self.limits.total)
+            .reader();
+        sse::EventReader::new(
+            body,
+            sse::Limits { max_line: self.limits.line, max_event: self.limits.message },
+        )
+    }
+
+    /// Starts over after a 404: initialize without the session id, then
+    /// `notifications/initialized`.
+    fn reinitialize(&mut self, deadline: &Deadline) -> Result<()> {
+        let Some(init) = self.init.clone() else {
+            return Err(Error::server("HTTP 404 before initialize"));
+        };
+        self.session = None;
+        self.protocol = None;
+        let saved_stream = self.stream.take();
+        let saved_pending = std::mem::take(&mut self.pending);
+        let body = encode(&init)?;
+        let resp = self.post(&body, deadline)?;
+        self.accept_answer(resp, true, deadline)?;
+        let want = init.get("id").cloned().unwrap_or(Value::Null);
+        loop {
+            let m = self.next_message(deadline)?;
+            if m.get("id") == Some(&want) && m.get("method").is_none() {
+                if let Some(v) = m.pointer("/result/protocolVersion") {
+                    self.protocol = v.as_str().map(str::to_string);
+                }
+                break;
+            }
+        }
+        self.stream = saved_stream;
+        self.pending = saved_pending;
+        if let Some(n) = self.initialized.clone() {
+            self.send_other(&n, deadline)?;
+        }
+        Ok(())
+    }
+
+    /// POSTs a notification or response; expects 202 (any 2xx is fine).
+    fn send_other(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+        let body = encode(msg)?;
+        let mut resp = self.post(&body, deadline)?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(&mut resp, false));
+        }
+        let _ = resp.body_mut().with_config().limit(64 * 1024).read_to_vec();
+        Ok(())
+    }
+
+    /// The next message from the pending queue or the current stream,
+    /// resuming the stream when it ends early.
+    fn next_message(&mut self, deadline: &Deadline) -> Result<Value> {
+        loop {
+            if let Some(v) = self.pending.pop_front() {
+                return Ok(v);
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                return Err(Error::server(
+                    "the server accepted the request but sent no response",
+                ));
+            };
+            match stream.next_event() {
+                Ok(Some(ev)) => {
+                    if ev.event != "message" || ev.data.trim().is_empty() {
+                        continue;
+                    }
+                    return serde_json::from_str(&ev.data).map_err(|e| {
+                        Error::server(format!(
+                            "an SSE event holds invalid JSON: {e}"
+                        ))
+                    });
+                }
+                Ok(None) => {
+                    let last = stream.parser().last_event_id().to_string();
+                    let retry = stream.parser().retry();
+                    self.stream = None;
+                    if self.awaiting.is_none() {
+                        return Err(Error::server("the stream ended"));
+                    }
+                    if last.is_empty() {
+                        return Err(Error::server(
+                            "the event stream ended before the response (and \
+                             cannot be resumed: no event ids)",
+                        ));
+                    }
+                    self.resume(&last, retry, deadline)?;
+                }
+                Err(e) => return Err(self.read_error(e, deadline)),
+            }
+        }
+    }
+
+    fn read_error(&self, e: std::io::Error, deadline: &Deadline) -> Error {
+        if let Some(s) = e.get_ref().and_then(|x| x.downcast_ref::<sse::Error>()) {
+            return Error::server(format!("event stream: {s}"));
+        }
+        self.ureq_error(ureq::Error::from(e), deadline)
+    }
+
+    /// Waits `retry` (clamped), then GETs the stream with `Last-Event-ID`.
+    fn resume(
+        &mut self,
+        last: &str,
+        retry: Option<u64>,
+        deadline: &Deadline,
+    ) -> Result<()> {
+        if self.resumes >= MAX_RESUMES {
+            return Err(Error::server(format!(
+                "the event stream ended {MAX_RESUMES} times before the \
+                 response"
+            )));
+        }
+        self.resumes += 1;
+        let wait = retry.map(Duration::from_millis).unwrap_or(DEFAULT_RETRY);
+        let wait = wait.min(MAX_RETRY);
+        if wait >= deadline.remaining()? {
+            return Err(deadline.error());
+        }
+        std::thread::sleep(wait);
+        msg::debug(&format!(
+            "server '{}': resuming the event stream after {}ms",
+            self.name,
+            wait.as_millis()
+        ));
+        let left = deadline.remaining()?;
+        let req = self
+            .agent
+            .get(&self.target)
+            .header("accept", "text/event-stream")
+            .header("last-event-id", last);
+        let mut resp = self
+            .add_headers(req, true)
+            .config()
+            .timeout_global(Some(left))
+            .build()
+            .call()
+            .map_err(|e| self.ureq_error(e, deadline))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(&mut resp, false).context(
+                "resuming the event stream (GET with Last-Event-ID)",
+            ));
+        }
+        if Self::media_type(&resp) != "text/event-stream" {
+            return Err(Error::server(
+                "resuming the event stream: the answer is not \
+                 text/event-stream",
+            ));
+        }
+        self.stream = Some(self.reader(resp));
+        Ok(())
+    }
+
+    /// Notes the protocol version and the arrival of the awaited response.
+    fn observe(&mut self, m: &Value) {
+        let items: Vec<&Value> = match m {
+            Value::Array(a) => a.iter().collect(),
+            v => vec![v],
+        };
+        for it in items {
+            if it.get("method").is_some() {
+                continue;
+            }
+            let id = it.get("id");
+            if id.is_some() && id == self.awaiting.as_ref() {
+                self.awaiting = None;
+                let init_id = self.init.as_ref().and_then(|i| i.get("id"));
+                if id == init_id {
+                    self.protocol = it
+                        .pointer("/result/protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+            }
+        }
+    }
+}
+
+fn method(m: &Value) -> Option<&str> {
+    m.get("method").and_then(Value::as_str)
+}
+
+fn encode(m: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(m).map_err(|e| Error::server(format!("cannot encode: {e}")))
+}
+
+impl Transport for HttpTransport {
+    fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+        let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+        match method(msg) {
+            Some("initialize") => self.init = Some(msg.clone()),
+            Some("notifications/initialized") => {
+                self.initialized = Some(msg.clone())
+            }
+            _ => {}
+        }
+        if is_request {
+            self.stream = None;
+            self.pending.clear();
+            self.resumes = 0;
+            self.awaiting = msg.get("id").cloned();
+            self.send_request(msg, deadline)
+        } else {
+            self.send_other(msg, deadline)
+        }
+    }
+
+    fn recv(&mut self, deadline: &Deadline) -> Result<Value> {
+        deadline.remaining()?;
+        let m = self.next_message(deadline)?;
+        self.observe(&m);
+        Ok(m)
+    }
+
+    fn close(&mut self) -> Closed {
+        if self.closed {
+            return Closed::Gone;
+        }
+        self.closed = true;
+        self.stream = None;
+        let Some(_) = &self.session else { return Closed::Eof };
+        let req = self.agent.delete(&self.target);
+        let r = self
+            .add_headers(req, true)
+            .config()
+            .timeout_global(Some(CLOSE_TIMEOUT))
+            .build()
+            .call();
+        match r {
+            Ok(resp) => msg::debug(&format!(
+                "server '{}': DELETE session: HTTP {}",
+                self.name,
+                resp.status().as_u16()
+            )),
+            Err(e) => msg::debug(&format!(
+                "server '{}': DELETE session failed: {e}",
+                self.name
+            )),
+        }
+        let _ = &self.url;
+        Closed::Eof
+    }
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
