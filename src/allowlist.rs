@@ -43,10 +43,6 @@ pub(crate) enum Verdict {
 }
 
 impl Verdict {
-    pub(crate) fn may_start(&self) -> bool {
-        matches!(self, Verdict::Allowed | Verdict::Pinned)
-    }
-
     pub(crate) fn label(&self) -> &'static str {
         match self {
             Verdict::Allowed => "allowed",
@@ -260,7 +256,6 @@ mod tests {
             }
             v => panic!("{v:?}"),
         }
-        assert!(!list.verdict(&changed).may_start());
         assert_eq!(
             Allowlist::parse(Some("b")).unwrap().verdict(&s),
             Verdict::NotAllowed

@@ -392,14 +392,14 @@ where
         given.push((opt, value));
     }
 
-    if let Some(c) = command.as_deref() {
-        if !COMMANDS.contains(&c) {
-            let mut msg = format!("unrecognized command '{c}'");
-            if let Some(s) = suggest(c, COMMANDS.iter().copied()) {
-                msg.push_str(&format!("; did you mean '{s}'?"));
-            }
-            return Err(Error::usage(msg));
+    if let Some(c) = command.as_deref()
+        && !COMMANDS.contains(&c)
+    {
+        let mut msg = format!("unrecognized command '{c}'");
+        if let Some(s) = suggest(c, COMMANDS.iter().copied()) {
+            msg.push_str(&format!("; did you mean '{s}'?"));
         }
+        return Err(Error::usage(msg));
     }
     if command.as_deref() == Some("help") {
         let topic = words.first().map(String::as_str);
@@ -443,13 +443,13 @@ fn build(
     let mut yes = false;
     let mut save = None;
     for (opt, value) in given {
-        if let Some(cmds) = opt.commands {
-            if !cmds.contains(&command) {
-                return Err(Error::usage(format!(
-                    "flag '--{}' does not apply to '{command}'",
-                    opt.long
-                )));
-            }
+        if let Some(cmds) = opt.commands
+            && !cmds.contains(&command)
+        {
+            return Err(Error::usage(format!(
+                "flag '--{}' does not apply to '{command}'",
+                opt.long
+            )));
         }
         let value = value.unwrap_or_default();
         let flag = format!("--{}", opt.long);

@@ -24,7 +24,9 @@ use crate::vars;
 pub(crate) const MAX_FILE: u64 = 4 << 20;
 /// The most servers one file may configure.
 pub(crate) const MAX_SERVERS: usize = 1000;
-/// The longest server name; `mcp__<server>__<tool>` must fit in 64.
+/// The longest server name. Qualified tool names (`mcp__<server>__<tool>`)
+/// longer than 64 are shortened with a hash; a warning says when a name
+/// leaves little room.
 pub(crate) const MAX_NAME: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,7 +57,7 @@ pub(crate) struct Server {
 #[derive(Clone, Debug)]
 pub(crate) enum Transport {
     Stdio(Stdio),
-    Http(Http),
+    Http(Box<Http>),
 }
 
 /// A subprocess server. `env` values are templates (`${VAR}` unexpanded);
@@ -125,43 +127,12 @@ impl Server {
             Transport::Http(h) => h.url.to_string(),
         }
     }
-
-    /// Every variable the server needs from the invoking environment.
-    pub(crate) fn needed_vars(&self) -> Vec<vars::VarRef> {
-        let mut out = vec![];
-        let templates: Vec<&String> = match &self.transport {
-            Transport::Stdio(s) => {
-                for n in &s.env_vars {
-                    out.push(vars::VarRef { name: n.clone(), default: None });
-                }
-                s.env.iter().map(|(_, v)| v).collect()
-            }
-            Transport::Http(h) => {
-                if let Some(n) = &h.bearer_token_env_var {
-                    out.push(vars::VarRef { name: n.clone(), default: None });
-                }
-                if let Some(n) = h
-                    .oauth
-                    .as_ref()
-                    .and_then(|o| o.client_secret_env_var.as_ref())
-                {
-                    out.push(vars::VarRef { name: n.clone(), default: None });
-                }
-                h.headers.iter().map(|(_, v)| v).collect()
-            }
-        };
-        for t in templates {
-            out.extend(vars::refs(t).unwrap_or_default());
-        }
-        out
-    }
 }
 
 /// One `mcpServers` member as found in the file: valid or not.
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) name: String,
-    pub(crate) pos: Pos,
     /// `None` when the entry has errors.
     pub(crate) server: Option<Server>,
 }
@@ -360,11 +331,11 @@ pub(crate) fn validate(
         config.file_ok = false;
         return config;
     };
-    if root.get("servers").is_some() {
+    if let Some(vs) = root.get("servers") {
         c.soft(
             None,
             "/servers",
-            servers.key_pos,
+            vs.key_pos,
             "key \"servers\" (VS Code's format) is ignored; rivumi-mcp \
              reads \"mcpServers\""
                 .to_string(),
@@ -407,9 +378,16 @@ pub(crate) fn validate(
         let bad = c.error_count() > before || bad_servers.contains(&m.key);
         config.entries.push(Entry {
             name: m.key.clone(),
-            pos: m.key_pos,
             server: if bad { None } else { server },
         });
+    }
+    if !config.file_ok {
+        // A duplicate outside any one server (two "mcpServers" objects,
+        // say): readers disagree about the whole file, so nothing in it
+        // is usable.
+        for e in &mut config.entries {
+            e.server = None;
+        }
     }
     c.diags.sort_by_key(|d| (d.pos.line, d.pos.col));
     config.diagnostics = c.diags;
@@ -624,13 +602,26 @@ impl Checker<'_> {
                 return None;
             }
             (false, false, _) => {
-                self.error(
-                    s,
-                    &base,
-                    node.pos,
+                let all =
+                    STDIO_KEYS.iter().chain(HTTP_KEYS).chain(COMMON_KEYS);
+                let mut msg =
                     "neither 'command' (stdio) nor 'url' (http) is set"
-                        .to_string(),
-                );
+                        .to_string();
+                for f in fields {
+                    if all.clone().any(|k| *k == f.key) {
+                        continue;
+                    }
+                    if let Some(sug) =
+                        crate::cli::suggest(&f.key, all.clone().copied())
+                    {
+                        msg.push_str(&format!(
+                            "; unknown key '{}': did you mean '{sug}'?",
+                            f.key
+                        ));
+                        break;
+                    }
+                }
+                self.error(s, &base, node.pos, msg);
                 return None;
             }
             (true, false, Some("http")) | (false, true, Some("stdio")) => {
@@ -690,7 +681,7 @@ impl Checker<'_> {
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node, &s, &base)?)
         } else {
-            Transport::Http(self.http(node, &s, &base)?)
+            Transport::Http(Box::new(self.http(node, &s, &base)?))
         };
         Some(Server {
             name: name.to_string(),
@@ -837,7 +828,9 @@ impl Checker<'_> {
             }
         }
         if !command.is_empty() && !command.contains('\0') {
-            self.unpinned_launcher(&command, &args, s, base, cmd_m.value.pos);
+            let pos =
+                node.get("args").map_or(cmd_m.value.pos, |m| m.value.pos);
+            self.unpinned_launcher(&command, &args, s, base, pos);
         }
         (self.error_count() == errors).then_some(Stdio {
             command,
@@ -1068,14 +1061,11 @@ impl Checker<'_> {
         }
         let mut redirect_port = None;
         if let Some(f) = node.get("redirect_port") {
-            match f.value.kind {
-                J::Number(ref n) => {
-                    redirect_port = n
-                        .as_u64()
-                        .filter(|p| (1..=65535).contains(p))
-                        .map(|p| p as u16)
-                }
-                _ => {}
+            if let J::Number(ref n) = f.value.kind {
+                redirect_port = n
+                    .as_u64()
+                    .filter(|p| (1..=65535).contains(p))
+                    .map(|p| p as u16)
             }
             if redirect_port.is_none() {
                 self.error(
@@ -1341,23 +1331,19 @@ impl Checker<'_> {
                 break;
             }
         }
-        if let Some(p) = package {
-            if !pinned(p) {
-                self.warn(
-                    s.clone(),
-                    &format!("{base}/args"),
-                    pos,
-                    format!(
-                        "'{prog} {p}' runs whatever version was published \
+        if let Some(p) = package
+            && !pinned(p)
+        {
+            self.warn(
+                s.clone(),
+                &format!("{base}/args"),
+                pos,
+                format!(
+                    "'{prog} {p}' runs whatever version was published \
                          last; pin it (e.g. {})",
-                        if prog.ends_with('x') && prog != "uvx" {
-                            format!("{p}@1.2.3")
-                        } else {
-                            format!("{p}==1.2.3")
-                        }
-                    ),
-                );
-            }
+                    pin_example(prog, p)
+                ),
+            );
         }
     }
 }
@@ -1376,6 +1362,23 @@ fn item_pos(node: &Node, i: usize) -> Pos {
     match &node.kind {
         J::Array(items) => items.get(i).map_or(node.pos, |n| n.pos),
         _ => node.pos,
+    }
+}
+
+/// How a pinned package looks for this launcher: `pkg@1.2.3` for the npm
+/// family, `pkg==1.2.3` for the Python ones (an existing tag or range is
+/// replaced, not appended to).
+fn pin_example(prog: &str, p: &str) -> String {
+    if prog == "uvx" || prog == "pipx" {
+        let name = p.split(['=', '@', '<', '>', '~', '!']).next().unwrap_or(p);
+        format!("{name}==1.2.3")
+    } else {
+        let (scope, rest) = match p.strip_prefix('@') {
+            Some(r) => ("@", r),
+            None => ("", p),
+        };
+        let name = rest.split('@').next().unwrap_or(rest);
+        format!("{scope}{name}@1.2.3")
     }
 }
 

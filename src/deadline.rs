@@ -22,25 +22,10 @@ impl Deadline {
         Deadline { what: what.into(), start: Instant::now(), limit }
     }
 
-    /// What is being waited for, as shown in the timeout error.
-    pub(crate) fn what(&self) -> &str {
-        &self.what
-    }
-
-    pub(crate) fn limit(&self) -> Duration {
-        self.limit
-    }
-
     /// Time left, or the timeout error when none is.
     pub(crate) fn remaining(&self) -> Result<Duration> {
         let left = self.limit.saturating_sub(self.start.elapsed());
         if left.is_zero() { Err(self.error()) } else { Ok(left) }
-    }
-
-    /// The earlier of this deadline and `cap` from now: used for short
-    /// inner waits (a grace period) that must still respect the outer one.
-    pub(crate) fn at_most(&self, cap: Duration) -> Duration {
-        self.limit.saturating_sub(self.start.elapsed()).min(cap)
     }
 
     pub(crate) fn error(&self) -> Error {
@@ -59,7 +44,7 @@ impl Deadline {
 /// `0.5s`, `1.25s`.
 pub(crate) fn seconds(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         let s = format!("{:.3}", d.as_secs_f64());

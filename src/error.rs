@@ -140,17 +140,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Adds context to any displayable error while turning it into ours.
-pub(crate) trait ResultExt<T> {
-    fn or_kind(self, kind: Kind, what: impl fmt::Display) -> Result<T>;
-}
-
-impl<T, E: fmt::Display> ResultExt<T> for std::result::Result<T, E> {
-    fn or_kind(self, kind: Kind, what: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| Error::new(kind, format!("{what}: {e}")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

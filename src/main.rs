@@ -38,7 +38,10 @@ fn main() -> ExitCode {
     sys::install_signal_thread();
     sys::become_subreaper();
     let args = std::env::args_os().skip(1);
-    let json_errors = std::env::args_os().any(|a| a == "--json");
+    let argv: Vec<_> = std::env::args_os().collect();
+    let json_errors =
+        argv.iter().any(|a| a == "--json" || a == "--format=json")
+            || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
     let result = match cli::parse(args) {
         Ok(Parsed::Help(text)) => out::print(&text),
         Ok(Parsed::Version) => {

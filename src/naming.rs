@@ -98,7 +98,7 @@ mod tests {
     fn names_are_sanitised_and_collisions_hashed() {
         let q = qualify("s", &["echo", "a.b", "a_b", "odd name!"]);
         assert_eq!(q[0], "mcp__s__echo");
-        assert!(q[1].starts_with("mcp__s__a_b_") && q[1].len() == 19);
+        assert!(q[1].starts_with("mcp__s__a_b_") && q[1].len() == 18);
         assert!(q[2].starts_with("mcp__s__a_b_"));
         assert_ne!(q[1], q[2]);
         assert_eq!(q[3], "mcp__s__odd_name_");

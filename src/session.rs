@@ -310,24 +310,24 @@ impl Session {
                 };
                 msg::server_line(&self.name, &format!("log {level}: {data}"));
             }
-            "notifications/progress" => {
-                if msg::stderr_is_tty() && msg::level() >= 1 {
-                    let n = p.get("progress").cloned().unwrap_or(Value::Null);
-                    let total = p
-                        .get("total")
-                        .map(|t| format!("/{t}"))
-                        .unwrap_or_default();
-                    let text = p
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .map(|m| format!(" {m}"))
-                        .unwrap_or_default();
-                    msg::line(&format!(
-                        "[{}] progress {n}{total}{}",
-                        self.name,
-                        term::line(&text)
-                    ));
-                }
+            "notifications/progress"
+                if msg::stderr_is_tty() && msg::level() >= 1 =>
+            {
+                let n = p.get("progress").cloned().unwrap_or(Value::Null);
+                let total = p
+                    .get("total")
+                    .map(|t| format!("/{t}"))
+                    .unwrap_or_default();
+                let text = p
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default();
+                msg::line(&format!(
+                    "[{}] progress {n}{total}{}",
+                    self.name,
+                    term::line(&text)
+                ));
             }
             m if m.ends_with("/list_changed") => {
                 msg::debug(&format!("server '{}': {m}", self.name));

@@ -139,13 +139,13 @@ pub(crate) fn install_signal_thread() {
                     wait_group_gone(g, Duration::from_millis(500));
                 }
             }
-            let code = if sig == libc::SIGINT { 130 } else { 128 + sig };
+            let code = crate::error::Kind::Signal(sig).exit_code();
             crate::msg::error(&format!(
                 "interrupted by {}; closed {} server(s)",
                 if sig == libc::SIGINT { "SIGINT" } else { "a signal" },
                 groups.len()
             ));
-            std::process::exit(code);
+            std::process::exit(i32::from(code));
         });
     if spawned.is_err() {
         // Without the thread, restore default delivery so Ctrl-C still

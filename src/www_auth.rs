@@ -50,8 +50,9 @@ impl P<'_> {
         while self.peek().is_some_and(is_tchar) {
             self.i += 1;
         }
-        (self.i > start)
-            .then(|| String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
+        (self.i > start).then(|| {
+            String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
+        })
     }
 
     /// At `token BWS "=" not-"="`: a parameter starts here.
@@ -134,7 +135,8 @@ pub(crate) fn parse(header: &str) -> Vec<Challenge> {
             p.ws();
             p.i += 1; // '='
             p.ws();
-            let value = if p.peek() == Some(b'"') { p.quoted() } else { p.token() };
+            let value =
+                if p.peek() == Some(b'"') { p.quoted() } else { p.token() };
             let Some(value) = value else {
                 out.push(ch);
                 return out;
@@ -215,7 +217,15 @@ mod tests {
 
     #[test]
     fn malformed_input_does_not_panic() {
-        for s in ["", ",,,", "Bearer realm=\"unterminated", "Bearer =x", "=", "B a=", "\"x\""] {
+        for s in [
+            "",
+            ",,,",
+            "Bearer realm=\"unterminated",
+            "Bearer =x",
+            "=",
+            "B a=",
+            "\"x\"",
+        ] {
             let _ = parse(s);
         }
         assert_eq!(parse("Bearer realm=\"x").len(), 1);

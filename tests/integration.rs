@@ -1,1 +1,19 @@
+//! The integration tests: one binary (`cargo test --test integration`),
+//! one module per area, each driving the real `rivumi-mcp` executable.
 
+// Shared helpers: temporary directories and commands with a pinned
+// environment and a deadline.
+mod util;
+
+// The command line: help, version, usage errors, option placement, pipes.
+mod cli;
+// `check-config`: the fixtures/config/ cases and output formats.
+mod check_config;
+// Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
+mod interop;
+// The stdio transport: deadlines, dying servers, caps, signals, leftovers.
+mod stdio;
+// `list`: tables, paging, JSON, several servers, the allowlist.
+mod list;
+// `call` and the resources/read/prompts/prompt bridges.
+mod call;

@@ -116,12 +116,12 @@ fn print_diagnostics(config: &Config) -> Result<()> {
         let server = d
             .server
             .as_ref()
-            .map(|s| format!("server '{s}': "))
+            .map(|s| format!("server '{}': ", out::shown(s)))
             .unwrap_or_default();
         let at = if d.pointer.is_empty() {
             String::new()
         } else {
-            format!(" [{}]", d.pointer)
+            format!(" [{}]", out::shown(&d.pointer))
         };
         text.push_str(&format!(
             "{}:{}:{}: {}: {server}{}{at}\n",
@@ -185,7 +185,7 @@ fn print_table(
         ]];
         for r in rows {
             table.push(vec![
-                r.name.clone(),
+                out::shown(&r.name).into_owned(),
                 r.transport.to_string(),
                 r.auth.to_string(),
                 r.allowlist.clone(),

@@ -20,6 +20,7 @@ pub(crate) struct ServerListing {
     pub(crate) name: String,
     pub(crate) protocol: String,
     pub(crate) info: Value,
+    pub(crate) instructions: Option<String>,
     pub(crate) tools: Option<Listing>,
     pub(crate) resources: Option<Listing>,
     pub(crate) templates: Option<Listing>,
@@ -72,6 +73,7 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
         name: s.name().to_string(),
         protocol: s.server.protocol.clone(),
         info: s.server.info.clone(),
+        instructions: s.server.instructions.clone(),
         tools: None,
         resources: None,
         templates: None,
@@ -278,7 +280,7 @@ fn human(l: &ServerListing, show: Show) -> String {
 fn to_json(l: &ServerListing) -> Value {
     let mut o = json!({
         "server": l.name, "ok": true, "protocol": l.protocol,
-        "serverInfo": l.info,
+        "serverInfo": l.info, "instructions": l.instructions,
     });
     let mut complete = true;
     if let Some(t) = &l.tools {

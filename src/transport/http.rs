@@ -30,7 +30,7 @@ use super::{Closed, Transport};
 use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
-use crate::urlcheck::{Host, Url};
+use crate::urlcheck::Host;
 use crate::{msg, sse, term, vars, www_auth};
 
 /// Caps on what a server may send.
@@ -67,7 +67,6 @@ type Reader = sse::EventReader<ureq::BodyReader<'static>>;
 
 pub(crate) struct HttpTransport {
     name: String,
-    url: Url,
     target: String,
     agent: Agent,
     /// Configured headers plus `Authorization`; values are secret.
@@ -197,12 +196,15 @@ impl HttpTransport {
         };
         msg::debug(&format!(
             "server '{name}': connecting to {url} with headers [{}]",
-            headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+            headers
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         Ok(HttpTransport {
             name: name.to_string(),
             target: url.to_string(),
-            url,
             agent,
             headers,
             session: None,
@@ -231,15 +233,17 @@ impl HttpTransport {
         if let Some(p) = &self.protocol {
             req = req.header("mcp-protocol-version", p.as_str());
         }
-        if with_session {
-            if let Some(s) = &self.session {
-                req = req.header("mcp-session-id", s.as_str());
-            }
+        if with_session && let Some(s) = &self.session {
+            req = req.header("mcp-session-id", s.as_str());
         }
         req
     }
 
-    fn post(&self, body: &[u8], deadline: &Deadline) -> Result<Response<Body>> {
+    fn post(
+        &self,
+        body: &[u8],
+        deadline: &Deadline,
+    ) -> Result<Response<Body>> {
         let left = deadline.remaining()?;
         let req = self
             .agent
@@ -302,7 +306,11 @@ impl HttpTransport {
     }
 
     /// Turns a non-2xx status into the matching error.
-    fn status_error(&self, resp: &mut Response<Body>, initialize: bool) -> Error {
+    fn status_error(
+        &self,
+        resp: &mut Response<Body>,
+        initialize: bool,
+    ) -> Error {
         let status = resp.status().as_u16();
         let header = |n: &str| {
             resp.headers()
@@ -334,7 +342,11 @@ impl HttpTransport {
             } else {
                 format!("; challenge: {}", www_auth::describe(&challenges))
             };
-            let hint = if self.headers.iter().any(|(k, _)| k == "authorization") {
+            let hint = if self
+                .headers
+                .iter()
+                .any(|(k, _)| k == "authorization")
+            {
                 "the token was refused; refresh it, or run 'rivumi-mcp login \
                  <server>'"
             } else {
@@ -377,7 +389,11 @@ impl HttpTransport {
     }
 
     /// POSTs a request and sets up where its answer will be read from.
-    fn send_request(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+    fn send_request(
+        &mut self,
+        msg: &Value,
+        deadline: &Deadline,
+    ) -> Result<()> {
         let body = encode(msg)?;
         let initialize = method(msg) == Some("initialize");
         let mut resp = self.post(&body, deadline)?;
@@ -424,9 +440,12 @@ impl HttpTransport {
                     .limit(self.limits.message as u64)
                     .read_to_vec()
                     .map_err(|e| self.ureq_error(e, deadline))?;
-                let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::server(format!("the JSON response is invalid: {e}"))
-                })?;
+                let v: Value =
+                    serde_json::from_slice(&bytes).map_err(|e| {
+                        Error::server(format!(
+                            "the JSON response is invalid: {e}"
+                        ))
+                    })?;
                 self.pending.push_back(v);
                 Ok(())
             }
@@ -454,7 +473,10 @@ impl HttpTransport {
             .reader();
         sse::EventReader::new(
             body,
-            sse::Limits { max_line: self.limits.line, max_event: self.limits.message },
+            sse::Limits {
+                max_line: self.limits.line,
+                max_event: self.limits.message,
+            },
         )
     }
 
@@ -527,11 +549,13 @@ impl HttpTransport {
                 Ok(None) => {
                     let last = stream.parser().last_event_id().to_string();
                     let retry = stream.parser().retry();
+                    let resumable =
+                        stream.parser().saw_id() && !last.is_empty();
                     self.stream = None;
                     if self.awaiting.is_none() {
                         return Err(Error::server("the stream ended"));
                     }
-                    if last.is_empty() {
+                    if !resumable {
                         return Err(Error::server(
                             "the event stream ended before the response (and \
                              cannot be resumed: no event ids)",
@@ -545,7 +569,9 @@ impl HttpTransport {
     }
 
     fn read_error(&self, e: std::io::Error, deadline: &Deadline) -> Error {
-        if let Some(s) = e.get_ref().and_then(|x| x.downcast_ref::<sse::Error>()) {
+        if let Some(s) =
+            e.get_ref().and_then(|x| x.downcast_ref::<sse::Error>())
+        {
             return Error::server(format!("event stream: {s}"));
         }
         self.ureq_error(ureq::Error::from(e), deadline)
@@ -635,12 +661,14 @@ fn method(m: &Value) -> Option<&str> {
 }
 
 fn encode(m: &Value) -> Result<Vec<u8>> {
-    serde_json::to_vec(m).map_err(|e| Error::server(format!("cannot encode: {e}")))
+    serde_json::to_vec(m)
+        .map_err(|e| Error::server(format!("cannot encode: {e}")))
 }
 
 impl Transport for HttpTransport {
     fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
-        let is_request = msg.get("method").is_some() && msg.get("id").is_some();
+        let is_request =
+            msg.get("method").is_some() && msg.get("id").is_some();
         match method(msg) {
             Some("initialize") => self.init = Some(msg.clone()),
             Some("notifications/initialized") => {
@@ -691,7 +719,6 @@ impl Transport for HttpTransport {
                 self.name
             )),
         }
-        let _ = &self.url;
         Closed::Eof
     }
 }

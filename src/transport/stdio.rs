@@ -110,13 +110,13 @@ impl StdioTransport {
         env: Vec<(String, String)>,
         max_line: usize,
     ) -> Result<StdioTransport> {
-        if let Some(dir) = &spec.cwd_path {
-            if !dir.is_dir() {
-                return Err(Error::refused(format!(
-                    "cwd '{}' is not a directory",
-                    dir.display()
-                )));
-            }
+        if let Some(dir) = &spec.cwd_path
+            && !dir.is_dir()
+        {
+            return Err(Error::refused(format!(
+                "cwd '{}' is not a directory",
+                dir.display()
+            )));
         }
         let mut cmd = Command::new(&spec.command);
         cmd.args(&spec.args)

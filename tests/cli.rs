@@ -1,0 +1,237 @@
+//! The command line as a user meets it: help, version, usage errors (exit
+//! 2, one line on stderr), option placement and a closed stdout pipe.
+
+use crate::util::{Dir, Output, assert_contains, wait_with_timeout};
+
+const EMPTY: &str = "{\"mcpServers\": {}}\n";
+
+/// A usage error: exit 2, nothing on stdout, exactly one line on stderr.
+#[track_caller]
+fn assert_usage_error(out: &Output) -> String {
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert_eq!(out.stdout, "", "nothing on stdout");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {:?}", out.stderr);
+    assert!(lines[0].starts_with("rivumi-mcp: "), "{}", lines[0]);
+    lines[0].to_string()
+}
+
+#[test]
+fn help_goes_to_stdout() {
+    let dir = Dir::new("cli_help");
+    for (args, first) in [
+        (&["-h"][..], "rivumi-mcp: a command-line client"),
+        (&["--help"], "rivumi-mcp: a command-line client"),
+        (&["help"], "rivumi-mcp: a command-line client"),
+        (&["help", "list"], "rivumi-mcp list: "),
+        (&["list", "--help"], "rivumi-mcp list: "),
+        (&["list", "-h"], "rivumi-mcp list: "),
+        (&["--help", "call"], "rivumi-mcp call: "),
+        (&["check-config", "--help"], "rivumi-mcp check-config: "),
+        (&["help", "check-config"], "rivumi-mcp check-config: "),
+    ] {
+        let out = dir.command(args).assert_exit(0);
+        assert!(
+            out.stdout.starts_with(first),
+            "{args:?}: expected {first:?}, got:\n{}",
+            out.stdout
+        );
+        assert_contains(&out.stdout, "USAGE:");
+        assert_eq!(out.stderr, "", "{args:?}");
+    }
+    // Help wins over everything else on the line, even a bad value.
+    let out = dir.command(["list", "--timeout", "0", "--help"]).assert_exit(0);
+    assert!(out.stdout.starts_with("rivumi-mcp list: "));
+    // The top-level help states the exit codes.
+    let out = dir.command(["--help"]).assert_exit(0);
+    assert_contains(
+        &out.stdout,
+        "Exit codes: 0 ok, 1 negative result, 2 usage",
+    );
+}
+
+#[test]
+fn help_for_an_unknown_topic() {
+    let dir = Dir::new("cli_help_unknown");
+    let line = assert_usage_error(&dir.command(["help", "lsit"]).run());
+    assert_contains(&line, "lsit");
+}
+
+#[test]
+fn version() {
+    let dir = Dir::new("cli_version");
+    for flag in ["--version", "-V"] {
+        let out = dir.command([flag]).assert_exit(0);
+        assert_eq!(
+            out.stdout,
+            format!("rivumi-mcp {}\n", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(out.stderr, "");
+    }
+}
+
+#[test]
+fn no_command_is_a_usage_error() {
+    let dir = Dir::new("cli_no_command");
+    let line = assert_usage_error(&dir.command::<_, &str>([]).run());
+    assert_contains(&line, "no command given; try 'rivumi-mcp --help'");
+}
+
+#[test]
+fn unknown_command_with_suggestion() {
+    let dir = Dir::new("cli_unknown_command");
+    let line = assert_usage_error(&dir.command(["lst"]).run());
+    assert_eq!(
+        line,
+        "rivumi-mcp: unrecognized command 'lst'; did you mean 'list'?"
+    );
+    let line = assert_usage_error(&dir.command(["check-conifg"]).run());
+    assert_eq!(
+        line,
+        "rivumi-mcp: unrecognized command 'check-conifg'; did you mean \
+         'check-config'?"
+    );
+    // Nothing close: no suggestion.
+    let line = assert_usage_error(&dir.command(["frobnicate"]).run());
+    assert_eq!(line, "rivumi-mcp: unrecognized command 'frobnicate'");
+}
+
+#[test]
+fn unknown_flag_with_suggestion() {
+    let dir = Dir::new("cli_unknown_flag");
+    dir.write(".mcp.json", EMPTY);
+    let line =
+        assert_usage_error(&dir.command(["check-config", "--jsn"]).run());
+    assert_eq!(
+        line,
+        "rivumi-mcp: unrecognized flag '--jsn'; did you mean '--json'?"
+    );
+    let line =
+        assert_usage_error(&dir.command(["--strcit", "check-config"]).run());
+    assert_contains(&line, "did you mean '--strict'?");
+    let line = assert_usage_error(&dir.command(["check-config", "-x"]).run());
+    assert_eq!(line, "rivumi-mcp: unrecognized flag '-x'");
+}
+
+#[test]
+fn options_before_and_after_the_command_mean_the_same() {
+    let dir = Dir::new("cli_option_placement");
+    dir.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"a": {"command": "srv", "colour": "blue"}}}"#,
+    );
+    dir.write("other.json", EMPTY);
+    let before = dir.command(["--json", "check-config"]).assert_exit(0);
+    let after = dir.command(["check-config", "--json"]).assert_exit(0);
+    assert_eq!(before.stdout, after.stdout);
+    assert_eq!(before.stdout_json()["warnings"], 1);
+    let before = dir.command(["--strict", "check-config"]).assert_exit(1);
+    let after = dir.command(["check-config", "--strict"]).assert_exit(1);
+    assert_eq!(before.stdout, after.stdout);
+    assert_eq!(before.stderr, after.stderr);
+    let before =
+        dir.command(["-c", "other.json", "check-config"]).assert_exit(0);
+    let after =
+        dir.command(["check-config", "-c", "other.json"]).assert_exit(0);
+    assert_eq!(before.stdout, after.stdout);
+    assert_contains(&before.stdout, "other.json: 0 servers");
+    // --config=PATH and --format=VALUE spellings.
+    let eq = dir
+        .command(["check-config", "--config=other.json", "--format=json"])
+        .assert_exit(0);
+    assert_eq!(eq.stdout_json()["file"], "other.json");
+}
+
+#[test]
+fn json_usage_error_adds_a_json_object() {
+    let dir = Dir::new("cli_json_usage_error");
+    let out = dir.command(["--json", "lst"]).assert_exit(2);
+    assert_eq!(out.stdout, "");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert_eq!(
+        lines[0],
+        "rivumi-mcp: unrecognized command 'lst'; did you mean 'list'?"
+    );
+    let v: serde_json::Value = serde_json::from_str(lines[1])
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", lines[1]));
+    assert_eq!(
+        v,
+        serde_json::json!({"error": {
+            "code": "usage",
+            "exit_code": 2,
+            "message": "unrecognized command 'lst'; did you mean 'list'?",
+            "server": null,
+        }})
+    );
+    // Also when the file is missing.
+    let out = dir.command(["check-config", "--json"]).assert_exit(2);
+    let last = out.stderr.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["error"]["code"], "usage");
+    assert_contains(v["error"]["message"].as_str().unwrap(), ".mcp.json");
+}
+
+#[test]
+fn option_that_does_not_apply_is_refused() {
+    let dir = Dir::new("cli_option_not_applicable");
+    dir.write(".mcp.json", EMPTY);
+    for (args, flag) in [
+        (&["check-config", "--tools"][..], "--tools"),
+        (&["--tools", "check-config"], "--tools"),
+        (&["check-config", "--timeout", "5"], "--timeout"),
+        (&["check-config", "--yes"], "--yes"),
+        (&["check-config", "-y"], "--yes"),
+        (&["list", "--strict"], "--strict"),
+        (&["list", "--format", "json"], "--format"),
+    ] {
+        let line = assert_usage_error(&dir.command(args).run());
+        assert_contains(&line, &format!("flag '{flag}' does not apply to"));
+    }
+}
+
+#[test]
+fn stray_words_and_missing_values() {
+    let dir = Dir::new("cli_stray_words");
+    dir.write(".mcp.json", EMPTY);
+    let line =
+        assert_usage_error(&dir.command(["check-config", "extra"]).run());
+    assert_contains(&line, "unexpected argument 'extra' for 'check-config'");
+    let line = assert_usage_error(&dir.command(["check-config", "-c"]).run());
+    assert_contains(&line, "missing argument for option '-c'");
+}
+
+#[test]
+fn missing_config_names_dot_mcp_json() {
+    let dir = Dir::new("cli_missing_config");
+    let out = dir.command(["check-config"]).run();
+    let line = assert_usage_error(&out);
+    assert!(
+        line.starts_with("rivumi-mcp: .mcp.json: cannot open: "),
+        "{line}"
+    );
+    assert_contains(&line, "(rivumi-mcp reads ./.mcp.json only; use -c PATH)");
+}
+
+#[test]
+fn broken_stdout_pipe_is_quiet_success() {
+    let dir = Dir::new("cli_broken_pipe");
+    // About 1.5 MB of table, far more than a pipe buffer holds, so the
+    // binary is still writing when it finds the pipe closed.
+    let mut text = String::from("{\"mcpServers\": {\n");
+    for i in 0..1000 {
+        let sep = if i == 999 { "" } else { "," };
+        text.push_str(&format!(
+            "  \"s{i}\": {{\"command\": \"srv\", \"args\": [\"{}\"]}}{sep}\n",
+            "a".repeat(1500)
+        ));
+    }
+    text.push_str("}}\n");
+    dir.write(".mcp.json", &text);
+    let cmd = dir.command(["check-config"]);
+    let mut child = cmd.spawn();
+    drop(child.stdout.take());
+    let out = wait_with_timeout(child, &cmd);
+    assert_eq!(out.code, Some(0), "{}", cmd.report(&out));
+    assert_eq!(out.stderr, "", "no error message");
+}
