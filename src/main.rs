@@ -39,9 +39,12 @@ fn main() -> ExitCode {
     sys::become_subreaper();
     let args = std::env::args_os().skip(1);
     let argv: Vec<_> = std::env::args_os().collect();
-    let json_errors =
-        argv.iter().any(|a| a == "--json" || a == "--format=json")
-            || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
+    // `--format json` asks for JSON only where it applies (check-config).
+    let format_json = argv.iter().any(|a| a == "check-config")
+        && (argv.iter().any(|a| a == "--format=json")
+            || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json"));
+    let json_errors = format_json || argv.iter().any(|a| a == "--json");
+
     let result = match cli::parse(args) {
         Ok(Parsed::Help(text)) => out::print(&text),
         Ok(Parsed::Version) => {
