@@ -17,3 +17,5 @@ mod stdio;
 mod list;
 // `call` and the resources/read/prompts/prompt bridges.
 mod call;
+// The Streamable HTTP transport against an in-process scripted server.
+mod http;

@@ -310,9 +310,8 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
         let (k, v) = l.split_once(':')?;
         headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
     }
-    let get = |n: &str| {
-        headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())
-    };
+    let get =
+        |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
     let chunked = get("transfer-encoding")
         .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     let body = if chunked {
@@ -421,7 +420,9 @@ impl Conn {
         }
         if !has_length {
             self.close = true;
-            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
             {
                 h.push_str("connection: close\r\n");
             }
@@ -433,7 +434,12 @@ impl Conn {
     }
 
     /// A whole response with a `content-length`.
-    pub fn respond(&mut self, status: u16, headers: &[(&str, &str)], body: &[u8]) {
+    pub fn respond(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) {
         let len = body.len().to_string();
         let mut h: Vec<(&str, &str)> = headers.to_vec();
         h.push(("content-length", &len));
@@ -477,7 +483,8 @@ impl Conn {
         if self.failed {
             return false;
         }
-        let ok = self.stream.write_all(bytes).and_then(|_| self.stream.flush());
+        let ok =
+            self.stream.write_all(bytes).and_then(|_| self.stream.flush());
         if ok.is_err() {
             self.failed = true;
         }
@@ -494,7 +501,9 @@ impl Conn {
     pub fn sleep(&self, d: Duration) {
         let end = Instant::now() + d;
         while Instant::now() < end && !self.stop.load(Ordering::SeqCst) {
-            thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
+            thread::sleep(
+                (end - Instant::now()).min(Duration::from_millis(20)),
+            );
         }
     }
 

@@ -37,6 +37,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a running child is polled.
 const POLL: Duration = Duration::from_millis(5);
 
+// The in-process scripted HTTP server (tests/http.rs).
+pub mod http;
+
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
 /// The `rivumi-mcp` binary under test.

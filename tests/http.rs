@@ -1,0 +1,899 @@
+//! The Streamable HTTP transport through the real binary, against the
+//! in-process scripted server of `util/http.rs`: JSON and SSE answers,
+//! server requests on a stream, sessions and their expiry, the headers of
+//! every request, refused redirects, size and time bounds, stream
+//! resumption, bearer tokens and secrets, authentication challenges, the
+//! closing DELETE, `localhost`, proxies and batches.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::http::{HttpFixture, McpScript, RESUME_EVENT_ID, Request};
+use crate::util::{
+    Dir, Output, TestCommand, assert_absent, assert_contains, write_mcp_json,
+};
+
+/// What `list web` prints for the script's one tool.
+const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
+                        mcp__web__echo  read  Echoes its text\n";
+
+/// A deadline for every command: these all finish in well under a second
+/// or two, so a hang fails fast.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// `rivumi-mcp ARGS` in `dir` with `RIVUMI_MCP_ALLOWLIST=web`.
+fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut c = dir.command(args);
+    c.env("RIVUMI_MCP_ALLOWLIST", "web").timeout(LIMIT);
+    c
+}
+
+/// A directory whose `.mcp.json` has server `web` at `url`.
+fn setup(test: &str, url: &str) -> Dir {
+    let dir = Dir::new(test);
+    write_mcp_json(&dir, &[("web", json!({ "url": url }))]);
+    dir
+}
+
+/// `call mcp__web__echo text=hi`, expecting exit 0 and `hi`.
+#[track_caller]
+fn call_hi(dir: &Dir, extra: &[&str]) -> Output {
+    let mut args = vec!["call", "mcp__web__echo", "text=hi"];
+    args.extend_from_slice(extra);
+    let out = cmd(dir, &args).assert_exit(0);
+    assert_eq!(out.stdout, "hi\n", "{out:?}");
+    out
+}
+
+/// The POSTs of `method`, which must be exactly one.
+#[track_caller]
+fn one_post(fx: &HttpFixture, method: &str) -> Request {
+    let p = fx.posts_of(method);
+    assert_eq!(p.len(), 1, "POSTs of {method}:\n{}", fx.summary());
+    p.into_iter().next().unwrap()
+}
+
+/// The POSTed replies (responses to server requests) with this id.
+fn replies_to(fx: &HttpFixture, id: &Value) -> Vec<Value> {
+    fx.requests()
+        .iter()
+        .filter(|r| {
+            r.method == "POST"
+                && r.is_rpc_response()
+                && r.rpc_id().as_ref() == Some(id)
+        })
+        .map(Request::json)
+        .collect()
+}
+
+/// A single error line on stderr, `rivumi-mcp: server 'web': ...`.
+#[track_caller]
+fn error_line(out: &Output) -> String {
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr:\n{}", out.stderr);
+    assert!(
+        lines[0].starts_with("rivumi-mcp: server 'web': "),
+        "{}",
+        lines[0]
+    );
+    lines[0].to_string()
+}
+
+#[test]
+fn json_answers_list_and_call() {
+    let fx = HttpFixture::mcp(McpScript::new());
+    let dir = setup("http_json", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    assert_eq!(out.stderr, "");
+    let out = call_hi(&dir, &[]);
+    assert_eq!(out.stderr, "");
+    let call = one_post(&fx, "tools/call");
+    assert_eq!(
+        call.json()["params"]["arguments"],
+        json!({"text": "hi"}),
+        "{}",
+        call.body
+    );
+    // Without a session there is nothing to DELETE.
+    assert!(
+        fx.requests().iter().all(|r| r.method == "POST"),
+        "{}",
+        fx.summary()
+    );
+}
+
+#[test]
+fn list_json_over_http() {
+    let fx = HttpFixture::mcp(McpScript::new());
+    let dir = setup("http_list_json", &fx.url());
+    let out = cmd(&dir, &["list", "web", "--json"]).assert_exit(0);
+    let v = out.stdout_json();
+    let s = &v["servers"][0];
+    assert_eq!(s["ok"], json!(true), "{v}");
+    assert_eq!(s["protocol"], json!("2025-11-25"));
+    assert_eq!(s["tools"][0]["qualified_name"], json!("mcp__web__echo"));
+    assert_eq!(s["tools"][0]["classification"], json!("read"));
+}
+
+#[test]
+fn notifications_are_answered_202() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = setup("http_202", &fx.url());
+    call_hi(&dir, &[]);
+    let n = one_post(&fx, "notifications/initialized");
+    assert_eq!(n.status, Some(202));
+    assert!(n.rpc_id().is_none(), "{}", n.body);
+}
+
+#[test]
+fn sse_answers_with_priming_and_server_requests() {
+    let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
+    let roots = json!({"jsonrpc": "2.0", "id": 77, "method": "roots/list"});
+    let script = McpScript::new()
+        .sse()
+        .priming()
+        .sessions()
+        .server_request(ping)
+        .server_request(roots);
+    let fx = HttpFixture::mcp(script);
+    let dir = setup("http_sse", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    call_hi(&dir, &[]);
+    // The ping got an empty result with the same id, the roots/list a
+    // -32601, each POSTed once, with the session.
+    let r = replies_to(&fx, &json!("srv-1"));
+    assert_eq!(r, [json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}})]);
+    let r = replies_to(&fx, &json!(77));
+    assert_eq!(r.len(), 1, "{}", fx.summary());
+    assert_eq!(r[0]["jsonrpc"], json!("2.0"));
+    assert_eq!(r[0]["error"]["code"], json!(-32601), "{}", r[0]);
+    assert!(r[0].get("result").is_none(), "{}", r[0]);
+    for req in fx.requests().iter().filter(|r| r.is_rpc_response()) {
+        assert_eq!(req.header("mcp-session-id"), Some("sess-2"));
+        assert_eq!(req.status, Some(202));
+    }
+    // The replies arrived while the call's stream was open.
+    let call = one_post(&fx, "tools/call");
+    for req in fx.requests().iter().filter(|r| r.is_rpc_response()) {
+        assert!(req.at > call.at && req.at < call.done.unwrap());
+    }
+}
+
+#[test]
+fn session_id_and_protocol_headers() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = setup("http_session_headers", &fx.url());
+    call_hi(&dir, &[]);
+    let reqs = fx.requests();
+    let methods: Vec<String> = reqs
+        .iter()
+        .map(|r| {
+            format!("{} {}", r.method, r.rpc_method().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "POST initialize",
+            "POST notifications/initialized",
+            "POST tools/list",
+            "POST tools/call",
+            "DELETE ",
+        ],
+        "{}",
+        fx.summary()
+    );
+    let init = &reqs[0];
+    assert_eq!(init.header("mcp-session-id"), None);
+    assert_eq!(init.header("mcp-protocol-version"), None);
+    assert_eq!(init.json()["params"]["protocolVersion"], json!("2025-11-25"));
+    for r in &reqs[1..] {
+        assert_eq!(r.header_all("mcp-session-id"), ["sess-1"], "{r:?}");
+        assert_eq!(
+            r.header_all("mcp-protocol-version"),
+            ["2025-11-25"],
+            "{r:?}"
+        );
+    }
+    for r in reqs.iter().filter(|r| r.method == "POST") {
+        assert_eq!(
+            r.header("accept"),
+            Some("application/json, text/event-stream"),
+            "{r:?}"
+        );
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert!(!r.chunked, "POST bodies have a content-length");
+        assert_eq!(r.path, "/mcp");
+    }
+}
+
+#[test]
+fn expired_session_reinitializes_once_and_retries() {
+    // Session 1 takes notifications/initialized and tools/list, then 404s
+    // the call; session 2 never expires.
+    let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2]));
+    let dir = setup("http_expired", &fx.url());
+    call_hi(&dir, &[]);
+    let reqs = fx.requests();
+    let seen: Vec<(String, Option<&str>, Option<u16>)> = reqs
+        .iter()
+        .map(|r| {
+            (
+                format!("{} {}", r.method, r.rpc_method().unwrap_or_default()),
+                r.header("mcp-session-id"),
+                r.status,
+            )
+        })
+        .collect();
+    let s = |m: &str, sid: Option<&'static str>, st: u16| {
+        (m.to_string(), sid, Some(st))
+    };
+    assert_eq!(
+        seen,
+        [
+            s("POST initialize", None, 200),
+            s("POST notifications/initialized", Some("sess-1"), 202),
+            s("POST tools/list", Some("sess-1"), 200),
+            s("POST tools/call", Some("sess-1"), 404),
+            s("POST initialize", None, 200),
+            s("POST notifications/initialized", Some("sess-2"), 202),
+            s("POST tools/call", Some("sess-2"), 200),
+            s("DELETE ", Some("sess-2"), 200),
+        ],
+        "{}",
+        fx.summary()
+    );
+    // The re-initialize is a fresh one: no stale protocol header either.
+    assert_eq!(reqs[4].header("mcp-protocol-version"), None);
+    assert_eq!(reqs[6].header("mcp-protocol-version"), Some("2025-11-25"));
+    // The retried call is the same message.
+    assert_eq!(reqs[3].body, reqs[6].body);
+}
+
+#[test]
+fn second_404_after_reinitialize_fails() {
+    // Session 2 expires right after notifications/initialized.
+    let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2, 1]));
+    let dir = setup("http_expired_twice", &fx.url());
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
+    assert_eq!(out.stdout, "");
+    let line = error_line(&out);
+    assert_contains(&line, "HTTP 404 again after starting a new session");
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
+    assert_eq!(fx.posts_of("tools/call").len(), 2, "{}", fx.summary());
+}
+
+#[test]
+fn initialize_400_404_405_hint_at_the_old_transport() {
+    for status in [400, 404, 405] {
+        let fx = HttpFixture::mcp(McpScript::new().init_status(status));
+        let dir = setup("http_init_status", &fx.url());
+        let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+        assert_eq!(out.stdout, "");
+        let line = error_line(&out);
+        assert_contains(&line, &format!("HTTP {status} to initialize"));
+        assert_contains(&line, "deprecated HTTP+SSE transport");
+        assert_contains(&line, "2024-11-05");
+        assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
+    }
+}
+
+#[test]
+fn redirects_are_refused_not_followed() {
+    let fx = HttpFixture::start(|_, conn| {
+        conn.redirect(307, "/elsewhere/mcp");
+    });
+    let dir = setup("http_redirect", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    let line = error_line(&out);
+    assert_contains(&line, "HTTP 307 redirect to '/elsewhere/mcp' refused");
+    assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
+
+    // An absolute target on the same server is not followed either.
+    let target = format!("http://127.0.0.1:{}/moved", fx.port());
+    let t = target.clone();
+    let fx2 = HttpFixture::start(move |_, conn| conn.redirect(308, &t));
+    let dir = setup("http_redirect", &fx2.url());
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
+    let line = error_line(&out);
+    assert_contains(&line, &format!("HTTP 308 redirect to '{target}'"));
+    assert_eq!(fx2.requests().len(), 1, "{}", fx2.summary());
+    assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
+}
+
+#[test]
+fn oversized_json_body_is_refused() {
+    let script = McpScript::new();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            let text = "x".repeat(200 * 1024);
+            let mut answer = script.answer(&req.json());
+            answer["result"]["content"][0]["text"] = json!(text);
+            conn.json(200, &[], &answer);
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_oversized", &fx.url());
+    let out = cmd(
+        &dir,
+        &["call", "mcp__web__echo", "text=hi", "--max-message", "64K"],
+    )
+    .assert_exit(4);
+    assert_eq!(out.stdout, "");
+    let line = error_line(&out);
+    assert_contains(&line, "larger than 65536 bytes");
+    assert_contains(&line, "--max-message");
+}
+
+/// Runs `call ... --timeout 1` against a fixture whose `tools/call`
+/// answer is `answer_call`; expects exit 5 within `within`.
+fn call_times_out(
+    test: &str,
+    within: Duration,
+    answer_call: impl Fn(&mut crate::util::http::Conn) + Send + Sync + 'static,
+) -> (HttpFixture, Output) {
+    let script = McpScript::new().sessions();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            answer_call(conn);
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup(test, &fx.url());
+    let start = Instant::now();
+    let out =
+        cmd(&dir, &["call", "mcp__web__echo", "text=hi", "--timeout", "1"])
+            .assert_exit(5);
+    let took = start.elapsed();
+    assert!(took < within, "took {took:?}:\n{out:?}");
+    assert!(took >= Duration::from_secs(1), "took {took:?}");
+    assert_eq!(out.stdout, "");
+    let line = error_line(&out);
+    assert_contains(&line, "timed out after 1s waiting for tool call 'echo'");
+    (fx, out)
+}
+
+#[test]
+fn endless_keepalive_stream_times_out() {
+    let (fx, _) = call_times_out(
+        "http_keepalive_forever",
+        Duration::from_millis(2000),
+        |conn| {
+            conn.sse(&[]);
+            while conn.alive() && conn.write_raw(b": keepalive\n\n") {
+                conn.sleep(Duration::from_millis(100));
+            }
+        },
+    );
+    // The call was cancelled, then the session deleted.
+    let cancel = one_post(&fx, "notifications/cancelled");
+    assert_eq!(cancel.json()["params"]["requestId"], json!(3));
+    let last = fx.requests().pop().unwrap();
+    assert_eq!(last.method, "DELETE", "{}", fx.summary());
+}
+
+#[test]
+fn stalled_body_times_out() {
+    call_times_out("http_stalled", Duration::from_millis(2000), |conn| {
+        conn.stall(Duration::from_secs(10));
+    });
+}
+
+#[test]
+fn trickling_body_times_out() {
+    call_times_out("http_trickle", Duration::from_millis(2500), |conn| {
+        let body = json!({"jsonrpc": "2.0", "id": 3, "result": {
+            "content": [{"type": "text", "text": "x".repeat(100)}]}});
+        conn.trickle(body.to_string().as_bytes(), Duration::from_millis(200));
+    });
+}
+
+#[test]
+fn stalled_stream_times_out() {
+    call_times_out("http_stalled_sse", Duration::from_millis(2000), |conn| {
+        conn.sse(&[]);
+        conn.write_raw(b"id: 1\ndata:\n\n");
+        conn.sleep(Duration::from_secs(10));
+    });
+}
+
+#[test]
+fn wrong_content_type_shows_a_snippet() {
+    let script = McpScript::new();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/list") {
+            let body = format!(
+                "<html><body>Gateway says no{}</body></html>",
+                " padding".repeat(1000)
+            );
+            conn.respond(
+                200,
+                &[("content-type", "text/html; charset=utf-8")],
+                body.as_bytes(),
+            );
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_content_type", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    let line = error_line(&out);
+    assert_contains(&line, "unexpected content type 'text/html' (HTTP 200)");
+    assert_contains(&line, "<html><body>Gateway says no padding");
+    assert!(line.len() < 500, "the snippet is short: {} bytes", line.len());
+}
+
+#[test]
+fn stream_ending_early_is_resumed_with_last_event_id() {
+    let fx = HttpFixture::mcp(McpScript::new().sse().resume(200));
+    let dir = setup("http_resume", &fx.url());
+    call_hi(&dir, &[]);
+    let reqs = fx.requests();
+    let gets: Vec<&Request> =
+        reqs.iter().filter(|r| r.method == "GET").collect();
+    assert_eq!(gets.len(), 1, "{}", fx.summary());
+    let get = gets[0];
+    assert_eq!(get.path, "/mcp");
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("last-event-id"), Some(RESUME_EVENT_ID));
+    assert_eq!(get.header("mcp-session-id"), Some("sess-1"));
+    assert_eq!(get.header("mcp-protocol-version"), Some("2025-11-25"));
+    assert_eq!(get.status, Some(200));
+    let call = one_post(&fx, "tools/call");
+    let gap = get.at.duration_since(call.done.unwrap());
+    assert!(gap >= Duration::from_millis(200), "waited only {gap:?}");
+    assert!(gap < Duration::from_millis(1000), "waited {gap:?}");
+    // Nothing was POSTed again.
+    assert_eq!(fx.posts_of("initialize").len(), 1);
+}
+
+#[test]
+fn stream_ending_without_ids_or_response_fails() {
+    let script = McpScript::new();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            conn.sse(&[]);
+            let note = json!({"jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": "working"}});
+            conn.event(None, &note);
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_stream_no_ids", &fx.url());
+    let start = Instant::now();
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let line = error_line(&out);
+    assert_contains(&line, "ended before the response");
+    assert!(
+        fx.requests().iter().all(|r| r.method != "GET"),
+        "{}",
+        fx.summary()
+    );
+}
+
+#[test]
+fn bearer_token_on_every_request() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = Dir::new("http_bearer");
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+    );
+    let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
+    let out = c.env("TOK", "tok-abc.123").assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    let reqs = fx.requests();
+    assert_eq!(reqs.len(), 5, "{}", fx.summary());
+    for r in &reqs {
+        assert_eq!(
+            r.header_all("authorization"),
+            ["Bearer tok-abc.123"],
+            "{}",
+            r.summary()
+        );
+    }
+}
+
+#[test]
+fn bearer_token_unset_refuses_before_connecting() {
+    let fx = HttpFixture::mcp(McpScript::new());
+    let dir = Dir::new("http_bearer_unset");
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+    );
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(3);
+    let line = error_line(&out);
+    assert_contains(&line, "'TOK'");
+    // Empty counts as unset.
+    let mut c = cmd(&dir, &["list", "web"]);
+    let out = c.env("TOK", "").assert_exit(3);
+    assert_contains(&error_line(&out), "'TOK'");
+    assert_eq!(fx.requests().len(), 0, "{}", fx.summary());
+}
+
+#[test]
+fn server_without_token_gets_no_authorization() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let other = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = Dir::new("http_bearer_other");
+    write_mcp_json(
+        &dir,
+        &[
+            ("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"})),
+            ("other", json!({"url": other.url()})),
+        ],
+    );
+    let mut c = cmd(&dir, &["list"]);
+    c.env("RIVUMI_MCP_ALLOWLIST", "web,other").env("TOK", "tok-xyz");
+    let out = c.assert_exit(0);
+    assert_contains(&out.stdout, "mcp__web__echo");
+    assert_contains(&out.stdout, "mcp__other__echo");
+    assert!(fx.requests().len() >= 4);
+    for r in fx.requests() {
+        assert_eq!(r.header("authorization"), Some("Bearer tok-xyz"));
+    }
+    assert!(other.requests().len() >= 4, "{}", other.summary());
+    for r in other.requests() {
+        assert_eq!(r.header("authorization"), None, "{}", r.summary());
+    }
+}
+
+#[test]
+fn secrets_never_printed_even_verbose() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = Dir::new("http_secrets");
+    write_mcp_json(
+        &dir,
+        &[(
+            "web",
+            json!({
+                "url": fx.url(),
+                "headers": {"X-Api-Key": "${KEY}"},
+                "bearer_token_env_var": "TOK",
+            }),
+        )],
+    );
+    for args in [
+        &["-v", "call", "mcp__web__echo", "text=hi"][..],
+        &["-v", "-v", "list", "--json"],
+        &["-v", "list", "web"],
+    ] {
+        let mut c = cmd(&dir, args);
+        c.env("TOK", "token-secret-456").env("KEY", "planted-secret-123");
+        let out = c.assert_exit(0);
+        assert_absent(&out.all(), "planted-secret-123");
+        assert_absent(&out.all(), "token-secret-456");
+        assert_absent(&out.all(), "sess-");
+    }
+    let reqs = fx.requests();
+    assert!(!reqs.is_empty());
+    for r in reqs {
+        assert_eq!(r.header("x-api-key"), Some("planted-secret-123"));
+        assert_eq!(r.header("authorization"), Some("Bearer token-secret-456"));
+    }
+    // And an error path with -v: the 404 retry, then a failure.
+    let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2, 1]));
+    write_mcp_json(
+        &dir,
+        &[(
+            "web",
+            json!({
+                "url": fx.url(),
+                "headers": {"X-Api-Key": "${KEY}"},
+                "bearer_token_env_var": "TOK",
+            }),
+        )],
+    );
+    let mut c = cmd(&dir, &["-v", "call", "mcp__web__echo", "text=hi"]);
+    c.env("TOK", "token-secret-456").env("KEY", "planted-secret-123");
+    let out = c.assert_exit(4);
+    assert_absent(&out.all(), "planted-secret-123");
+    assert_absent(&out.all(), "token-secret-456");
+}
+
+const CHALLENGE: &str = "Bearer realm=\"x\", error=\"invalid_token\", \
+     resource_metadata=\"http://127.0.0.1/.well-known/\
+     oauth-protected-resource\"";
+
+#[test]
+fn unauthorized_names_the_challenge_and_login() {
+    let fx = HttpFixture::start(|_, conn| {
+        conn.respond(
+            401,
+            &[("www-authenticate", CHALLENGE), ("content-type", "text/plain")],
+            b"who are you",
+        );
+    });
+    let dir = setup("http_401", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(6);
+    assert_eq!(out.stdout, "");
+    let line = error_line(&out);
+    assert_contains(&line, "authentication required (HTTP 401)");
+    assert_contains(&line, "server 'web'");
+    assert_contains(
+        &line,
+        "challenge: bearer (realm=\"x\", error=\"invalid_token\", \
+         resource_metadata=\"http://127.0.0.1/.well-known/\
+         oauth-protected-resource\")",
+    );
+    assert_contains(&line, "bearer_token_env_var");
+    assert_contains(&line, "'rivumi-mcp login <server>'");
+    assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
+
+    // --json: the error object says auth_required.
+    let out = cmd(&dir, &["list", "web", "--json"]).assert_exit(6);
+    let v = out.stdout_json();
+    assert_eq!(v["servers"][0]["error"]["code"], json!("auth_required"));
+}
+
+#[test]
+fn unauthorized_with_a_token_says_it_was_refused() {
+    let fx = HttpFixture::start(|_, conn| {
+        conn.respond(401, &[("www-authenticate", CHALLENGE)], b"");
+    });
+    let dir = Dir::new("http_401_token");
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+    );
+    let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
+    let out = c.env("TOK", "stale-token-789").assert_exit(6);
+    let line = error_line(&out);
+    assert_contains(&line, "authentication required (HTTP 401)");
+    assert_contains(&line, "the token was refused");
+    assert_contains(&line, "'rivumi-mcp login <server>'");
+    assert_absent(&out.all(), "stale-token-789");
+}
+
+#[test]
+fn forbidden_insufficient_scope_is_auth() {
+    let fx = HttpFixture::start(|_, conn| {
+        conn.respond(
+            403,
+            &[(
+                "www-authenticate",
+                "Bearer error=\"insufficient_scope\", scope=\"tools:call\"",
+            )],
+            b"",
+        );
+    });
+    let dir = setup("http_403", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(6);
+    let line = error_line(&out);
+    assert_contains(&line, "insufficient scope (HTTP 403)");
+    assert_contains(&line, "scope=\"tools:call\"");
+
+    // A 403 without that challenge is a plain server error.
+    let fx = HttpFixture::start(|_, conn| conn.respond(403, &[], b"nope"));
+    let dir = setup("http_403_plain", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    assert_contains(&error_line(&out), "HTTP 403: nope");
+}
+
+#[test]
+fn session_is_deleted_at_the_end() {
+    // list, call, and a failing command all end with the DELETE.
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = setup("http_delete", &fx.url());
+    cmd(&dir, &["list", "web"]).assert_exit(0);
+    call_hi(&dir, &[]);
+    cmd(&dir, &["call", "mcp__web__nope"]).assert_exit(2);
+    let reqs = fx.requests();
+    let deletes: Vec<&Request> =
+        reqs.iter().filter(|r| r.method == "DELETE").collect();
+    let sids: Vec<Option<&str>> =
+        deletes.iter().map(|r| r.header("mcp-session-id")).collect();
+    assert_eq!(
+        sids,
+        [Some("sess-1"), Some("sess-2"), Some("sess-3")],
+        "{}",
+        fx.summary()
+    );
+    for d in &deletes {
+        assert_eq!(d.header("mcp-protocol-version"), Some("2025-11-25"));
+    }
+    // Each DELETE is the last request of its session.
+    for (i, r) in reqs.iter().enumerate() {
+        if r.method == "DELETE" {
+            let sid = r.header("mcp-session-id");
+            assert!(
+                reqs[i + 1..]
+                    .iter()
+                    .all(|later| later.header("mcp-session-id") != sid),
+                "{}",
+                fx.summary()
+            );
+        }
+    }
+
+    // A server that refuses DELETE (405) is fine.
+    let fx = HttpFixture::mcp(McpScript::new().sessions().delete_status(405));
+    let dir = setup("http_delete_405", &fx.url());
+    let out = call_hi(&dir, &[]);
+    assert_eq!(out.stderr, "");
+    let last = fx.requests().pop().unwrap();
+    assert_eq!((last.method.as_str(), last.status), ("DELETE", Some(405)));
+}
+
+#[test]
+fn localhost_resolves_to_loopback() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let url = format!("http://localhost:{}/mcp", fx.port());
+    let dir = setup("http_localhost", &url);
+    call_hi(&dir, &[]);
+    let reqs = fx.requests();
+    assert_eq!(reqs.len(), 5, "{}", fx.summary());
+    assert_eq!(
+        reqs[0].header("host"),
+        Some(format!("localhost:{}", fx.port()).as_str())
+    );
+}
+
+#[test]
+fn proxy_variables_do_not_carry_loopback_traffic() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let proxy = HttpFixture::ok();
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.port());
+    for host in ["127.0.0.1", "localhost"] {
+        let url = format!("http://{host}:{}/mcp", fx.port());
+        let dir = setup("http_proxy", &url);
+        let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
+        for var in [
+            "HTTP_PROXY",
+            "http_proxy",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            c.env(var, &proxy_url);
+        }
+        let out = c.assert_exit(0);
+        assert_eq!(out.stdout, "hi\n");
+    }
+    assert_eq!(proxy.requests().len(), 0, "{}", proxy.summary());
+    assert_eq!(fx.posts_of("tools/call").len(), 2);
+}
+
+#[test]
+fn batch_body_on_2025_03_26_is_accepted() {
+    let script = McpScript::new().protocol("2025-03-26").batch_tools_list();
+    let fx = HttpFixture::mcp(script);
+    let dir = setup("http_batch_old", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        LIST_OUT.replace("protocol 2025-11-25", "protocol 2025-03-26")
+    );
+    call_hi(&dir, &[]);
+    // The negotiated version is what later requests carry.
+    let call = one_post(&fx, "tools/call");
+    assert_eq!(call.header("mcp-protocol-version"), Some("2025-03-26"));
+}
+
+#[test]
+fn batch_body_on_2025_11_25_is_an_error() {
+    let fx = HttpFixture::mcp(McpScript::new().batch_tools_list());
+    let dir = setup("http_batch_new", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    assert_eq!(out.stdout, "");
+    assert_contains(&error_line(&out), "batch");
+}
+
+#[test]
+fn non_message_events_are_ignored() {
+    // A differently typed event carrying a bogus answer with the right
+    // id, and an event without data, come before the real answer.
+    let script = McpScript::new().sessions().call_preamble(
+        "event: bogus\ndata: {\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":\
+         {\"content\":[{\"type\":\"text\",\"text\":\"WRONG\"}]}}\n\n\
+         event: endpoint\ndata: /messages\n\n\
+         : a comment\n\n",
+    );
+    let fx = HttpFixture::mcp(script);
+    let dir = setup("http_event_types", &fx.url());
+    call_hi(&dir, &[]);
+    assert_eq!(fx.posts_of("tools/call").len(), 1);
+}
+
+#[test]
+fn expired_session_with_sse_answers() {
+    let script = McpScript::new().sse().priming().expire_after(&[2]);
+    let fx = HttpFixture::mcp(script);
+    let dir = setup("http_expired_sse", &fx.url());
+    call_hi(&dir, &[]);
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
+    let calls = fx.posts_of("tools/call");
+    let sids: Vec<Option<&str>> =
+        calls.iter().map(|r| r.header("mcp-session-id")).collect();
+    assert_eq!(sids, [Some("sess-1"), Some("sess-2")]);
+}
+
+#[test]
+fn sse_framing_split_across_writes_and_lines() {
+    // The answer comes as `event: message`, with CRLF line ends, its JSON
+    // split over two `data:` lines, the whole cut into small writes.
+    let script = McpScript::new();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            let answer = script.answer(&req.json()).to_string();
+            // Split after the first comma, which is outside any string.
+            let cut = answer.find(',').expect("a comma") + 1;
+            let (a, b) = answer.split_at(cut);
+            let text = format!(
+                ": hello\r\nevent: message\r\nid: 5\r\ndata: {a}\r\ndata: {b}\
+                 \r\n\r\n"
+            );
+            conn.sse(&[]);
+            let pieces: Vec<&[u8]> = text.as_bytes().chunks(7).collect();
+            conn.chunks(&pieces, Duration::from_millis(2));
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_sse_framing", &fx.url());
+    call_hi(&dir, &[]);
+}
+
+#[test]
+fn oversized_sse_line_and_event_are_refused() {
+    // One 200 KB line, then a 200 KB event in 10 KB lines, against
+    // `--max-message 64K` (lines may be 1 KiB longer than messages).
+    for (many_lines, want) in [
+        (false, "event stream line longer than 66560 bytes"),
+        (true, "event stream event data larger than 65536 bytes"),
+    ] {
+        let script = McpScript::new().sse();
+        let fx = HttpFixture::start(move |req, conn| {
+            if req.rpc_method().as_deref() != Some("tools/call") {
+                return script.handle(req, conn);
+            }
+            let id = req.rpc_id().unwrap();
+            let block = json!({"type": "text", "text": "y".repeat(10_000)});
+            let blocks = vec![block.to_string(); 20];
+            let sep = if many_lines { ",\ndata: " } else { "," };
+            let text = format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":\
+                 {{\"content\":[{}]}}}}\n\n",
+                blocks.join(sep)
+            );
+            conn.sse(&[]);
+            conn.write_raw(text.as_bytes());
+        });
+        let dir = setup("http_oversized_sse", &fx.url());
+        let out = cmd(
+            &dir,
+            &["call", "mcp__web__echo", "text=hi", "--max-message", "64K"],
+        )
+        .assert_exit(4);
+        assert_eq!(out.stdout, "");
+        assert_contains(&error_line(&out), want);
+    }
+}
+
+#[test]
+fn unauthorized_mid_session_is_auth() {
+    // The token stops working between tools/list and tools/call.
+    let script = McpScript::new().sessions();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            conn.respond(401, &[("www-authenticate", CHALLENGE)], b"");
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_401_mid", &fx.url());
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(6);
+    assert_contains(&error_line(&out), "authentication required (HTTP 401)");
+    assert_eq!(fx.posts_of("tools/call").len(), 1, "{}", fx.summary());
+    assert_eq!(fx.posts_of("initialize").len(), 1, "{}", fx.summary());
+}
