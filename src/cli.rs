@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 pub(crate) enum Parsed {
     Help(String),
     Version,
-    Run(Args),
+    Run(Box<Args>),
 }
 
 /// Options every command understands.
@@ -32,6 +32,16 @@ pub(crate) struct Global {
     pub(crate) timeout: Option<Duration>,
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) max_message: Option<usize>,
+    /// Approve calls classified execute (`--yes`, `--approve execute`).
+    pub(crate) yes: bool,
+    pub(crate) read_only: bool,
+    /// `--pre-tool-hook` command lines, in order.
+    pub(crate) hooks: Vec<String>,
+    pub(crate) hook_timeout: Option<Duration>,
+    pub(crate) max_output: Option<usize>,
+    pub(crate) journal: Option<PathBuf>,
+    /// Print what servers sent as is, even on a terminal.
+    pub(crate) raw: bool,
 }
 
 #[derive(Debug)]
@@ -72,9 +82,9 @@ pub(crate) enum Command {
         pairs: Vec<String>,
         /// `--args`: a JSON object, `-` for stdin or `@file`.
         args: Option<String>,
-        yes: bool,
         save: Option<PathBuf>,
     },
+    Batch,
     Resources {
         server: String,
     },
@@ -108,6 +118,7 @@ const COMMANDS: &[&str] = &[
     "read",
     "prompts",
     "prompt",
+    "batch",
     "help",
 ];
 
@@ -121,7 +132,10 @@ struct Opt {
 }
 
 const RUNS: &[&str] =
-    &["list", "call", "resources", "read", "prompts", "prompt"];
+    &["list", "call", "resources", "read", "prompts", "prompt", "batch"];
+
+/// Commands that go through the executor (hooks, approval, bounds).
+const EXECS: &[&str] = &["call", "read", "prompt", "batch"];
 
 const OPTS: &[Opt] = &[
     Opt { long: "config", short: Some('c'), value: true, commands: None },
@@ -177,8 +191,40 @@ const OPTS: &[Opt] = &[
         long: "yes",
         short: Some('y'),
         value: false,
-        commands: Some(&["call"]),
+        commands: Some(&["call", "batch"]),
     },
+    Opt {
+        long: "approve",
+        short: None,
+        value: true,
+        commands: Some(&["call", "batch"]),
+    },
+    Opt {
+        long: "read-only",
+        short: None,
+        value: false,
+        commands: Some(EXECS),
+    },
+    Opt {
+        long: "pre-tool-hook",
+        short: None,
+        value: true,
+        commands: Some(EXECS),
+    },
+    Opt {
+        long: "hook-timeout",
+        short: None,
+        value: true,
+        commands: Some(EXECS),
+    },
+    Opt {
+        long: "max-output",
+        short: None,
+        value: true,
+        commands: Some(EXECS),
+    },
+    Opt { long: "journal", short: None, value: true, commands: Some(RUNS) },
+    Opt { long: "raw", short: None, value: false, commands: None },
     Opt {
         long: "save",
         short: None,
@@ -201,6 +247,7 @@ COMMANDS:
     read           Read one resource
     prompts        List one server's prompts
     prompt         Get one prompt
+    batch          Run JSON Lines requests from stdin over reused sessions
     help           Show the help of a command
 
 OPTIONS (any command, before or after it):
@@ -208,6 +255,8 @@ OPTIONS (any command, before or after it):
         --json          Machine-readable output; errors as JSON on stderr
     -v, --verbose       Say more on stderr (server stderr, notifications)
     -q, --quiet         Only errors on stderr
+        --raw           Print server text as sent, even on a terminal
+
     -h, --help          Show help (of a command: rivumi-mcp list --help)
     -V, --version       Show the version
 
@@ -262,6 +311,33 @@ EXAMPLES:
     rivumi-mcp list demo --all --json
 ";
 
+const USAGE_BATCH: &str = "\
+rivumi-mcp batch: many requests over one session per server
+
+USAGE:
+    rivumi-mcp batch [OPTIONS] < requests.jsonl
+
+Reads JSON Lines from stdin, one request each, and writes one JSON line
+per input line, in input order, with the request's id and its result (as
+call --json prints it) or an error. Servers start on first use and are
+reused. A bad line gets an error result and the batch goes on.
+
+REQUESTS:
+    {\"id\": 1, \"tool\": \"mcp__demo__echo\", \"arguments\": {\"text\": \"hi\"}}
+    {\"id\": 2, \"server\": \"demo\", \"tool\": \"echo\", \"arguments\": {}}
+    {\"id\": 3, \"server\": \"demo\", \"read\": \"fixture://docs/readme\"}
+    {\"id\": 4, \"server\": \"demo\", \"prompt\": \"greet\", \"arguments\": {}}
+
+OPTIONS:
+    -y, --yes, --approve execute   Approve calls classified execute
+        --read-only                Deny every call classified execute
+        --pre-tool-hook CMD        Run CMD before every request (repeatable)
+        --max-output BYTES         Cap each result (default 1M)
+        --journal PATH             Append JSONL events to PATH
+
+EXIT: 0 when every request succeeded, 1 when any failed.
+";
+
 const USAGE_CALL: &str = "\
 rivumi-mcp call: call one tool
 
@@ -277,6 +353,13 @@ OPTIONS:
         --args JSON|-|@FILE   Arguments as a JSON object (- reads stdin)
     -y, --yes                 Approve a call classified execute
         --save DIR            Save images, audio and blobs into DIR
+        --approve execute     Same as --yes
+        --read-only           Deny the call if it is classified execute
+        --pre-tool-hook CMD   Run CMD first; it can deny (repeatable)
+        --hook-timeout SECS   Deadline of each hook (default 10)
+        --max-output BYTES    Cap what is printed (default 1M)
+        --journal PATH        Append JSONL events to PATH
+        --raw                 Print server text as sent, even on a terminal
         --timeout SECS        Deadline of the call (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
 
@@ -330,6 +413,7 @@ pub(crate) fn usage(command: Option<&str>) -> &'static str {
         Some("read") => USAGE_READ,
         Some("prompts") => USAGE_PROMPTS,
         Some("prompt") => USAGE_PROMPT,
+        Some("batch") => USAGE_BATCH,
         _ => USAGE,
     }
 }
@@ -441,6 +525,7 @@ fn build(
     let mut show = Show::default();
     let mut args_json = None;
     let mut yes = false;
+
     let mut save = None;
     for (opt, value) in given {
         if let Some(cmds) = opt.commands
@@ -485,10 +570,25 @@ fn build(
             }
             "args" => args_json = Some(value),
             "yes" => yes = true,
+            "approve" => {
+                if value != "execute" {
+                    return Err(Error::usage(format!(
+                        "{flag}: unknown class '{value}' [pick from: execute]"
+                    )));
+                }
+                yes = true;
+            }
+            "read-only" => g.read_only = true,
+            "pre-tool-hook" => g.hooks.push(value),
+            "hook-timeout" => g.hook_timeout = Some(secs(&flag, &value)?),
+            "max-output" => g.max_output = Some(bytes(&flag, &value)?),
+            "journal" => g.journal = Some(PathBuf::from(value)),
+            "raw" => g.raw = true,
             "save" => save = Some(PathBuf::from(value)),
             other => unreachable!("option table and match disagree: {other}"),
         }
     }
+    g.yes = yes;
     if g.json {
         if format.is_some_and(|f| f != Format::Json) {
             return Err(Error::usage("--json conflicts with --format"));
@@ -525,13 +625,15 @@ fn build(
                     "argument '{bad}' is not key=value or key:=json"
                 )));
             }
-            Command::Call { target, pairs, args: args_json, yes, save }
+            Command::Call { target, pairs, args: args_json, save }
         }
         "resources" => Command::Resources { server: need("SERVER")? },
         "read" => {
             Command::Read { server: need("SERVER")?, uri: need("URI")?, save }
         }
         "prompts" => Command::Prompts { server: need("SERVER")? },
+        "batch" => Command::Batch,
+
         "prompt" => {
             let server = need("SERVER")?;
             let name = need("NAME")?;
@@ -550,7 +652,7 @@ fn build(
             "unexpected argument '{extra}' for '{command}'"
         )));
     }
-    Ok(Parsed::Run(Args { global: g, command: cmd }))
+    Ok(Parsed::Run(Box::new(Args { global: g, command: cmd })))
 }
 
 fn secs(flag: &str, v: &str) -> Result<Duration> {
@@ -614,7 +716,7 @@ mod tests {
 
     fn run(s: &str) -> Args {
         match parse_raw(s) {
-            Ok(Parsed::Run(a)) => a,
+            Ok(Parsed::Run(a)) => *a,
             other => panic!("{s}: {other:?}"),
         }
     }
@@ -639,10 +741,14 @@ mod tests {
             _ => panic!(),
         }
         let b = run("call s t -y");
+        assert!(b.global.yes);
         assert!(matches!(
             b.command,
-            Command::Call { yes: true, target: Target::Split { .. }, .. }
+            Command::Call { target: Target::Split { .. }, .. }
         ));
+        assert!(run("call s t --approve execute").global.yes);
+        assert!(parse_raw("call s t --approve read").is_err());
+
         assert!(parse_raw("call s t notapair").is_err());
     }
 

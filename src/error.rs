@@ -76,13 +76,16 @@ pub(crate) struct Error {
     kind: Kind,
     server: Option<String>,
     msg: String,
+    /// Already printed where it happened (e.g. one of several servers
+    /// of `list`); `main` only uses its kind for the exit code.
+    reported: bool,
 }
 
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn new(kind: Kind, msg: impl Into<String>) -> Error {
-        Error { kind, server: None, msg: msg.into() }
+        Error { kind, server: None, msg: msg.into(), reported: false }
     }
 
     pub(crate) fn usage(msg: impl Into<String>) -> Error {
@@ -111,6 +114,16 @@ impl Error {
 
     pub(crate) fn message(&self) -> &str {
         &self.msg
+    }
+
+    /// Marks the error as printed already.
+    pub(crate) fn reported(mut self) -> Error {
+        self.reported = true;
+        self
+    }
+
+    pub(crate) fn is_reported(&self) -> bool {
+        self.reported
     }
 
     /// Names the server this error concerns; the first name given wins,

@@ -66,7 +66,16 @@ impl Context {
                 ));
             }
         }
+        crate::journal::event(
+            "config_loaded",
+            serde_json::json!({
+                "path": path.display().to_string(),
+                "servers": config.names(),
+                "valid": config.is_valid(),
+            }),
+        );
         let allow = Allowlist::parse(lookup(allowlist::VAR).as_deref());
+
         Ok(Context {
             config,
             allow,
@@ -165,6 +174,14 @@ impl Context {
             }
         }
         Ok(server)
+    }
+
+    /// `stdio` or `http`, for hooks and the journal.
+    pub(crate) fn transport_name(&self, name: &str) -> &'static str {
+        self.config
+            .entry(name)
+            .and_then(|e| e.server.as_ref())
+            .map_or("?", |s| s.transport_name())
     }
 
     /// The per-request deadline for a server.

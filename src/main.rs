@@ -13,6 +13,9 @@ mod cmd;
 mod config;
 mod deadline;
 mod error;
+mod executor;
+mod journal;
+
 mod jsonpos;
 mod launch;
 mod msg;
@@ -50,7 +53,7 @@ fn main() -> ExitCode {
         Ok(Parsed::Version) => {
             out::print(&format!("rivumi-mcp {}\n", env!("CARGO_PKG_VERSION")))
         }
-        Ok(Parsed::Run(args)) => run(args),
+        Ok(Parsed::Run(args)) => run(*args),
         Err(e) => Err(e),
     };
     match result {
@@ -66,7 +69,10 @@ fn main() -> ExitCode {
 /// Prints the error once: a line on stderr, plus a JSON object with
 /// `--json` so scripts need not parse prose.
 fn report(e: &error::Error, json: bool) {
-    msg::error(&e.to_string());
+    if !e.is_reported() {
+        msg::error(&e.to_string());
+    }
+
     if json {
         let obj = serde_json::json!({"error": {
             "code": e.kind().name(),
@@ -82,6 +88,32 @@ fn lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// The executor's policy from the operator's flags and environment:
+/// `--pre-tool-hook` commands first, then `RIVUMI_MCP_PRE_TOOL_HOOK`.
+/// Never from a project file.
+fn policy(g: &cli::Global) -> Result<executor::Policy> {
+    let mut hooks = vec![];
+    let env_hook =
+        lookup("RIVUMI_MCP_PRE_TOOL_HOOK").filter(|v| !v.is_empty());
+    for (src, cmd) in g
+        .hooks
+        .iter()
+        .map(|h| ("--pre-tool-hook", h))
+        .chain(env_hook.iter().map(|h| ("RIVUMI_MCP_PRE_TOOL_HOOK", h)))
+    {
+        let argv = executor::split_command(cmd)
+            .map_err(|e| error::Error::usage(format!("{src}: {e}")))?;
+        hooks.push(argv);
+    }
+    Ok(executor::Policy {
+        yes: g.yes,
+        read_only: g.read_only,
+        hooks,
+        hook_timeout: g.hook_timeout.unwrap_or(executor::DEFAULT_HOOK_TIMEOUT),
+        max_output: g.max_output.unwrap_or(executor::DEFAULT_MAX_OUTPUT),
+    })
+}
+
 fn run(args: cli::Args) -> Result<()> {
     let g = &args.global;
     msg::set_level(if g.quiet { 0 } else { 1 + g.verbose });
@@ -89,6 +121,13 @@ fn run(args: cli::Args) -> Result<()> {
     if let Command::CheckConfig { format } = args.command {
         return cmd::check_config::run(&path, format, g.strict, &lookup);
     }
+    out::set_raw(g.raw);
+    if let Some(p) = g.journal.clone().or_else(|| {
+        lookup("RIVUMI_MCP_JOURNAL").filter(|v| !v.is_empty()).map(Into::into)
+    }) {
+        journal::open(&p)?;
+    }
+    let exec = executor::Executor { policy: policy(g)? };
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;
     let only =
@@ -98,16 +137,16 @@ fn run(args: cli::Args) -> Result<()> {
         Command::List { servers, show } => {
             cmd::list::run(&ctx, servers, *show, json)
         }
-        Command::Call { target, pairs, args: a, yes: _, save } => {
-            cmd::call::run(
-                &ctx,
-                target,
-                pairs,
-                a.as_deref(),
-                save.as_deref(),
-                json,
-            )
-        }
+        Command::Batch => cmd::batch::run(&ctx, &exec),
+        Command::Call { target, pairs, args: a, save } => cmd::call::run(
+            &ctx,
+            &exec,
+            target,
+            pairs,
+            a.as_deref(),
+            save.as_deref(),
+            json,
+        ),
         Command::Resources { server } => cmd::bridges::list_one(
             &ctx,
             server,
@@ -115,7 +154,7 @@ fn run(args: cli::Args) -> Result<()> {
             json,
         ),
         Command::Read { server, uri, save } => {
-            cmd::bridges::read(&ctx, server, uri, save.as_deref(), json)
+            cmd::bridges::read(&ctx, &exec, server, uri, save.as_deref(), json)
         }
         Command::Prompts { server } => cmd::bridges::list_one(
             &ctx,
@@ -124,7 +163,7 @@ fn run(args: cli::Args) -> Result<()> {
             json,
         ),
         Command::Prompt { server, name, pairs } => {
-            cmd::bridges::prompt(&ctx, server, name, pairs, json)
+            cmd::bridges::prompt(&ctx, &exec, server, name, pairs, json)
         }
     }
 }

@@ -11,6 +11,18 @@ use crate::error::{Error, Kind, Result};
 use crate::term;
 
 static STDOUT_TTY: OnceLock<bool> = OnceLock::new();
+static RAW: OnceLock<bool> = OnceLock::new();
+
+/// `--raw`: print what servers sent as is, even on a terminal. Set once.
+pub(crate) fn set_raw(raw: bool) {
+    let _ = RAW.set(raw);
+}
+
+/// Whether server text on stdout is sanitised: on a terminal, unless
+/// `--raw`.
+fn sanitizing() -> bool {
+    stdout_is_tty() && !RAW.get().copied().unwrap_or(false)
+}
 
 pub(crate) fn stdout_is_tty() -> bool {
     *STDOUT_TTY.get_or_init(|| std::io::stdout().is_terminal())
@@ -33,7 +45,7 @@ pub(crate) fn print(text: &str) -> Result<()> {
 
 /// Prints text that came from a server: sanitised on a terminal.
 pub(crate) fn print_untrusted(text: &str) -> Result<()> {
-    if stdout_is_tty() {
+    if sanitizing() {
         print(&term::sanitize(text, term::Lines::Keep))
     } else {
         print(text)
@@ -51,7 +63,7 @@ pub(crate) fn json(value: &serde_json::Value) -> Result<()> {
 /// For text that is shown on a terminal: sanitised one-liner there,
 /// untouched in a pipe.
 pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    if stdout_is_tty() { term::line(text) } else { text.into() }
+    if sanitizing() { term::line(text) } else { text.into() }
 }
 
 /// Formats rows as left-aligned columns separated by two spaces.

@@ -164,3 +164,15 @@ pub(crate) fn resource_contents(
 pub(crate) fn print(text: &str) -> Result<()> {
     out::print_untrusted(text)
 }
+
+/// The visible marker under output that `--max-output` cut.
+pub(crate) fn truncation_note(obs: &crate::executor::Observation) -> String {
+    if !obs.truncated {
+        return String::new();
+    }
+    format!(
+        "[output truncated: the result was {} bytes, more than --max-output \
+         allows; use --max-output to see more]\n",
+        obs.original_bytes
+    )
+}

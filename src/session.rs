@@ -125,6 +125,12 @@ impl Session {
             "server '{name}': initialized, protocol {}",
             s.server.protocol
         ));
+        crate::journal::event(
+            "initialized",
+            json!({"server": name, "protocol": s.server.protocol,
+                   "serverInfo": s.server.info}),
+        );
+
         Ok(s)
     }
 

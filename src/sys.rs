@@ -8,8 +8,8 @@
 //! and SIGHUP and starts one thread that waits for them with `sigwait`.
 //! When one arrives, every registered server process group is terminated
 //! (SIGTERM, a short grace, then SIGKILL) and the process exits with
-//! 128 + the signal. Children do not inherit the blocked mask: std resets
-//! the signal mask in the child before `exec`.
+//! 128 + the signal. Children would inherit the blocked mask across exec,
+//! so every child is started through [`unblock_signals_in_child`].
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
@@ -140,11 +140,16 @@ pub(crate) fn install_signal_thread() {
                 }
             }
             let code = crate::error::Kind::Signal(sig).exit_code();
+            let name = match sig {
+                libc::SIGINT => "SIGINT",
+                libc::SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
             crate::msg::error(&format!(
-                "interrupted by {}; closed {} server(s)",
-                if sig == libc::SIGINT { "SIGINT" } else { "a signal" },
+                "interrupted by {name}; closed {} server(s)",
                 groups.len()
             ));
+
             std::process::exit(i32::from(code));
         });
     if spawned.is_err() {
@@ -158,5 +163,37 @@ pub(crate) fn install_signal_thread() {
                 std::ptr::null_mut(),
             );
         }
+    }
+}
+
+/// Waits until `fd` is readable, for at most `timeout`. False on timeout.
+pub(crate) fn wait_readable(fd: i32, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: poll on one pollfd we own, for a bounded time.
+    let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+    r > 0
+}
+
+/// Makes `cmd`'s child start with no signal blocked. Our threads block
+/// SIGINT/SIGTERM/SIGHUP (the signal thread waits for them), and a child
+/// inherits the mask across exec: without this, a server would ignore the
+/// SIGTERM of a graceful shutdown.
+pub(crate) fn unblock_signals_in_child(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and only calls
+    // sigemptyset and pthread_sigmask, which are async-signal-safe, on a
+    // set on its own stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::pthread_sigmask(
+                libc::SIG_SETMASK,
+                &set,
+                std::ptr::null_mut(),
+            );
+            Ok(())
+        });
     }
 }

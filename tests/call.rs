@@ -54,8 +54,8 @@ fn decode(b64: &str) -> Vec<u8> {
 #[test]
 fn qualified_name_calls_the_tool() {
     let (dir, rec) = demo("call_echo");
-    let out =
-        run(&dir, &["call", "mcp__demo__echo", "text=hi"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "mcp__demo__echo", "text=hi"])
+        .assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
     assert_eq!(out.stderr, "");
     let calls = received(&rec, "tools/call");
@@ -67,14 +67,15 @@ fn qualified_name_calls_the_tool() {
 #[test]
 fn server_and_tool_as_two_words_with_a_json_pair() {
     let (dir, rec) = demo("call_add");
-    let out =
-        run(&dir, &["call", "demo", "add", "a=1", "b:=2"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "add", "a=1", "b:=2"])
+        .assert_exit(0);
     assert_eq!(out.stdout, "3\n{\n  \"sum\": 3\n}\n");
     assert_eq!(out.stderr, "");
     let calls = received(&rec, "tools/call");
     assert_eq!(calls[0]["arguments"], json!({"a": 1, "b": 2}));
-    let out = run(&dir, &["call", "demo", "add", "a=1", "b:=2", "--json"])
-        .assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "add", "a=1", "b:=2", "--json"])
+            .assert_exit(0);
     assert_eq!(out.stdout_json()["structuredContent"], json!({"sum": 3}));
 }
 
@@ -100,7 +101,8 @@ fn plain_values_follow_the_declared_type() {
 #[test]
 fn value_of_the_wrong_type_is_a_usage_error_before_the_call() {
     let (dir, rec) = demo("call_bad_integer");
-    let out = run(&dir, &["call", "demo", "types", "i=abc"]).assert_exit(2);
+    let out =
+        run(&dir, &["call", "-y", "demo", "types", "i=abc"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
@@ -113,17 +115,20 @@ fn value_of_the_wrong_type_is_a_usage_error_before_the_call() {
 #[test]
 fn args_from_inline_json_stdin_and_file() {
     let (dir, rec) = demo("call_args");
-    let out =
-        run(&dir, &["call", "demo", "echo", "--args", r#"{"text":"x"}"#])
-            .assert_exit(0);
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "--args", r#"{"text":"x"}"#],
+    )
+    .assert_exit(0);
     assert_eq!(out.stdout, "x\n");
-    let out = run(&dir, &["call", "demo", "echo", "--args", "-"])
+    let out = run(&dir, &["call", "-y", "demo", "echo", "--args", "-"])
         .stdin(r#"{"text": "from stdin"}"#)
         .assert_exit(0);
     assert_eq!(out.stdout, "from stdin\n");
     dir.write("args.json", r#"{"text": "from file"}"#);
-    let out = run(&dir, &["call", "demo", "echo", "--args", "@args.json"])
-        .assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "echo", "--args", "@args.json"])
+            .assert_exit(0);
     assert_eq!(out.stdout, "from file\n");
     let texts: Vec<Value> = received(&rec, "tools/call")
         .iter()
@@ -142,14 +147,14 @@ fn args_from_inline_json_stdin_and_file() {
 #[test]
 fn missing_required_argument_is_a_usage_error() {
     let (dir, rec) = demo("call_missing_required");
-    let out = run(&dir, &["call", "demo", "echo"]).assert_exit(2);
+    let out = run(&dir, &["call", "-y", "demo", "echo"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': tool 'echo' needs an argument: missing \
          text\n"
     );
-    let out = run(&dir, &["call", "demo", "add"]).assert_exit(2);
+    let out = run(&dir, &["call", "-y", "demo", "add"]).assert_exit(2);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': tool 'add' needs arguments: missing a, \
@@ -161,15 +166,16 @@ fn missing_required_argument_is_a_usage_error() {
 #[test]
 fn unknown_tool_is_a_usage_error_with_a_suggestion() {
     let (dir, rec) = demo("call_unknown_tool");
-    let out = run(&dir, &["call", "demo", "ech", "text=hi"]).assert_exit(2);
+    let out =
+        run(&dir, &["call", "-y", "demo", "ech", "text=hi"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': no tool 'ech'; did you mean 'echo'? \
          (see: rivumi-mcp list demo)\n"
     );
-    let out =
-        run(&dir, &["call", "mcp__demo__nothing_like_it"]).assert_exit(2);
+    let out = run(&dir, &["call", "-y", "mcp__demo__nothing_like_it"])
+        .assert_exit(2);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': no tool 'nothing_like_it' (see: \
@@ -181,13 +187,14 @@ fn unknown_tool_is_a_usage_error_with_a_suggestion() {
 #[test]
 fn tool_error_exits_1_and_prints_its_text() {
     let (dir, _) = demo("call_fail");
-    let out = run(&dir, &["call", "demo", "fail"]).assert_exit(1);
+    let out = run(&dir, &["call", "-y", "demo", "fail"]).assert_exit(1);
     assert_eq!(out.stdout, "it failed\n");
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': tool 'fail' reported an error (isError)\n"
     );
-    let out = run(&dir, &["call", "demo", "fail", "--json"]).assert_exit(1);
+    let out =
+        run(&dir, &["call", "-y", "demo", "fail", "--json"]).assert_exit(1);
     assert_eq!(
         out.stdout_json(),
         json!({"content": [{"type": "text", "text": "it failed"}],
@@ -198,7 +205,7 @@ fn tool_error_exits_1_and_prints_its_text() {
 #[test]
 fn binary_content_is_summarised() {
     let (dir, _) = demo("call_media");
-    let out = run(&dir, &["call", "demo", "media"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "media"]).assert_exit(0);
     assert_eq!(
         out.stdout,
         "[image: image/png, 70 bytes; use --save DIR to keep it]\n\
@@ -212,8 +219,8 @@ fn binary_content_is_summarised() {
 #[test]
 fn save_writes_the_decoded_bytes() {
     let (dir, _) = demo("call_media_save");
-    let out =
-        run(&dir, &["call", "demo", "media", "--save", "out"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "media", "--save", "out"])
+        .assert_exit(0);
     let saved: Vec<&str> = out
         .stdout
         .lines()
@@ -232,13 +239,14 @@ fn save_writes_the_decoded_bytes() {
 #[test]
 fn json_prints_the_whole_result() {
     let (dir, _) = demo("call_json");
-    let out = run(&dir, &["call", "demo", "echo", "text=hi", "--json"])
+    let out = run(&dir, &["call", "-y", "demo", "echo", "text=hi", "--json"])
         .assert_exit(0);
     assert_eq!(
         out.stdout_json(),
         json!({"content": [{"type": "text", "text": "hi"}]})
     );
-    let out = run(&dir, &["call", "demo", "media", "--json"]).assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "media", "--json"]).assert_exit(0);
     let v = out.stdout_json();
     assert_eq!(v["content"][0]["data"], PNG_1X1);
     assert_eq!(v["content"].as_array().unwrap().len(), 4);
@@ -247,10 +255,10 @@ fn json_prints_the_whole_result() {
 #[test]
 fn long_tool_is_callable_by_hashed_and_original_name() {
     let (dir, rec) = demo("call_long_name");
-    let out = run(&dir, &["call", LONG_QUALIFIED]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", LONG_QUALIFIED]).assert_exit(0);
     assert_eq!(out.stdout, "long\n");
     let long = format!("long_{}", "x".repeat(65));
-    let out = run(&dir, &["call", "demo", &long]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", &long]).assert_exit(0);
     assert_eq!(out.stdout, "long\n");
     let names: Vec<Value> = received(&rec, "tools/call")
         .iter()
@@ -262,9 +270,10 @@ fn long_tool_is_callable_by_hashed_and_original_name() {
 #[test]
 fn odd_tool_name_is_callable_sanitised_and_as_is() {
     let (dir, rec) = demo("call_odd_name");
-    let out = run(&dir, &["call", "mcp__demo__odd_name_"]).assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "mcp__demo__odd_name_"]).assert_exit(0);
     assert_eq!(out.stdout, "odd\n");
-    let out = run(&dir, &["call", "demo", "odd name!"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "odd name!"]).assert_exit(0);
     assert_eq!(out.stdout, "odd\n");
     let names: Vec<Value> = received(&rec, "tools/call")
         .iter()

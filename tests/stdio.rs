@@ -86,9 +86,11 @@ fn hang_at_initialize_hits_the_startup_timeout() {
 #[test]
 fn hang_in_tool_call_hits_the_request_timeout() {
     let (dir, pids) = demo("stdio_hang_call", &["--hang-call"]);
-    let out =
-        run(&dir, &["call", "demo", "echo", "text=hi", "--timeout", "1"])
-            .assert_exit(5);
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
+    )
+    .assert_exit(5);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
@@ -120,7 +122,8 @@ fn server_exiting_at_once_is_reported_with_its_stderr() {
     // `--exit-immediately` exits before writing the pid file; the exit
     // status in the message shows the process was reaped.
     let (dir, pids) = demo("stdio_exit_now", &["--exit-immediately"]);
-    let out = run(&dir, &["call", "demo", "echo", "text=hi"]).assert_exit(4);
+    let out =
+        run(&dir, &["call", "-y", "demo", "echo", "text=hi"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
@@ -246,8 +249,8 @@ fn verbose_shows_server_stderr_and_log_notifications() {
         "stdio_verbose",
         &["--stderr-flood", "200", "--slow-start", "200"],
     );
-    let out =
-        run(&dir, &["call", "demo", "log_and_notify", "-v"]).assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "log_and_notify", "-v"])
+        .assert_exit(0);
     assert_eq!(out.stdout, "notified\n");
     assert_contains(
         &out.stderr,
@@ -256,7 +259,8 @@ fn verbose_shows_server_stderr_and_log_notifications() {
     );
     assert_contains(&out.stderr, "\n[demo] log info: hello from fixture\n");
     // Without -v, neither is shown.
-    let out = run(&dir, &["call", "demo", "log_and_notify"]).assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "log_and_notify"]).assert_exit(0);
     assert_eq!(out.stdout, "notified\n");
     assert_eq!(out.stderr, "");
 }
@@ -269,9 +273,11 @@ fn verbose_shows_server_stderr_and_log_notifications() {
 fn grandchild_is_gone_after_a_call_timeout() {
     let (dir, pids) =
         demo("stdio_grandchild", &["--hang-call", "--grandchild"]);
-    let out =
-        run(&dir, &["call", "demo", "echo", "text=hi", "--timeout", "1"])
-            .assert_exit(5);
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
+    )
+    .assert_exit(5);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'demo': timed out after 1s waiting for tool \
@@ -289,7 +295,7 @@ fn server_ignoring_sigterm_is_killed() {
     );
     let out = run(
         &dir,
-        &["call", "demo", "echo", "text=hi", "--timeout", "1", "-v"],
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1", "-v"],
     )
     .assert_exit(5);
     assert_contains(
@@ -309,8 +315,10 @@ fn server_starts_with_no_signals_blocked() {
     // rivumi-mcp blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the
     // server must not inherit that mask, or SIGTERM cannot end it.
     let (dir, pids) = demo("stdio_sigmask", &["--hang-call"]);
-    let cmd =
-        run(&dir, &["call", "demo", "echo", "text=hi", "--timeout", "1"]);
+    let cmd = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
+    );
     let child = cmd.spawn();
     wait_until("the pid file is written", || !read_pids(&pids).is_empty());
     let pid = read_pids(&pids)[0];
@@ -336,7 +344,7 @@ fn hung_server_is_ended_by_sigterm_before_sigkill() {
     let start = Instant::now();
     let out = run(
         &dir,
-        &["call", "demo", "echo", "text=hi", "--timeout", "1", "-v"],
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1", "-v"],
     )
     .assert_exit(5);
     let took = start.elapsed();
@@ -361,7 +369,7 @@ fn interrupt(test: &str, signal: &str, code: i32) -> Output {
     let server =
         fixture_server(&["--hang-call", "--grandchild", &pid_arg, &rec_arg]);
     write_mcp_json(&dir, &[("demo", server)]);
-    let cmd = run(&dir, &["call", "demo", "echo", "text=hi"]);
+    let cmd = run(&dir, &["call", "-y", "demo", "echo", "text=hi"]);
     let child = cmd.spawn();
     wait_until("the tool call reaches the server", || {
         recorded(&rec).iter().any(|m| m["method"] == "tools/call")
@@ -423,7 +431,8 @@ fn protocol_2025_03_26_is_spoken() {
         Some("demo: rivumi-mcp-fixture 1.0.0 (protocol 2025-03-26)")
     );
     assert_eq!(tool_rows(&out).len(), 14);
-    let out = run(&dir, &["call", "demo", "echo", "text=hi"]).assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "echo", "text=hi"]).assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
     assert_pids_gone(&pids, GONE);
 }
@@ -456,8 +465,9 @@ fn batch_reply_is_accepted_on_2025_03_26() {
 #[test]
 fn responses_with_wrong_ids_are_ignored() {
     let (dir, pids) = demo("stdio_wrong_ids", &["--wrong-ids"]);
-    let out = run(&dir, &["call", "demo", "add", "a=1", "b=2", "--json"])
-        .assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "add", "a=1", "b=2", "--json"])
+            .assert_exit(0);
     assert_eq!(
         out.stdout_json(),
         json!({
@@ -508,7 +518,8 @@ fn server_requests_get_ping_answered_and_the_rest_refused() {
 #[test]
 fn notifications_do_not_disturb_requests() {
     let (dir, pids) = demo("stdio_notify", &["--notify"]);
-    let out = run(&dir, &["call", "demo", "echo", "text=hi"]).assert_exit(0);
+    let out =
+        run(&dir, &["call", "-y", "demo", "echo", "text=hi"]).assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
     assert_eq!(out.stderr, "");
     let out = run(&dir, &["list"]).assert_exit(0);
@@ -550,7 +561,7 @@ fn server_gets_only_the_base_set_and_its_entry() {
         json!({"FROM_ENV": "${OUTER:-dflt}", "LIT": "x"}),
         json!(["PASSED"]),
     );
-    let out = run(&dir, &["call", "demo", "env"])
+    let out = run(&dir, &["call", "-y", "demo", "env"])
         .env("PASSED", "passed-value")
         .env("OUTER", "outer-value")
         .env("SECRET_TOKEN", "s3cr3t")
@@ -583,8 +594,9 @@ fn env_default_applies_when_the_variable_is_unset() {
         json!({"FROM_ENV": "${OUTER:-dflt}", "LIT": "x"}),
         json!(["PASSED"]),
     );
-    let out =
-        run(&dir, &["call", "demo", "env"]).env("PASSED", "p").assert_exit(0);
+    let out = run(&dir, &["call", "-y", "demo", "env"])
+        .env("PASSED", "p")
+        .assert_exit(0);
     assert_eq!(server_env(&out)["FROM_ENV"], "dflt");
 }
 
@@ -595,7 +607,7 @@ fn unset_variable_in_env_refuses_before_spawning() {
         json!({"NEEDS": "${MISSING}"}),
         json!([]),
     );
-    let out = run(&dir, &["call", "demo", "env"]).assert_exit(3);
+    let out = run(&dir, &["call", "-y", "demo", "env"]).assert_exit(3);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::Show;
 use crate::error::{Error, Result};
+use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
 use crate::{cmd::list, out};
@@ -23,23 +24,24 @@ pub(crate) fn list_one(
 /// `read SERVER URI`.
 pub(crate) fn read(
     ctx: &Context,
+    exec: &Executor,
     server: &str,
     uri: &str,
     save: Option<&Path>,
     json: bool,
 ) -> Result<()> {
     let mut s = ctx.start(server)?;
-    let r = s.request(
-        "resources/read",
-        json!({"uri": uri}),
-        &format!("resources/read '{uri}'"),
-    )?;
+    let obs =
+        exec.run(&mut s, Action::Read { uri }, ctx.transport_name(server))?;
     s.close();
     if json {
-        return out::json(&r);
+        return out::json(&obs.json());
     }
-    let contents =
-        r.get("contents").and_then(Value::as_array).ok_or_else(|| {
+    let contents = obs
+        .result
+        .get("contents")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
             Error::server("resources/read: the result has no 'contents' array")
                 .for_server(server)
         })?;
@@ -49,17 +51,12 @@ pub(crate) fn read(
     for c in contents {
         text.push_str(&render::resource_contents(c, &mut saver)?);
     }
+    text.push_str(&render::truncation_note(&obs));
     render::print(&text)
 }
 
-/// `prompt SERVER NAME [k=v...]`: arguments are strings, by protocol.
-pub(crate) fn prompt(
-    ctx: &Context,
-    server: &str,
-    name: &str,
-    pairs: &[String],
-    json: bool,
-) -> Result<()> {
+/// Prompt arguments from `k=v` words: strings only, by protocol.
+pub(crate) fn prompt_args(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut args = Map::new();
     for p in pairs {
         let (k, v) = p.split_once('=').unwrap_or((p, ""));
@@ -69,16 +66,30 @@ pub(crate) fn prompt(
             )));
         }
     }
+    Ok(args)
+}
+
+/// `prompt SERVER NAME [k=v...]`.
+pub(crate) fn prompt(
+    ctx: &Context,
+    exec: &Executor,
+    server: &str,
+    name: &str,
+    pairs: &[String],
+    json: bool,
+) -> Result<()> {
+    let arguments = prompt_args(pairs)?;
     let mut s = ctx.start(server)?;
-    let r = s.request(
-        "prompts/get",
-        json!({"name": name, "arguments": args}),
-        &format!("prompts/get '{name}'"),
+    let obs = exec.run(
+        &mut s,
+        Action::Prompt { name, arguments: &arguments },
+        ctx.transport_name(server),
     )?;
     s.close();
     if json {
-        return out::json(&r);
+        return out::json(&obs.json());
     }
+    let r = &obs.result;
     let mut saver = Saver { dir: None, prefix: String::new(), count: 0 };
     let mut text = String::new();
     if let Some(d) = r.get("description").and_then(Value::as_str) {
@@ -92,5 +103,6 @@ pub(crate) fn prompt(
             text.push_str(&render::block(c, &mut saver)?);
         }
     }
+    text.push_str(&render::truncation_note(&obs));
     render::print(&text)
 }

@@ -3,10 +3,11 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::Target;
 use crate::error::{Error, Result};
+use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
 use crate::{callargs, cli, cmd::list, out};
@@ -59,6 +60,7 @@ fn read_args(spec: &str) -> Result<Value> {
 
 pub(crate) fn run(
     ctx: &Context,
+    exec: &Executor,
     target: &Target,
     pairs: &[String],
     args: Option<&str>,
@@ -98,16 +100,17 @@ pub(crate) fn run(
         ))
         .for_server(&server));
     }
-    let what = format!("tool call '{}'", t.name);
-    let result = s.request(
-        "tools/call",
-        json!({"name": t.name, "arguments": arguments}),
-        &what,
+    let transport = ctx.transport_name(&server);
+    let obs = exec.run(
+        &mut s,
+        Action::Tool { tool: t, arguments: &arguments },
+        transport,
     )?;
     s.close();
+    let result = &obs.result;
     let is_error = result.get("isError") == Some(&Value::Bool(true));
     if json {
-        out::json(&result)?;
+        out::json(&obs.json())?;
     } else {
         let mut saver = Saver {
             dir: save,
@@ -125,6 +128,7 @@ pub(crate) fn run(
             text.push_str(&pretty);
             text.push('\n');
         }
+        text.push_str(&render::truncation_note(&obs));
         render::print(&text)?;
     }
     if is_error {

@@ -105,6 +105,13 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
             Listing { items: vec![], complete: true }
         });
     }
+    let count = |x: &Option<Listing>| x.as_ref().map(|x| x.items.len());
+    crate::journal::event(
+        "listed",
+        json!({"server": l.name, "tools": count(&l.tools),
+               "resources": count(&l.resources),
+               "prompts": count(&l.prompts)}),
+    );
     Ok(l)
 }
 
@@ -147,13 +154,8 @@ pub(crate) fn run(
     let mut text = String::new();
     for (name, r) in names.iter().zip(results) {
         match r {
-            Ok(l) => {
-                if json {
-                    json_servers.push(to_json(&l));
-                } else {
-                    text.push_str(&human(&l, show));
-                }
-            }
+            Ok(l) if json => json_servers.push(to_json(&l)),
+            Ok(l) => text.push_str(&human(&l, show)),
             Err(e) => {
                 if json {
                     json_servers.push(json!({
@@ -161,14 +163,10 @@ pub(crate) fn run(
                         "error": {"code": e.kind().name(), "message": e.to_string()},
                     }));
                 }
-                if first_err.is_some() {
-                    msg::error(&e.to_string());
-                }
-                if first_err.is_none() {
-                    first_err = Some(e);
-                } else {
-                    // Reported above; the first error decides the code.
-                }
+                // Every failure is reported, in config order; the first
+                // decides the exit code.
+                msg::error(&e.to_string());
+                first_err.get_or_insert(e.reported());
             }
         }
     }

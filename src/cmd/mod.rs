@@ -1,6 +1,8 @@
 //! One module per command; `main` dispatches here.
 
+pub(crate) mod batch;
 pub(crate) mod bridges;
+
 pub(crate) mod call;
 pub(crate) mod check_config;
 pub(crate) mod list;

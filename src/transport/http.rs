@@ -31,7 +31,7 @@ use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Host;
-use crate::{msg, sse, term, vars, www_auth};
+use crate::{journal, msg, sse, term, vars, www_auth};
 
 /// Caps on what a server may send.
 #[derive(Clone, Copy, Debug)]
@@ -194,6 +194,14 @@ impl HttpTransport {
                 DefaultResolver::default(),
             ),
         };
+        journal::event(
+            "server_connected",
+            serde_json::json!({
+                "server": name,
+                "url": url.to_string(),
+                "header_names": headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            }),
+        );
         msg::debug(&format!(
             "server '{name}': connecting to {url} with headers [{}]",
             headers
@@ -700,7 +708,12 @@ impl Transport for HttpTransport {
         }
         self.closed = true;
         self.stream = None;
+        journal::event(
+            "server_closed",
+            serde_json::json!({"server": self.name, "how": "delete"}),
+        );
         let Some(_) = &self.session else { return Closed::Eof };
+
         let req = self.agent.delete(&self.target);
         let r = self
             .add_headers(req, true)

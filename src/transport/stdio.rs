@@ -24,7 +24,7 @@ use super::{Closed, Transport};
 use crate::config::Stdio;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::{msg, sys, term, vars};
+use crate::{journal, msg, sys, term, vars};
 
 /// The variables a server inherits from the invoking environment when
 /// they are set; everything else must be named by the entry.
@@ -129,6 +129,8 @@ impl StdioTransport {
         if let Some(dir) = &spec.cwd_path {
             cmd.current_dir(dir);
         }
+        sys::unblock_signals_in_child(&mut cmd);
+
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         msg::debug(&format!(
             "server '{name}': starting {:?} with environment {}",
@@ -150,6 +152,17 @@ impl StdioTransport {
         })?;
         let pgid = child.id() as i32;
         sys::register_group(pgid);
+        journal::event(
+            "server_spawned",
+            serde_json::json!({
+                "server": name,
+                "argv": std::iter::once(&spec.command)
+                    .chain(&spec.args)
+                    .collect::<Vec<_>>(),
+                "env_names": names,
+                "pid": pgid,
+            }),
+        );
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -435,6 +448,10 @@ impl Transport for StdioTransport {
             self.name,
             how.label()
         ));
+        journal::event(
+            "server_closed",
+            serde_json::json!({"server": self.name, "how": how.label()}),
+        );
         self.closed = Some(how);
         how
     }
