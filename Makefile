@@ -7,7 +7,7 @@
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: build test lint fmt clippy doc unit interop-setup demo bench install clean
+.PHONY: build test lint fmt clippy doc unit interop-setup conformance demo bench install clean
 
 build:
 	$(CARGO) build --release --bins
@@ -29,7 +29,13 @@ interop-setup:
 unit:
 	$(CARGO) test
 
-test: lint interop-setup unit
+test: lint interop-setup unit conformance
+
+# The official MCP conformance suite (pinned, node 22 from npm), each
+# scenario alone in a loopback-only network namespace.
+conformance: build
+	bash scripts/conformance.sh
+
 
 demo: build
 	@echo '$$ rivumi-mcp check-config -c fixtures/demo.mcp.json'

@@ -523,7 +523,16 @@ impl HttpTransport {
     fn send_other(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
         let body = encode(msg)?;
         let mut resp = self.post(&body, deadline)?;
-        let status = resp.status().as_u16();
+        let mut status = resp.status().as_u16();
+        let restartable = method(msg) != Some("notifications/initialized");
+        if status == 404 && self.session.is_some() && restartable {
+            // The session ended under us: start a new one and send the
+            // message again, as for a request.
+            self.reinitialize(deadline)?;
+            resp = self.post(&body, deadline)?;
+            status = resp.status().as_u16();
+        }
+
         if !(200..300).contains(&status) {
             return Err(self.status_error(&mut resp, false));
         }
