@@ -20,6 +20,8 @@ mod jsonpos;
 mod launch;
 mod msg;
 mod naming;
+mod net;
+
 mod out;
 mod render;
 mod session;

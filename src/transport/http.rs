@@ -16,21 +16,16 @@
 //! line and event is capped; every request runs under its deadline.
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use serde_json::Value;
 use ureq::http::Response;
-use ureq::unversioned::resolver::{
-    DefaultResolver, ResolvedSocketAddrs, Resolver,
-};
 use ureq::{Agent, Body};
 
 use super::{Closed, Transport};
 use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
-use crate::urlcheck::Host;
 use crate::{journal, msg, sse, term, vars, www_auth};
 
 /// Caps on what a server may send.
@@ -97,25 +92,6 @@ impl std::fmt::Debug for HttpTransport {
     }
 }
 
-/// Resolves `localhost` to its loopback addresses only.
-#[derive(Debug)]
-struct LoopbackResolver(Vec<SocketAddr>);
-
-impl Resolver for LoopbackResolver {
-    fn resolve(
-        &self,
-        _uri: &ureq::http::Uri,
-        _config: &ureq::config::Config,
-        _timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> std::result::Result<ResolvedSocketAddrs, ureq::Error> {
-        let mut out = self.empty();
-        for a in self.0.iter().take(16) {
-            out.push(*a);
-        }
-        Ok(out)
-    }
-}
-
 /// The headers of a server: configured ones expanded, plus the bearer
 /// token. An unset variable refuses the launch; nothing is sent empty.
 pub(crate) fn headers(
@@ -158,42 +134,7 @@ impl HttpTransport {
         limits: Limits,
     ) -> Result<HttpTransport> {
         let url = spec.url.clone();
-        let loopback = url.is_loopback();
-        let mut config = Agent::config_builder()
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(10)))
-            .user_agent(format!("rivumi-mcp/{}", env!("CARGO_PKG_VERSION")))
-            .max_response_header_size(64 * 1024);
-        if loopback {
-            // Loopback traffic never goes through a proxy.
-            config = config.proxy(None);
-        }
-        let config = config.build();
-        let agent = match &url.host {
-            Host::Name(h) if h == "localhost" => {
-                let port = url.port_or_default();
-                let addrs: Vec<SocketAddr> = ("localhost", port)
-                    .to_socket_addrs()
-                    .map(|a| a.filter(|s| s.ip().is_loopback()).collect())
-                    .unwrap_or_default();
-                if addrs.is_empty() {
-                    return Err(Error::server(
-                        "'localhost' does not resolve to a loopback address",
-                    ));
-                }
-                Agent::with_parts(
-                    config,
-                    ureq::unversioned::transport::DefaultConnector::new(),
-                    LoopbackResolver(addrs),
-                )
-            }
-            _ => Agent::with_parts(
-                config,
-                ureq::unversioned::transport::DefaultConnector::new(),
-                DefaultResolver::default(),
-            ),
-        };
+        let agent = crate::net::agent_for(&url)?;
         journal::event(
             "server_connected",
             serde_json::json!({
@@ -267,21 +208,13 @@ impl HttpTransport {
     }
 
     fn ureq_error(&self, e: ureq::Error, deadline: &Deadline) -> Error {
-        match e {
-            ureq::Error::Timeout(_) => deadline.error(),
-            ureq::Error::BodyExceedsLimit(n) => Error::server(format!(
+        if let ureq::Error::BodyExceedsLimit(n) = e {
+            return Error::server(format!(
                 "the response is larger than {n} bytes (raise --max-message \
                  if this is expected)"
-            )),
-            ureq::Error::Io(io) => {
-                Error::server(format!("cannot reach {}: {io}", self.target))
-            }
-            ureq::Error::HostNotFound => Error::server(format!(
-                "cannot resolve the host of {}",
-                self.target
-            )),
-            other => Error::server(format!("{}: {other}", self.target)),
+            ));
         }
+        crate::net::error(e, &self.target, deadline)
     }
 
     /// Reads a small error body for messages: at most 200 bytes, one line.
