@@ -85,6 +85,17 @@ pub(crate) enum Command {
         save: Option<PathBuf>,
     },
     Batch,
+    Login {
+        server: String,
+        no_browser: bool,
+    },
+    Logout {
+        server: String,
+    },
+    Discover {
+        server: String,
+    },
+    Status,
     Resources {
         server: String,
     },
@@ -119,6 +130,10 @@ const COMMANDS: &[&str] = &[
     "prompts",
     "prompt",
     "batch",
+    "login",
+    "logout",
+    "discover",
+    "status",
     "help",
 ];
 
@@ -131,8 +146,17 @@ struct Opt {
     commands: Option<&'static [&'static str]>,
 }
 
-const RUNS: &[&str] =
-    &["list", "call", "resources", "read", "prompts", "prompt", "batch"];
+const RUNS: &[&str] = &[
+    "list",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "batch",
+    "login",
+    "discover",
+];
 
 /// Commands that go through the executor (hooks, approval, bounds).
 const EXECS: &[&str] = &["call", "read", "prompt", "batch"];
@@ -226,6 +250,12 @@ const OPTS: &[Opt] = &[
     Opt { long: "journal", short: None, value: true, commands: Some(RUNS) },
     Opt { long: "raw", short: None, value: false, commands: None },
     Opt {
+        long: "no-browser",
+        short: None,
+        value: false,
+        commands: Some(&["login"]),
+    },
+    Opt {
         long: "save",
         short: None,
         value: true,
@@ -248,6 +278,10 @@ COMMANDS:
     prompts        List one server's prompts
     prompt         Get one prompt
     batch          Run JSON Lines requests from stdin over reused sessions
+    login          Log in to an OAuth-protected HTTP server
+    logout         Remove a server's stored credential
+    discover       Show a server's OAuth metadata (read-only)
+    status         Show which servers have a stored credential
     help           Show the help of a command
 
 OPTIONS (any command, before or after it):
@@ -338,6 +372,53 @@ OPTIONS:
 EXIT: 0 when every request succeeded, 1 when any failed.
 ";
 
+const USAGE_LOGIN: &str = "\
+rivumi-mcp login: log in to an OAuth-protected HTTP server
+
+USAGE:
+    rivumi-mcp login <SERVER> [--no-browser] [--timeout SECS]
+
+Runs the authorization-code flow with PKCE (S256) and state through a
+loopback callback on 127.0.0.1, for the client configured in the server's
+\"oauth\" block, and stores the token in the credential file (0600).
+The URL is always printed; the browser is RIVUMI_MCP_BROWSER, else
+xdg-open (open on macOS), run without a shell.
+
+OPTIONS:
+        --no-browser      Only print the URL
+        --timeout SECS    How long to wait for the browser (default 300)
+        --json            Print the outcome as JSON
+";
+
+const USAGE_LOGOUT: &str = "\
+rivumi-mcp logout: remove a server's stored credential
+
+USAGE:
+    rivumi-mcp logout <SERVER>
+";
+
+const USAGE_DISCOVER: &str = "\
+rivumi-mcp discover: show what a server says about its authorization
+
+USAGE:
+    rivumi-mcp discover <SERVER> [--json]
+
+Sends one unauthenticated request, reads the 401's WWW-Authenticate, the
+protected-resource metadata (RFC 9728) and each authorization server's
+metadata (RFC 8414 / OpenID Connect), and prints them with a suggested
+\"oauth\" block. Changes no file.
+";
+
+const USAGE_STATUS: &str = "\
+rivumi-mcp status: stored credentials per HTTP server
+
+USAGE:
+    rivumi-mcp status [--json]
+
+Shows, per HTTP server, whether a credential is stored, for which URL,
+and when it expires. Never the token.
+";
+
 const USAGE_CALL: &str = "\
 rivumi-mcp call: call one tool
 
@@ -414,6 +495,10 @@ pub(crate) fn usage(command: Option<&str>) -> &'static str {
         Some("prompts") => USAGE_PROMPTS,
         Some("prompt") => USAGE_PROMPT,
         Some("batch") => USAGE_BATCH,
+        Some("login") => USAGE_LOGIN,
+        Some("logout") => USAGE_LOGOUT,
+        Some("discover") => USAGE_DISCOVER,
+        Some("status") => USAGE_STATUS,
         _ => USAGE,
     }
 }
@@ -525,6 +610,7 @@ fn build(
     let mut show = Show::default();
     let mut args_json = None;
     let mut yes = false;
+    let mut no_browser = false;
 
     let mut save = None;
     for (opt, value) in given {
@@ -584,6 +670,7 @@ fn build(
             "max-output" => g.max_output = Some(bytes(&flag, &value)?),
             "journal" => g.journal = Some(PathBuf::from(value)),
             "raw" => g.raw = true,
+            "no-browser" => no_browser = true,
             "save" => save = Some(PathBuf::from(value)),
             other => unreachable!("option table and match disagree: {other}"),
         }
@@ -633,6 +720,10 @@ fn build(
         }
         "prompts" => Command::Prompts { server: need("SERVER")? },
         "batch" => Command::Batch,
+        "login" => Command::Login { server: need("SERVER")?, no_browser },
+        "logout" => Command::Logout { server: need("SERVER")? },
+        "discover" => Command::Discover { server: need("SERVER")? },
+        "status" => Command::Status,
 
         "prompt" => {
             let server = need("SERVER")?;

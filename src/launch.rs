@@ -207,8 +207,14 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let headers = http::headers(spec, &self.lookup)
+                let mut headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                if let Some(b) =
+                    crate::auth::stored_bearer(name, spec, &self.lookup)?
+                {
+                    headers.push(("authorization".to_string(), b));
+                }
+
                 let limits = http::Limits::new(self.max_message);
                 Box::new(
                     HttpTransport::connect(name, spec, headers, limits)

@@ -7,6 +7,8 @@
 //! end the process after closing every server).
 
 mod allowlist;
+mod auth;
+
 mod callargs;
 mod cli;
 mod cmd;
@@ -124,6 +126,9 @@ fn run(args: cli::Args) -> Result<()> {
         return cmd::check_config::run(&path, format, g.strict, &lookup);
     }
     out::set_raw(g.raw);
+    if let Command::Logout { server } = &args.command {
+        return auth::logout(server, g.json, &lookup);
+    }
     if let Some(p) = g.journal.clone().or_else(|| {
         lookup("RIVUMI_MCP_JOURNAL").filter(|v| !v.is_empty()).map(Into::into)
     }) {
@@ -132,6 +137,9 @@ fn run(args: cli::Args) -> Result<()> {
     let exec = executor::Executor { policy: policy(g)? };
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;
+    if let Command::Status = &args.command {
+        return auth::status(&ctx, json, &lookup);
+    }
     let only =
         |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
@@ -140,6 +148,11 @@ fn run(args: cli::Args) -> Result<()> {
             cmd::list::run(&ctx, servers, *show, json)
         }
         Command::Batch => cmd::batch::run(&ctx, &exec),
+        Command::Login { server, no_browser } => {
+            auth::login(&ctx, server, *no_browser, g.timeout, json, &lookup)
+        }
+        Command::Logout { .. } | Command::Status => unreachable!("above"),
+        Command::Discover { server } => auth::discover(&ctx, server, json),
         Command::Call { target, pairs, args: a, save } => cmd::call::run(
             &ctx,
             &exec,

@@ -79,7 +79,11 @@ pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
 }
 
 /// Maps a ureq error to ours, naming the target and the deadline.
-pub(crate) fn error(e: ureq::Error, target: &str, deadline: &Deadline) -> Error {
+pub(crate) fn error(
+    e: ureq::Error,
+    target: &str,
+    deadline: &Deadline,
+) -> Error {
     match e {
         ureq::Error::Timeout(_) => deadline.error(),
         ureq::Error::BodyExceedsLimit(n) => Error::server(format!(

@@ -197,3 +197,38 @@ pub(crate) fn unblock_signals_in_child(cmd: &mut std::process::Command) {
         });
     }
 }
+
+/// The effective user id (credential files must belong to it).
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Takes an exclusive `flock` on `file`, waiting at most `limit`.
+pub(crate) fn lock_exclusive(
+    file: &std::fs::File,
+    limit: Duration,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let start = Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor we own, non-blocking.
+        let r = unsafe {
+            libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB)
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(e);
+        }
+        if start.elapsed() >= limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "another rivumi-mcp holds the credential lock",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

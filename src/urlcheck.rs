@@ -293,7 +293,6 @@ impl Url {
     /// The same origin with another path, for building well-known
     /// discovery URLs. The path is a trusted constant from our own code;
     /// a missing leading '/' is added.
-    #[cfg(test)]
     pub(crate) fn with_path(&self, path: &str) -> Url {
         let path = if path.starts_with('/') {
             path.to_owned()

@@ -1,0 +1,310 @@
+//! Finding the authorization server: RFC 8414 / OpenID Connect metadata
+//! and RFC 9728 protected-resource metadata.
+//!
+//! Every URL fetched follows the config's URL rules (`https`, or `http` to
+//! loopback; no credentials, query or fragment); no redirect is followed;
+//! every answer is capped. An authorization server's document must name
+//! the issuer we asked for, and must support PKCE with S256 (MCP
+//! 2025-11-25): otherwise we stop before any authorization request.
+
+use serde_json::{Map, Value};
+
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::net;
+use crate::urlcheck::Url;
+
+/// What we use of an authorization server's metadata.
+#[derive(Debug, Clone)]
+pub(crate) struct AuthServer {
+    pub(crate) issuer: Url,
+    pub(crate) authorization_endpoint: Url,
+    pub(crate) token_endpoint: Url,
+    /// `token_endpoint_auth_methods_supported`; RFC 8414's default is
+    /// `client_secret_basic` when absent.
+    pub(crate) auth_methods: Vec<String>,
+    /// RFC 9207: the AS sends `iss` in authorization responses.
+    pub(crate) sends_iss: bool,
+    /// Where the document was found, and the document itself (for
+    /// `discover`).
+    pub(crate) source: String,
+    pub(crate) document: Value,
+}
+
+/// The well-known URLs for an issuer, in the order MCP 2025-11-25 gives:
+/// with a path, OAuth path insertion, OIDC path insertion, OIDC path
+/// appending; without one, OAuth then OIDC.
+pub(crate) fn metadata_urls(issuer: &Url) -> Vec<Url> {
+    let path = issuer.path.trim_end_matches('/');
+    if path.is_empty() {
+        vec![
+            issuer.with_path("/.well-known/oauth-authorization-server"),
+            issuer.with_path("/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            issuer.with_path(&format!(
+                "/.well-known/oauth-authorization-server{path}"
+            )),
+            issuer.with_path(&format!(
+                "/.well-known/openid-configuration{path}"
+            )),
+            issuer.with_path(&format!(
+                "{path}/.well-known/openid-configuration"
+            )),
+        ]
+    }
+}
+
+fn strings(m: &Map<String, Value>, k: &str) -> Vec<String> {
+    m.get(k)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter().filter_map(Value::as_str).map(str::to_string).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An endpoint from a metadata document, checked like a configured URL.
+pub(crate) fn endpoint(
+    m: &Map<String, Value>,
+    k: &str,
+    what: &str,
+) -> Result<Option<Url>> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Url::parse(s).map(Some).map_err(|e| {
+            Error::server(format!("{what}: '{k}' is not acceptable: {e}"))
+        }),
+        Some(_) => {
+            Err(Error::server(format!("{what}: '{k}' is not a string")))
+        }
+    }
+}
+
+/// Checks one metadata document against the issuer we asked for.
+pub(crate) fn check_metadata(
+    issuer: &Url,
+    m: &Map<String, Value>,
+    source: &str,
+) -> Result<AuthServer> {
+    let what = format!("authorization server metadata at {source}");
+    let doc_issuer = m.get("issuer").and_then(Value::as_str).unwrap_or("");
+    let same = Url::parse(doc_issuer).is_ok_and(|u| u == *issuer);
+    if !same {
+        return Err(Error::server(format!(
+            "{what}: its issuer '{}' is not the issuer '{issuer}' asked for; \
+             refusing it (RFC 8414 §3.3)",
+            crate::term::clip(&crate::term::line(doc_issuer), 200)
+        )));
+    }
+    let methods = strings(m, "code_challenge_methods_supported");
+    if !methods.iter().any(|x| x == "S256") {
+        return Err(Error::server(format!(
+            "{what}: the authorization server does not list S256 in \
+             code_challenge_methods_supported, so PKCE cannot be used; \
+             refusing to log in (MCP 2025-11-25)"
+        )));
+    }
+    let authorization_endpoint = endpoint(m, "authorization_endpoint", &what)?
+        .ok_or_else(|| {
+            Error::server(format!("{what}: no authorization_endpoint"))
+        })?;
+    let token_endpoint = endpoint(m, "token_endpoint", &what)?
+        .ok_or_else(|| Error::server(format!("{what}: no token_endpoint")))?;
+    let mut auth_methods = strings(m, "token_endpoint_auth_methods_supported");
+    if auth_methods.is_empty() {
+        auth_methods.push("client_secret_basic".to_string());
+    }
+    Ok(AuthServer {
+        issuer: issuer.clone(),
+        authorization_endpoint,
+        token_endpoint,
+        auth_methods,
+        sends_iss: m.get("authorization_response_iss_parameter_supported")
+            == Some(&Value::Bool(true)),
+        source: source.to_string(),
+        document: Value::Object(m.clone()),
+    })
+}
+
+/// Discovers an authorization server's metadata from its issuer URL.
+pub(crate) fn auth_server(
+    issuer: &Url,
+    deadline: &Deadline,
+) -> Result<AuthServer> {
+    let mut tried = vec![];
+    for url in metadata_urls(issuer) {
+        let shown = url.to_string();
+        let a = net::request(
+            "GET",
+            &url,
+            &[("accept", "application/json".to_string())],
+            None,
+            deadline,
+        )?;
+        if let Some(e) = a.redirect_error(&shown) {
+            return Err(e);
+        }
+        if a.status == 200 {
+            let m = a.json_object(&shown)?;
+            return check_metadata(issuer, &m, &shown);
+        }
+        tried.push(format!("{shown} (HTTP {})", a.status));
+    }
+    Err(Error::server(format!(
+        "no authorization server metadata for issuer {issuer}; tried {}",
+        tried.join(", ")
+    )))
+}
+
+/// What a protected resource says about itself (RFC 9728).
+#[derive(Debug, Clone)]
+pub(crate) struct Resource {
+    pub(crate) resource: String,
+    pub(crate) authorization_servers: Vec<String>,
+    pub(crate) scopes_supported: Vec<String>,
+    pub(crate) source: String,
+    pub(crate) document: Value,
+}
+
+/// The well-known protected-resource URLs of an MCP URL: path-suffixed,
+/// then the root.
+pub(crate) fn resource_urls(server: &Url) -> Vec<Url> {
+    let path = server.path.trim_end_matches('/');
+    let mut urls = vec![];
+    if !path.is_empty() {
+        urls.push(server.with_path(&format!(
+            "/.well-known/oauth-protected-resource{path}"
+        )));
+    }
+    urls.push(server.with_path("/.well-known/oauth-protected-resource"));
+    urls
+}
+
+/// Fetches protected-resource metadata: from `hint` (the 401's
+/// `resource_metadata`) if given, else the well-known URLs in order. Its
+/// `resource` must be the server's URL.
+pub(crate) fn resource(
+    server: &Url,
+    hint: Option<&str>,
+    deadline: &Deadline,
+) -> Result<Resource> {
+    let candidates: Vec<Url> = match hint {
+        Some(h) => vec![Url::parse(h).map_err(|e| {
+            Error::server(format!(
+                "the resource_metadata URL from the 401 is not acceptable: {e}"
+            ))
+        })?],
+        None => resource_urls(server),
+    };
+    let mut tried = vec![];
+    for url in candidates {
+        let shown = url.to_string();
+        let a = net::request(
+            "GET",
+            &url,
+            &[("accept", "application/json".to_string())],
+            None,
+            deadline,
+        )?;
+        if let Some(e) = a.redirect_error(&shown) {
+            return Err(e);
+        }
+        if a.status != 200 {
+            tried.push(format!("{shown} (HTTP {})", a.status));
+            continue;
+        }
+        let m = a.json_object(&shown)?;
+        let res = m.get("resource").and_then(Value::as_str).unwrap_or("");
+        let same = Url::parse(res).is_ok_and(|u| u == *server);
+        if !same {
+            return Err(Error::server(format!(
+                "protected resource metadata at {shown} is for '{}', not for \
+                 {server}; refusing it (RFC 9728 §3.3)",
+                crate::term::clip(&crate::term::line(res), 200)
+            )));
+        }
+        return Ok(Resource {
+            resource: res.to_string(),
+            authorization_servers: strings(&m, "authorization_servers"),
+            scopes_supported: strings(&m, "scopes_supported"),
+            source: shown,
+            document: Value::Object(m),
+        });
+    }
+    Err(Error::server(format!(
+        "no protected resource metadata for {server}; tried {}",
+        tried.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn well_known_order() {
+        let with = Url::parse("https://as.example.com/tenant1").unwrap();
+        let urls: Vec<String> =
+            metadata_urls(&with).iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://as.example.com/.well-known/oauth-authorization-server/tenant1",
+                "https://as.example.com/.well-known/openid-configuration/tenant1",
+                "https://as.example.com/tenant1/.well-known/openid-configuration",
+            ]
+        );
+        let without = Url::parse("https://as.example.com").unwrap();
+        assert_eq!(metadata_urls(&without).len(), 2);
+        let r =
+            resource_urls(&Url::parse("https://mcp.example.com/mcp").unwrap());
+        assert_eq!(
+            r[0].to_string(),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            r[1].to_string(),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn metadata_checks() {
+        let iss = Url::parse("https://as.example.com").unwrap();
+        let good = json!({"issuer": "https://as.example.com",
+            "authorization_endpoint": "https://as.example.com/authorize",
+            "token_endpoint": "https://as.example.com/token",
+            "code_challenge_methods_supported": ["S256"]});
+        let m = good.as_object().unwrap();
+        let a = check_metadata(&iss, m, "x").unwrap();
+        assert_eq!(a.auth_methods, ["client_secret_basic"]);
+        let mut bad = m.clone();
+        bad.insert("issuer".into(), json!("https://evil.example.com"));
+        assert!(
+            check_metadata(&iss, &bad, "x")
+                .unwrap_err()
+                .to_string()
+                .contains("issuer")
+        );
+        let mut plain = m.clone();
+        plain.insert(
+            "code_challenge_methods_supported".into(),
+            json!(["plain"]),
+        );
+        assert!(
+            check_metadata(&iss, &plain, "x")
+                .unwrap_err()
+                .to_string()
+                .contains("S256")
+        );
+        let mut http = m.clone();
+        http.insert(
+            "token_endpoint".into(),
+            json!("http://as.example.com/token"),
+        );
+        assert!(check_metadata(&iss, &http, "x").is_err());
+    }
+}

@@ -1,0 +1,367 @@
+//! The credential file: where `login` keeps tokens.
+//!
+//! `RIVUMI_MCP_CREDENTIALS`, else `$XDG_CONFIG_HOME/rivumi-mcp/
+//! credentials.json`, else `~/.config/rivumi-mcp/credentials.json`; the
+//! directory is created 0700.
+//!
+//! Reading opens with `O_NOFOLLOW` and checks the open descriptor, not the
+//! path: a regular file, owned by us, mode exactly 0600 (anything looser is
+//! refused with a `chmod 600` hint, never silently fixed), one link, at
+//! most 1 MiB. Writing takes an exclusive lock on a lock file beside it
+//! (so concurrent logins do not lose each other's entries), re-reads the
+//! file under the lock, writes a new temp file with a random name created
+//! exclusively with mode 0600, fsyncs it, renames it over the target
+//! (refusing a symlink there) and fsyncs the directory. A writer killed
+//! at any point leaves the old file intact.
+//!
+//! Entries are keyed by server name and bound to the canonical MCP URL and
+//! the token endpoint: a token is only ever sent to the URL it was
+//! obtained for.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::pkce::Secret;
+use crate::error::{Error, Result};
+use crate::sys;
+
+const MAX_FILE: u64 = 1 << 20;
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// One stored credential.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Credential {
+    /// The canonical MCP server URL the token was obtained for.
+    pub(crate) url: String,
+    pub(crate) token_endpoint: String,
+    pub(crate) issuer: Option<String>,
+    pub(crate) client_id: String,
+    pub(crate) access_token: Secret,
+    pub(crate) refresh_token: Option<Secret>,
+    /// Unix seconds.
+    pub(crate) expires_at: Option<u64>,
+    pub(crate) scope: Option<String>,
+    pub(crate) obtained_at: u64,
+    /// A dynamic registration stored with the credential (issue 7): the
+    /// registration response, secrets included.
+    pub(crate) registration: Option<Value>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("url", &self.url)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("expires_at", &self.expires_at)
+            .field("access_token", &self.access_token)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credential {
+    fn to_json(&self) -> Value {
+        json!({
+            "url": self.url,
+            "token_endpoint": self.token_endpoint,
+            "issuer": self.issuer,
+            "client_id": self.client_id,
+            "access_token": self.access_token.expose(),
+            "refresh_token": self.refresh_token.as_ref().map(Secret::expose),
+            "expires_at": self.expires_at,
+            "scope": self.scope,
+            "obtained_at": self.obtained_at,
+            "registration": self.registration,
+        })
+    }
+
+    fn from_json(v: &Value) -> Option<Credential> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(Credential {
+            url: s("url")?,
+            token_endpoint: s("token_endpoint")?,
+            issuer: s("issuer"),
+            client_id: s("client_id").unwrap_or_default(),
+            access_token: Secret::new(s("access_token")?),
+            refresh_token: s("refresh_token").map(Secret::new),
+            expires_at: v.get("expires_at").and_then(Value::as_u64),
+            scope: s("scope"),
+            obtained_at: v
+                .get("obtained_at")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            registration: v
+                .get("registration")
+                .filter(|r| !r.is_null())
+                .cloned(),
+        })
+    }
+
+    /// Whether the token has expired at `now` (unix seconds).
+    pub(crate) fn expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|t| t <= now)
+    }
+}
+
+/// The seconds since the epoch.
+pub(crate) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Where the file lives, from the environment.
+pub(crate) fn path(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<PathBuf> {
+    if let Some(p) = lookup("RIVUMI_MCP_CREDENTIALS").filter(|p| !p.is_empty())
+    {
+        return Ok(PathBuf::from(p));
+    }
+    let base = match lookup("XDG_CONFIG_HOME").filter(|p| p.starts_with('/')) {
+        Some(x) => PathBuf::from(x),
+        None => {
+            let home = lookup("HOME").filter(|h| !h.is_empty()).ok_or_else(|| {
+                Error::usage(
+                    "cannot place the credential file: HOME is not set (set \
+                     RIVUMI_MCP_CREDENTIALS)",
+                )
+            })?;
+            PathBuf::from(home).join(".config")
+        }
+    };
+    Ok(base.join("rivumi-mcp").join("credentials.json"))
+}
+
+/// All entries, by server name. A missing file is an empty store.
+pub(crate) fn load(path: &Path) -> Result<Vec<(String, Credential)>> {
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(vec![]);
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Error::refused(format!(
+                "credential file {shown} is a symbolic link; refusing it"
+            )));
+        }
+        Err(e) => {
+            return Err(Error::refused(format!(
+                "credential file {shown}: cannot open: {e}"
+            )));
+        }
+    };
+    let meta = file.metadata().map_err(|e| {
+        Error::refused(format!("credential file {shown}: {e}"))
+    })?;
+    let problem = if !meta.is_file() {
+        Some("is not a regular file".to_string())
+    } else if meta.uid() != sys::euid() {
+        Some(format!("belongs to uid {}, not to you", meta.uid()))
+    } else if meta.mode() & 0o777 != 0o600 {
+        Some(format!(
+            "has mode {:03o}; it must be 0600 (run: chmod 600 {shown})",
+            meta.mode() & 0o777
+        ))
+    } else if meta.nlink() != 1 {
+        Some(format!("has {} hard links; it must have one", meta.nlink()))
+    } else if meta.len() > MAX_FILE {
+        Some(format!("is larger than {MAX_FILE} bytes"))
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        return Err(Error::refused(format!("credential file {shown} {p}")));
+    }
+    let mut text = String::new();
+    Read::by_ref(&mut file).take(MAX_FILE).read_to_string(&mut text).map_err(
+        |e| Error::refused(format!("credential file {shown}: {e}")),
+    )?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        Error::refused(format!(
+            "credential file {shown} is not valid JSON: {e}"
+        ))
+    })?;
+    let servers = v
+        .get("servers")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    Ok(servers
+        .iter()
+        .filter_map(|(k, v)| Credential::from_json(v).map(|c| (k.clone(), c)))
+        .collect())
+}
+
+/// The entry of one server.
+pub(crate) fn get(path: &Path, server: &str) -> Result<Option<Credential>> {
+    Ok(load(path)?.into_iter().find(|(k, _)| k == server).map(|(_, c)| c))
+}
+
+/// Applies `change` to the entries under the lock, then replaces the file
+/// atomically. `change` sees the file as it is now, not as it was when the
+/// caller read it.
+pub(crate) fn update(
+    path: &Path,
+    change: impl FnOnce(&mut Vec<(String, Credential)>),
+) -> Result<()> {
+    let shown = path.display();
+    let fail = |what: &str, e: std::io::Error| {
+        Error::refused(format!("credential file {shown}: {what}: {e}"))
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| fail("cannot create its directory", e))?;
+    let lock_path = path.with_extension("json.lock");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&lock_path)
+        .map_err(|e| fail("cannot open the lock file", e))?;
+    sys::lock_exclusive(&lock, LOCK_WAIT).map_err(|e| fail("lock", e))?;
+    let mut entries = load(path)?;
+    change(&mut entries);
+    let mut servers = Map::new();
+    for (k, c) in &entries {
+        servers.insert(k.clone(), c.to_json());
+    }
+    let mut bytes =
+        serde_json::to_vec_pretty(&json!({"version": 1, "servers": servers}))
+            .map_err(|e| {
+                Error::server(format!("cannot encode credentials: {e}"))
+            })?;
+    bytes.push(b'\n');
+    let suffix = super::pkce::random_token(9)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("credentials.json");
+    let tmp = dir.join(format!(".{name}.tmp-{suffix}"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|e| fail("cannot create a temporary file", e))?;
+    let written = f.write_all(&bytes).and_then(|_| f.sync_all());
+    drop(f);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail("cannot write", e));
+    }
+    if let Ok(m) = std::fs::symlink_metadata(path)
+        && m.file_type().is_symlink()
+    {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::refused(format!(
+            "credential file {shown} is a symbolic link; refusing to \
+                 replace it"
+        )));
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail("cannot replace", e));
+    }
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    drop(lock);
+    Ok(())
+}
+
+/// Stores (or replaces) one server's entry.
+pub(crate) fn put(path: &Path, server: &str, c: Credential) -> Result<()> {
+    update(path, |entries| {
+        entries.retain(|(k, _)| k != server);
+        entries.push((server.to_string(), c));
+    })
+}
+
+/// Removes one server's entry; whether there was one.
+pub(crate) fn remove(path: &Path, server: &str) -> Result<bool> {
+    let mut found = false;
+    update(path, |entries| {
+        let before = entries.len();
+        entries.retain(|(k, _)| k != server);
+        found = entries.len() != before;
+    })?;
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cred(token: &str) -> Credential {
+        Credential {
+            url: "https://mcp.example.com/mcp".into(),
+            token_endpoint: "https://as.example.com/token".into(),
+            issuer: None,
+            client_id: "c".into(),
+            access_token: Secret::new(token.into()),
+            refresh_token: Some(Secret::new("r-secret".into())),
+            expires_at: Some(10),
+            scope: None,
+            obtained_at: 1,
+            registration: None,
+        }
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir()
+            .join(format!("rivumi-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn round_trip_and_mode() {
+        let d = tmpdir("rt");
+        let p = d.join("sub").join("credentials.json");
+        put(&p, "a", cred("t1")).unwrap();
+        put(&p, "b", cred("t2")).unwrap();
+        assert_eq!(get(&p, "a").unwrap().unwrap(), cred("t1"));
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(p.parent().unwrap()).unwrap().mode() & 0o777,
+            0o700
+        );
+        assert!(remove(&p, "a").unwrap());
+        assert!(!remove(&p, "a").unwrap());
+        assert!(get(&p, "b").unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn debug_never_shows_tokens() {
+        let s = format!("{:?}", cred("super-secret-token"));
+        assert!(
+            !s.contains("super-secret-token") && !s.contains("r-secret"),
+            "{s}"
+        );
+    }
+}

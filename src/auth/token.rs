@@ -1,0 +1,124 @@
+//! Token requests: the authorization-code exchange (and, for the explicit
+//! `login --refresh`, the refresh grant).
+//!
+//! A form POST to the token endpoint, never following a redirect. The
+//! answer must be JSON with `access_token` and a `token_type` of Bearer
+//! (compared case-insensitively); anything else is an error and nothing is
+//! stored. A client secret, when configured, is sent by the method the
+//! authorization server supports (`client_secret_basic`, else
+//! `client_secret_post`).
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::callback::{encode, form};
+use super::pkce::Secret;
+use crate::deadline::Deadline;
+use crate::error::{Error, Kind, Result};
+use crate::urlcheck::Url;
+use crate::{net, term};
+
+/// A token endpoint's answer.
+#[derive(Debug)]
+pub(crate) struct Tokens {
+    pub(crate) access_token: Secret,
+    pub(crate) refresh_token: Option<Secret>,
+    pub(crate) expires_in: Option<u64>,
+    pub(crate) scope: Option<String>,
+}
+
+/// How the client authenticates at the token endpoint.
+#[derive(Debug)]
+pub(crate) struct Client<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) secret: Option<&'a Secret>,
+    /// The methods the authorization server supports.
+    pub(crate) methods: &'a [String],
+}
+
+/// POSTs `params` (plus the client's credentials) to the token endpoint.
+pub(crate) fn request(
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    deadline: &Deadline,
+) -> Result<Tokens> {
+    let mut pairs: Vec<(&str, &str)> = params.to_vec();
+    let mut headers = vec![("accept", "application/json".to_string())];
+    match client.secret {
+        Some(secret)
+            if client.methods.iter().any(|m| m == "client_secret_basic") =>
+        {
+            // RFC 6749 §2.3.1: form-encode both parts, then Basic.
+            let raw =
+                format!("{}:{}", encode(client.id), encode(secret.expose()));
+            let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
+            headers.push(("authorization", format!("Basic {b64}")));
+            pairs.push(("client_id", client.id));
+        }
+        Some(secret) => {
+            pairs.push(("client_id", client.id));
+            pairs.push(("client_secret", secret.expose()));
+        }
+        None => pairs.push(("client_id", client.id)),
+    }
+    let body = form(&pairs).into_bytes();
+    let what = format!("token endpoint {endpoint}");
+    let a = net::request(
+        "POST",
+        endpoint,
+        &headers,
+        Some(("application/x-www-form-urlencoded", body)),
+        deadline,
+    )?;
+    if let Some(e) = a.redirect_error(&what) {
+        return Err(e);
+    }
+    if a.status != 200 {
+        let detail = serde_json::from_slice::<Value>(&a.body)
+            .ok()
+            .and_then(|v| {
+                let e = v.get("error")?.as_str()?.to_string();
+                let d = v
+                    .get("error_description")
+                    .and_then(Value::as_str)
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default();
+                Some(format!("{e}{d}"))
+            })
+            .map(|t| format!(": {}", term::clip(&term::line(&t), 300)))
+            .unwrap_or_else(|| a.snippet());
+        return Err(Error::new(
+            Kind::Auth,
+            format!("{what} answered HTTP {}{detail}", a.status),
+        ));
+    }
+    let m = a.json_object(&what)?;
+    let token_type = m.get("token_type").and_then(Value::as_str).unwrap_or("");
+    if !token_type.eq_ignore_ascii_case("bearer") {
+        return Err(Error::server(format!(
+            "{what}: token_type is '{}', not Bearer; nothing stored",
+            term::clip(&term::line(token_type), 50)
+        )));
+    }
+    let access = m
+        .get("access_token")
+        .and_then(Value::as_str)
+        .filter(|t| {
+            !t.is_empty() && t.bytes().all(|b| (0x21..0x7f).contains(&b))
+        })
+        .ok_or_else(|| {
+            Error::server(format!(
+                "{what}: no usable access_token; nothing stored"
+            ))
+        })?;
+    Ok(Tokens {
+        access_token: Secret::new(access.to_string()),
+        refresh_token: m
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(|r| Secret::new(r.to_string())),
+        expires_in: m.get("expires_in").and_then(Value::as_u64),
+        scope: m.get("scope").and_then(Value::as_str).map(str::to_string),
+    })
+}
