@@ -8,9 +8,19 @@
 #                  initialize, every tools/list page, shutdown)
 # The difference is rivumi-mcp's overhead. Peak RSS comes from
 # /usr/bin/time when it is installed.
+#
+# Then CALLS (default 1000) calls of the fixture's `echo` (a read tool,
+# so no approval is involved):
+#   batch          all CALLS as JSON Lines through one `rivumi-mcp batch`
+#                  (one server process); the time per call is total/CALLS
+#   call one-shot  ONESHOT_N (default CALLS) separate `rivumi-mcp call`
+#                  invocations, each starting its own server; the median
+# Set ONESHOT_N lower on a slow machine to keep `make bench` short.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N="${N:-30}"
+CALLS="${CALLS:-1000}"
+ONESHOT_N="${ONESHOT_N:-$CALLS}"
 BIN="$PWD/target/release"
 export PATH="$BIN:$PATH" RIVUMI_MCP_ALLOWLIST=demo
 CONFIG=fixtures/demo.mcp.json
@@ -26,18 +36,20 @@ input="$init"$'\n'"$inited"$'\n'"$pages"
 
 now_ns() { date +%s%N; }
 
-# median_ms NAME COMMAND...: runs the command N times, prints the median.
+# median_ms NAME COMMAND...: runs the command N times (RUNS times when
+# set), prints the median.
 median_ms() {
   local name="$1"; shift
+  local runs="${RUNS:-$N}"
   local times=()
-  for _ in $(seq "$N"); do
+  for _ in $(seq "$runs"); do
     local t0 t1
     t0=$(now_ns); "$@" >/dev/null; t1=$(now_ns)
     times+=($(( (t1 - t0) / 1000 )))
   done
   local med
   med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  printf '%-28s %8.2f ms (median of %d)\n' "$name" "$(awk "BEGIN {print $med / 1000}")" "$N"
+  printf '%-28s %8.2f ms (median of %d)\n' "$name" "$(awk "BEGIN {print $med / 1000}")" "$runs"
   echo "$med" > "/tmp/rivumi-bench-$name"
 }
 
@@ -53,3 +65,28 @@ if [ -x /usr/bin/time ]; then
   rss=$(/usr/bin/time -f '%M' rivumi-mcp -c "$CONFIG" list 2>&1 >/dev/null | tail -1)
   printf '%-28s %8s KiB (largest of rivumi-mcp and its server)\n' "peak RSS" "$rss"
 fi
+
+# CALLS echo calls: one batch against one-shot calls.
+requests=$(mktemp)
+replies=$(mktemp)
+trap 'rm -f "$requests" "$replies"' EXIT
+for i in $(seq "$CALLS"); do
+  printf '{"id":%d,"tool":"mcp__demo__echo","arguments":{"text":"hi %d"}}\n' "$i" "$i"
+done > "$requests"
+t0=$(now_ns)
+rivumi-mcp -c "$CONFIG" batch < "$requests" > "$replies"
+t1=$(now_ns)
+ok=$(grep -c '"ok":true' "$replies" || true)
+if [ "$ok" -ne "$CALLS" ]; then
+  echo "batch: only $ok of $CALLS requests succeeded" >&2
+  exit 1
+fi
+batch_us=$(( (t1 - t0) / 1000 ))
+printf '%-28s %8.2f ms total, %.3f ms per call\n' "batch, $CALLS calls" \
+  "$(awk "BEGIN {print $batch_us / 1000}")" \
+  "$(awk "BEGIN {print $batch_us / 1000 / $CALLS}")"
+call() { rivumi-mcp -c "$CONFIG" call mcp__demo__echo text=hi; }
+RUNS="$ONESHOT_N" median_ms call-one-shot call
+c=$(cat /tmp/rivumi-bench-call-one-shot)
+printf '%-28s %8.1fx\n' "one-shot / batch per call" \
+  "$(awk "BEGIN {print $c * $CALLS / $batch_us}")"

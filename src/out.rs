@@ -57,7 +57,7 @@ pub(crate) fn json(value: &serde_json::Value) -> Result<()> {
     let mut s = serde_json::to_string_pretty(value)
         .map_err(|e| Error::server(format!("cannot encode JSON: {e}")))?;
     s.push('\n');
-    print(&s)
+    if sanitizing() { print(&term::json_escape(&s)) } else { print(&s) }
 }
 
 /// For text that is shown on a terminal: sanitised one-liner there,

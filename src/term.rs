@@ -49,7 +49,7 @@ pub(crate) fn line(s: &str) -> Cow<'_, str> {
     sanitize(s, Lines::Escape)
 }
 
-fn needs_escape(c: char, lines: Lines) -> bool {
+pub(crate) fn needs_escape(c: char, lines: Lines) -> bool {
     match c {
         '\n' | '\t' => lines == Lines::Escape,
         // C0 controls, DEL and C1 controls (0x9b is a one-byte CSI).
@@ -62,6 +62,28 @@ fn needs_escape(c: char, lines: Lines) -> bool {
         '\u{00ad}' | '\u{180e}' => true,
         _ => false,
     }
+}
+
+/// Makes JSON text safe for a terminal: characters a terminal would act on
+/// (DEL, C1 controls, bidi and zero-width characters; serde_json already
+/// escapes C0 controls) become `\uXXXX` escapes. They can only occur inside
+/// JSON strings, so the result is the same JSON value.
+pub(crate) fn json_escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| needs_escape(c, Lines::Keep)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if needs_escape(c, Lines::Keep) {
+            let mut buf = [0u16; 2];
+            for unit in c.encode_utf16(&mut buf) {
+                let _ = write!(out, "\\u{:04x}", unit);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Shortens `s` to at most `max` bytes on a char boundary, marking the cut.
@@ -99,6 +121,16 @@ mod tests {
         assert_eq!(sanitize("a\nb\tc\r", Lines::Keep), "a\nb\tc\\r");
         assert_eq!(line("a\nb"), "a\\nb");
         assert!(matches!(line("plain é"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_escape_keeps_the_value() {
+        let v = serde_json::json!({"t": "a\u{202e}b\u{9b}c\u{7f}"});
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let safe = json_escape(&text);
+        assert!(!safe.chars().any(|c| needs_escape(c, Lines::Keep)));
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, v);
     }
 
     #[test]

@@ -416,9 +416,12 @@ impl Transport for StdioTransport {
         if let Some(how) = self.closed {
             return how;
         }
+        // Already gone (checked before stdin closes, so that a server
+        // exiting on EOF is not mistaken for one that was gone)?
+        let gone = matches!(self.child.try_wait(), Ok(Some(_)));
         // 1. Close stdin; a well-behaved server exits on EOF.
         self.stdin = None;
-        let how = if matches!(self.child.try_wait(), Ok(Some(_))) {
+        let how = if gone {
             Closed::Gone
         } else if self.wait_exit(GRACE) {
             Closed::Eof

@@ -1,0 +1,1201 @@
+//! The executor, through the real binary: pre-tool hooks (allow, deny,
+//! crash, deadline, order, where they come from), approval (flags,
+//! `--read-only`, the classification, the prompt on a real terminal driven
+//! through util-linux `script`), bounded output, terminal sanitising, the
+//! journal and the absence of secrets from everything it writes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::http::{HttpFixture, McpScript};
+use crate::util::{
+    Dir, Output, TestCommand, assert_absent, assert_contains,
+    assert_pids_gone, bin, fixture_server, write_mcp_json,
+};
+
+const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
+
+/// What the fixture's `ansi` tool (and `fixture://docs/ansi`) says.
+const ANSI_TEXT: &str = "red:\u{1b}[31mRED\u{1b}[0m \
+    osc:\u{1b}]8;;http://evil/\u{7}link\u{1b}]8;;\u{7} bidi:\u{202e}abc";
+
+/// The same, as a terminal must show it.
+const ANSI_SHOWN: &str = "red:\\x1b[31mRED\\x1b[0m \
+    osc:\\x1b]8;;http://evil/\\x07link\\x1b]8;;\\x07 bidi:<U+202E>abc";
+
+/// The message of an execute call denied for want of a terminal.
+const NO_TERMINAL: &str = "is classified execute and needs approval, but \
+    there is no terminal to ask; pass --yes (or --approve execute) to \
+    approve it";
+
+/// A directory with one server `demo` (the fixture, recording what it
+/// receives); returns the record file too.
+fn demo(test: &str) -> (Dir, PathBuf) {
+    let dir = Dir::new(test);
+    let rec = dir.path("rec");
+    let rec_arg = format!("--record={}", rec.display());
+    write_mcp_json(&dir, &[("demo", fixture_server(&[&rec_arg]))]);
+    (dir, rec)
+}
+
+/// `rivumi-mcp ARGS` with `demo` allowed and a short deadline.
+fn run(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut cmd = dir.command(args);
+    cmd.env(ALLOWLIST, "demo").timeout(Duration::from_secs(20));
+    cmd
+}
+
+/// The `params` of every `method` request the server received.
+fn received(rec: &Path, method: &str) -> Vec<Value> {
+    std::fs::read_to_string(rec)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|m| m["method"] == method)
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+/// Every method the server received, in order.
+fn methods(rec: &Path) -> Vec<String> {
+    std::fs::read_to_string(rec)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|m| m["method"].as_str().map(String::from))
+        .collect()
+}
+
+/// Writes an executable `#!/bin/sh` script `name` with `body`; returns
+/// its absolute path (hooks get only the base environment, so scripts
+/// use absolute paths for their files).
+fn script_file(dir: &Dir, name: &str, body: &str) -> String {
+    let p = dir.write(name, format!("#!/bin/sh\n{body}\n"));
+    let perms = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(&p, perms).unwrap();
+    p.to_str().expect("UTF-8 path").to_string()
+}
+
+/// A hook that reads its input and exits 0.
+fn allow_hook(dir: &Dir) -> String {
+    script_file(dir, "allow.sh", "cat >/dev/null\nexit 0")
+}
+
+/// A hook that denies with exit 2 and `reason` on stderr.
+fn deny_hook(dir: &Dir, reason: &str) -> String {
+    script_file(
+        dir,
+        "deny.sh",
+        &format!("cat >/dev/null\necho '{reason}' >&2\nexit 2"),
+    )
+}
+
+/// The error line of a hook denial of `tool`.
+fn hook_denial(tool: &str, hook: &str, how: &str) -> String {
+    format!(
+        "rivumi-mcp: server 'demo': '{tool}' denied by pre-tool hook \
+         '{hook}' ({how})"
+    )
+}
+
+/// The lines of a journal, parsed.
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("journal line {l:?}: {e}"))
+        })
+        .collect()
+}
+
+/// The `event` names of journal lines.
+fn events(lines: &[Value]) -> Vec<&str> {
+    lines.iter().map(|l| l["event"].as_str().unwrap()).collect()
+}
+
+/// The one journal line of `event`.
+#[track_caller]
+fn one<'a>(lines: &'a [Value], event: &str) -> &'a Value {
+    let found: Vec<&Value> =
+        lines.iter().filter(|l| l["event"] == event).collect();
+    assert_eq!(found.len(), 1, "one '{event}' in {lines:#?}");
+    found[0]
+}
+
+/// Quotes a word for `sh`.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Runs `rivumi-mcp ARGS` in `dir` under util-linux `script`, which gives
+/// it a new session whose controlling terminal is a pseudo-terminal (its
+/// stdin, stdout and stderr too); `typed` is what is typed at that
+/// terminal. `stdout` holds everything the terminal showed (the echo of
+/// what was typed included), with `\r\n` turned back into `\n`.
+fn on_terminal(dir: &Dir, args: &[&str], typed: &str) -> Output {
+    let mut line = quote(bin().to_str().expect("UTF-8 path"));
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let mut cmd = dir.program("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env(ALLOWLIST, "demo")
+        .stdin(typed)
+        .timeout(Duration::from_secs(20));
+    let mut out = cmd.run();
+    out.stdout = out.stdout.replace("\r\n", "\n");
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Pre-tool hooks
+// ---------------------------------------------------------------------------
+
+#[test]
+fn hook_exit_0_allows_the_call() {
+    let (dir, rec) = demo("exec_hook_allow");
+    let hook = allow_hook(&dir);
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert_eq!(out.stderr, "");
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+}
+
+#[test]
+fn hook_exit_2_denies_with_its_stderr_and_nothing_is_called() {
+    let (dir, rec) = demo("exec_hook_exit2");
+    let hook = deny_hook(&dir, "not on my watch");
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "add", "a=1", "b=2", "--pre-tool-hook", &hook],
+    )
+    .assert_exit(7);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        format!("{}: not on my watch\n", hook_denial("add", &hook, "exit 2"))
+    );
+    // The server was started and listed, but never called.
+    let m = methods(&rec);
+    assert!(m.contains(&"tools/list".to_string()), "{m:?}");
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_json_decision_deny_on_exit_0_denies() {
+    let (dir, rec) = demo("exec_hook_json");
+    let hook = script_file(
+        &dir,
+        "json.sh",
+        r#"cat >/dev/null
+echo '{"decision":"deny","reason":"nope"}'"#,
+    );
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+    )
+    .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!("{}: nope\n", hook_denial("echo", &hook, "decision deny"))
+    );
+    // Any other output on exit 0 allows.
+    let other = script_file(
+        &dir,
+        "other.sh",
+        r#"cat >/dev/null
+echo '{"decision":"allow"}'
+echo 'and some chatter'"#,
+    );
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=ok", "--pre-tool-hook", &other],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout, "ok\n");
+    let texts: Vec<Value> = received(&rec, "tools/call")
+        .iter()
+        .map(|p| p["arguments"]["text"].clone())
+        .collect();
+    assert_eq!(texts, [json!("ok")]);
+}
+
+#[test]
+fn hook_crash_denies() {
+    let (dir, rec) = demo("exec_hook_crash");
+    let exit1 =
+        script_file(&dir, "exit1.sh", "cat >/dev/null\necho boom >&2\nexit 1");
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &exit1],
+    )
+    .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{}: boom\n",
+            hook_denial("echo", &exit1, "exit 1, failing closed")
+        )
+    );
+    let killed = script_file(&dir, "killed.sh", "kill -KILL $$");
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &killed],
+    )
+    .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{}\n",
+            hook_denial("echo", &killed, "killed by a signal, failing closed")
+        )
+    );
+    let exit3 = script_file(&dir, "exit3.sh", "exit 3");
+    run(&dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &exit3])
+        .assert_exit(7);
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_timeout_denies_promptly_and_leaves_no_process() {
+    let (dir, rec) = demo("exec_hook_timeout");
+    let pids = dir.path("hook-pids");
+    let hook = script_file(
+        &dir,
+        "sleepy.sh",
+        &format!(
+            "echo $$ > {p}\nsleep 30 &\necho $! >> {p}\nwait",
+            p = pids.display()
+        ),
+    );
+    let start = Instant::now();
+    let out = run(
+        &dir,
+        &[
+            "call",
+            "demo",
+            "echo",
+            "text=hi",
+            "--pre-tool-hook",
+            &hook,
+            "--hook-timeout",
+            "1",
+        ],
+    )
+    .assert_exit(7);
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    assert!(took >= Duration::from_secs(1), "took {took:?}");
+    assert_eq!(
+        out.stderr,
+        format!("{}\n", hook_denial("echo", &hook, "timed out after 1s"))
+    );
+    // The hook and the sleep it started are both gone.
+    assert_pids_gone(&pids, Duration::from_millis(500));
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn what_an_allowing_hook_leaves_behind_is_killed() {
+    let (dir, _) = demo("exec_hook_leftover");
+    let pids = dir.path("hook-pids");
+    let hook = script_file(
+        &dir,
+        "leaver.sh",
+        &format!(
+            "cat >/dev/null\nsleep 30 >/dev/null 2>&1 &\necho $! > {}\nexit 0",
+            pids.display()
+        ),
+    );
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert_pids_gone(&pids, Duration::from_millis(500));
+}
+
+#[test]
+fn missing_or_unrunnable_hook_program_denies() {
+    let (dir, rec) = demo("exec_hook_missing");
+    let missing = dir.path("no-such-hook").to_str().unwrap().to_string();
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &missing],
+    )
+    .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{}: No such file or directory (os error 2)\n",
+            hook_denial("echo", &missing, "could not start")
+        )
+    );
+    let plain = dir.write("plain.sh", "#!/bin/sh\nexit 0\n");
+    let plain = plain.to_str().unwrap();
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", plain],
+    )
+    .assert_exit(7);
+    assert_contains(
+        &out.stderr,
+        &hook_denial("echo", plain, "could not start"),
+    );
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
+    let (dir, _) = demo("exec_hook_stdin");
+    let input = dir.path("input.json");
+    let env = dir.path("env.txt");
+    let hook = script_file(
+        &dir,
+        "record.sh",
+        &format!("cat > {}\nenv > {}\nexit 0", input.display(), env.display()),
+    );
+    let read_input = || -> Value {
+        let text = std::fs::read_to_string(&input).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    run(
+        &dir,
+        &[
+            "call",
+            "-y",
+            "demo",
+            "add",
+            "a=1",
+            "b:=2",
+            "--pre-tool-hook",
+            &hook,
+        ],
+    )
+    .env("PLANT", "planted-in-hook-env")
+    .assert_exit(0);
+    assert_eq!(
+        read_input(),
+        json!({"event": "pre_tool", "server": "demo", "tool": "add",
+               "qualified_name": "mcp__demo__add",
+               "classification": "execute",
+               "arguments": {"a": 1, "b": 2}, "transport": "stdio"})
+    );
+    // The base set only: none of the caller's other variables.
+    let env = std::fs::read_to_string(&env).unwrap();
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    for base in ["HOME", "LANG", "PATH"] {
+        assert!(names.contains(&base), "{base} in {names:?}");
+    }
+    for other in ["PLANT", ALLOWLIST, "XDG_CONFIG_HOME"] {
+        assert!(!names.contains(&other), "{other} in {names:?}");
+    }
+    assert_absent(&env, "planted-in-hook-env");
+
+    run(&dir, &["read", "demo", "fixture://docs/readme"])
+        .args(["--pre-tool-hook", &hook])
+        .assert_exit(0);
+    assert_eq!(
+        read_input(),
+        json!({"event": "pre_tool", "server": "demo",
+               "tool": "resources/read",
+               "qualified_name": "mcp__demo__resources_read",
+               "classification": "read",
+               "arguments": {"uri": "fixture://docs/readme"},
+               "transport": "stdio"})
+    );
+    run(&dir, &["prompt", "demo", "greet", "name=Ann"])
+        .args(["--pre-tool-hook", &hook])
+        .assert_exit(0);
+    assert_eq!(
+        read_input(),
+        json!({"event": "pre_tool", "server": "demo", "tool": "prompts/get",
+               "qualified_name": "mcp__demo__prompts_get",
+               "classification": "read",
+               "arguments": {"name": "greet", "arguments": {"name": "Ann"}},
+               "transport": "stdio"})
+    );
+}
+
+#[test]
+fn hooks_run_for_read_tools_and_the_bridges() {
+    let (dir, rec) = demo("exec_hook_reads");
+    let hook = deny_hook(&dir, "no reading");
+    let cases: [(&[&str], &str); 3] = [
+        (&["call", "demo", "echo", "text=hi"], "echo"),
+        (&["read", "demo", "fixture://docs/readme"], "resources/read"),
+        (&["prompt", "demo", "greet", "name=Ann"], "prompts/get"),
+    ];
+    for (args, tool) in cases {
+        let out =
+            run(&dir, args).args(["--pre-tool-hook", &hook]).assert_exit(7);
+        assert_eq!(out.stdout, "");
+        assert_eq!(
+            out.stderr,
+            format!("{}: no reading\n", hook_denial(tool, &hook, "exit 2"))
+        );
+    }
+    let m = methods(&rec);
+    for never in ["tools/call", "resources/read", "prompts/get"] {
+        assert!(!m.iter().any(|x| x == never), "{never} in {m:?}");
+    }
+}
+
+#[test]
+fn hooks_run_before_approval() {
+    let (dir, rec) = demo("exec_hook_first");
+    let deny = deny_hook(&dir, "hook says no");
+    let hook_line =
+        format!("{}: hook says no\n", hook_denial("add", &deny, "exit 2"));
+    // --read-only would deny too; the hook's denial is the one reported.
+    let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
+        .args(["--pre-tool-hook", &deny])
+        .assert_exit(7);
+    assert_eq!(out.stderr, hook_line);
+    // So would the missing terminal.
+    let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
+        .args(["--pre-tool-hook", &deny])
+        .assert_exit(7);
+    assert_eq!(out.stderr, hook_line);
+    // An allowing hook hands over to approval.
+    let allow = allow_hook(&dir);
+    let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
+        .args(["--pre-tool-hook", &allow])
+        .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': 'add' is classified execute and \
+         --read-only denies every execute call\n"
+    );
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn several_hooks_run_in_order_flags_then_environment() {
+    let (dir, rec) = demo("exec_hook_order");
+    let log = dir.path("order.log");
+    let step = |name: &str, code: u8| {
+        script_file(
+            &dir,
+            &format!("{name}.sh"),
+            &format!(
+                "cat >/dev/null\necho \"{name} $1\" >> {}\nexit {code}",
+                log.display()
+            ),
+        )
+    };
+    let (a, b, c) = (step("a", 0), step("b", 0), step("c", 0));
+    // The words of a hook are split without a shell: 'x y' is one word.
+    let a_cmd = format!("{a} 'x y'");
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"])
+        .args(["--pre-tool-hook", &a_cmd, "--pre-tool-hook", &b])
+        .env("RIVUMI_MCP_PRE_TOOL_HOOK", format!("{c} env"))
+        .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "a x y\nb \nc env\n");
+
+    // The first denial stops the chain.
+    std::fs::remove_file(&log).unwrap();
+    let denier = step("d", 2);
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"])
+        .args(["--pre-tool-hook", &a, "--pre-tool-hook", &denier])
+        .args(["--pre-tool-hook", &b])
+        .env("RIVUMI_MCP_PRE_TOOL_HOOK", &c)
+        .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!("{}\n", hook_denial("echo", &denier, "exit 2"))
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "a \nd \n");
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+}
+
+#[test]
+fn hook_from_the_environment_alone_runs() {
+    let (dir, rec) = demo("exec_hook_env");
+    let hook = deny_hook(&dir, "env hook");
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"])
+        .env("RIVUMI_MCP_PRE_TOOL_HOOK", &hook)
+        .assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!("{}: env hook\n", hook_denial("echo", &hook, "exit 2"))
+    );
+    // Empty means none.
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"])
+        .env("RIVUMI_MCP_PRE_TOOL_HOOK", "")
+        .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+}
+
+#[test]
+fn a_hook_in_mcp_json_is_only_an_unknown_key() {
+    let dir = Dir::new("exec_hook_config");
+    let ran = dir.path("ran");
+    let hook = script_file(
+        &dir,
+        "deny.sh",
+        &format!("touch {}\nexit 2", ran.display()),
+    );
+    let mut server = fixture_server(&[]);
+    server["pre_tool_hook"] = json!(hook);
+    server["hooks"] = json!({"pre_tool": hook});
+    let text = format!(
+        "{{\"preToolHook\": {h}, \"hooks\": {{\"PreToolUse\": {h}}},\n\
+         \"mcpServers\": {{\"demo\": {server}}}}}\n",
+        h = json!(hook)
+    );
+    dir.write(".mcp.json", text);
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"]).assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert!(!ran.exists(), "the configured hook ran");
+    let out = dir.command(["check-config"]).assert_exit(0);
+    for key in ["preToolHook", "hooks", "pre_tool_hook"] {
+        assert_contains(&out.stdout, &format!("key '{key}'"));
+    }
+    assert!(!ran.exists(), "the configured hook ran");
+}
+
+// ---------------------------------------------------------------------------
+// Approval
+// ---------------------------------------------------------------------------
+
+#[test]
+fn execute_without_a_terminal_is_denied_and_says_how_to_approve() {
+    let (dir, rec) = demo("exec_no_terminal");
+    let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).assert_exit(7);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        format!("rivumi-mcp: server 'demo': 'add' {NO_TERMINAL}\n")
+    );
+    assert_contains(&out.stderr, "--yes");
+    // Nor with stdout on a terminal: the prompt needs stdin or stderr.
+    let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).run_on_tty();
+    assert_eq!(out.code, Some(7), "{out:?}");
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn yes_and_approve_execute_allow() {
+    let (dir, rec) = demo("exec_yes");
+    for flag in [&["--yes"][..], &["-y"], &["--approve", "execute"]] {
+        let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
+            .args(flag)
+            .assert_exit(0);
+        assert_eq!(out.stdout, "3\n{\n  \"sum\": 3\n}\n");
+        assert_eq!(out.stderr, "");
+    }
+    assert_eq!(received(&rec, "tools/call").len(), 3);
+}
+
+#[test]
+fn read_only_denies_execute_even_with_yes() {
+    let (dir, rec) = demo("exec_read_only");
+    let out = run(
+        &dir,
+        &["call", "--read-only", "--yes", "demo", "add", "a=1", "b=2"],
+    )
+    .assert_exit(7);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': 'add' is classified execute and \
+         --read-only denies every execute call\n"
+    );
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+    // Read tools and the bridges still run.
+    let out = run(&dir, &["call", "--read-only", "demo", "echo", "text=hi"])
+        .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    run(&dir, &["read", "--read-only", "demo", "fixture://docs/readme"])
+        .assert_exit(0);
+    run(&dir, &["prompt", "--read-only", "demo", "greet", "name=A"])
+        .assert_exit(0);
+}
+
+#[test]
+fn classification_decides_what_runs_without_approval() {
+    let (dir, rec) = demo("exec_classes");
+    // (tool, arguments, runs without --yes)
+    let cases: [(&str, &[&str], bool); 5] = [
+        ("echo", &["text=hi"], true), // readOnlyHint true
+        ("types", &[], true),         // true, destructiveHint false
+        ("delete_all", &[], false),   // true, destructiveHint true
+        ("string_hint", &[], false),  // readOnlyHint "true"
+        ("add", &["a=1", "b=2"], false), // no annotations
+    ];
+    for (tool, args, runs) in cases {
+        let out = run(&dir, &["call", "demo", tool]).args(args).run();
+        if runs {
+            assert_eq!(out.code, Some(0), "{tool}: {out:?}");
+        } else {
+            assert_eq!(out.code, Some(7), "{tool}: {out:?}");
+            assert_eq!(
+                out.stderr,
+                format!("rivumi-mcp: server 'demo': '{tool}' {NO_TERMINAL}\n")
+            );
+        }
+    }
+    let called: Vec<Value> = received(&rec, "tools/call")
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(called, [json!("echo"), json!("types")]);
+}
+
+#[test]
+fn terminal_prompt_yes_runs_the_call() {
+    let (dir, rec) = demo("exec_prompt_yes");
+    let out = on_terminal(&dir, &["call", "demo", "add", "a=1", "b=2"], "y\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "rivumi-mcp: approve this call?\n  server:         demo\n  \
+         tool:           add (mcp__demo__add)\n  classification: execute\n  \
+         arguments:\n    {\n      \"a\": 1,\n      \"b\": 2\n    }\n\
+         Run it? [y/N] ",
+    );
+    assert!(out.stdout.ends_with("3\n{\n  \"sum\": 3\n}\n"), "{out:?}");
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+    let out =
+        on_terminal(&dir, &["call", "demo", "add", "a=1", "b=2"], "yes\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(received(&rec, "tools/call").len(), 2);
+}
+
+#[test]
+fn terminal_prompt_no_denies() {
+    let (dir, rec) = demo("exec_prompt_no");
+    for answer in ["n\n", "\n", "sure\n"] {
+        let out =
+            on_terminal(&dir, &["call", "demo", "add", "a=1", "b=2"], answer);
+        assert_eq!(out.code, Some(7), "{answer:?}: {out:?}");
+        assert_contains(&out.stdout, "Run it? [y/N] ");
+        assert!(
+            out.stdout.ends_with(
+                "rivumi-mcp: server 'demo': 'add' was not approved\n"
+            ),
+            "{out:?}"
+        );
+    }
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn terminal_prompt_shows_the_arguments_sanitised() {
+    let (dir, rec) = demo("exec_prompt_sanitised");
+    let out = on_terminal(
+        &dir,
+        &[
+            "call",
+            "demo",
+            "delete_all",
+            r#"esc:="\u001b[31m""#,
+            r#"bidi:="a\u202eb""#,
+            r#"csi:="\u009b2J""#,
+        ],
+        "n\n",
+    );
+    assert_eq!(out.code, Some(7), "{out:?}");
+    assert_absent(&out.stdout, "\u{1b}");
+    assert_absent(&out.stdout, "\u{202e}");
+    assert_absent(&out.stdout, "\u{9b}");
+    assert_contains(
+        &out.stdout,
+        "  tool:           delete_all (mcp__demo__delete_all)\n  \
+         classification: execute\n  arguments:\n    {\n      \
+         \"bidi\": \"a<U+202E>b\",\n      \"csi\": \"\\u{9b}2J\",\n      \
+         \"esc\": \"\\u001b[31m\"\n    }\nRun it? [y/N] ",
+    );
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn terminal_prompt_shortens_long_arguments() {
+    let (dir, _) = demo("exec_prompt_long");
+    let long = "x".repeat(10_000);
+    let arg = format!("long={long}");
+    let out = on_terminal(&dir, &["call", "demo", "delete_all", &arg], "y\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let pretty = serde_json::to_string_pretty(&json!({"long": long})).unwrap();
+    let shown = 4000;
+    assert_contains(
+        &out.stdout,
+        &format!(
+            "  [arguments shortened for display: {} more bytes not \
+             shown]\nRun it? [y/N] ",
+            pretty.len() - shown
+        ),
+    );
+    assert_absent(&out.stdout, &"x".repeat(shown));
+    assert!(out.stdout.ends_with("deleted\n"), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Bounded output
+// ---------------------------------------------------------------------------
+
+/// The size of the fixture's `big` result for `n` bytes, as JSON.
+fn big_result_bytes(n: usize) -> usize {
+    let v = json!({"content": [{"type": "text", "text": "x".repeat(n)}]});
+    serde_json::to_vec(&v).unwrap().len()
+}
+
+#[test]
+fn big_output_is_cut_with_a_visible_marker() {
+    let (dir, _) = demo("exec_max_output");
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "big", "bytes:=5000", "--max-output", "2K"],
+    )
+    .assert_exit(0);
+    let original = big_result_bytes(5000);
+    assert_eq!(original, 5039);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "{}\n[output truncated: the result was {original} bytes, more \
+             than --max-output allows; use --max-output to see more]\n",
+            "x".repeat(2048)
+        )
+    );
+    assert_eq!(out.stderr, "");
+    // Under the cap nothing is cut or marked.
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "big", "bytes:=1000", "--max-output", "2K"],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout, format!("{}\n", "x".repeat(1000)));
+}
+
+#[test]
+fn json_output_says_it_was_truncated() {
+    let (dir, _) = demo("exec_max_output_json");
+    let out = run(
+        &dir,
+        &[
+            "call",
+            "-y",
+            "demo",
+            "big",
+            "bytes:=5000",
+            "--max-output",
+            "2K",
+            "--json",
+        ],
+    )
+    .assert_exit(0);
+    assert_eq!(
+        out.stdout_json(),
+        json!({"content": [{"type": "text", "text": "x".repeat(2048)}],
+               "truncated": true, "original_bytes": 5039})
+    );
+    // The bridges are bounded too.
+    let out = run(
+        &dir,
+        &["read", "demo", "fixture://docs/readme", "--max-output", "1K"],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout, "hello\n");
+}
+
+#[test]
+fn binary_content_is_never_dumped() {
+    let (dir, _) = demo("exec_media");
+    let png = "iVBORw0KGgo";
+    for out in [
+        run(&dir, &["call", "-y", "demo", "media", "--max-output", "1K"])
+            .assert_exit(0),
+        run(&dir, &["call", "-y", "demo", "media"]).run_on_tty(),
+        run(&dir, &["read", "demo", "fixture://bin/blob"]).run_on_tty(),
+    ] {
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert_absent(&out.stdout, png);
+        assert_absent(&out.stdout, "AAECAwQF"); // the blob, base64
+        assert!(out.stdout.starts_with('['), "{out:?}");
+        assert_contains(&out.stdout, "; use --save DIR to keep it]\n");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Terminal sanitising
+// ---------------------------------------------------------------------------
+
+#[test]
+fn tool_text_is_escaped_on_a_terminal_and_as_sent_in_a_pipe() {
+    let (dir, _) = demo("exec_ansi");
+    let out = run(&dir, &["call", "-y", "demo", "ansi"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, format!("{ANSI_SHOWN}\n"));
+    assert_absent(&out.stdout, "\u{1b}");
+    // The bridges too.
+    let out = run(&dir, &["read", "demo", "fixture://docs/ansi"]).run_on_tty();
+    assert_eq!(out.stdout, format!("{ANSI_SHOWN}\n"));
+    // In a pipe, the bytes as sent.
+    let out = run(&dir, &["call", "-y", "demo", "ansi"]).assert_exit(0);
+    assert_eq!(out.stdout, format!("{ANSI_TEXT}\n"));
+}
+
+#[test]
+fn raw_prints_the_bytes_on_a_terminal() {
+    let (dir, _) = demo("exec_raw");
+    let out = run(&dir, &["call", "-y", "demo", "ansi", "--raw"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, format!("{ANSI_TEXT}\n"));
+    let out =
+        run(&dir, &["call", "-y", "demo", "ansi", "--raw"]).assert_exit(0);
+    assert_eq!(out.stdout, format!("{ANSI_TEXT}\n"));
+}
+
+#[test]
+fn json_on_a_terminal_carries_no_raw_controls() {
+    // JSON escapes C0 controls itself, but not bidi overrides or C1
+    // controls; on a terminal those must not arrive raw either. The value
+    // must stay the same JSON.
+    let (dir, _) = demo("exec_ansi_json");
+    let piped =
+        run(&dir, &["call", "-y", "demo", "ansi", "--json"]).assert_exit(0);
+    assert_eq!(piped.stdout_json()["content"][0]["text"], ANSI_TEXT);
+    let out =
+        run(&dir, &["call", "-y", "demo", "ansi", "--json"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_absent(&out.stdout, "\u{1b}");
+    assert_absent(&out.stdout, "\u{202e}");
+    assert_eq!(out.stdout_json(), piped.stdout_json());
+}
+
+/// A minimal MCP server in `sh`: answers `initialize` and `tools/list`
+/// with names and descriptions full of escapes, and logs one on stderr.
+const SH_SERVER: &str = r#"printf 'log \033[31mred\033[0m\n' >&2
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh\\u001b[1mserver","version":"1\\u202e"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","description":"Clears \\u001b[2J the \\u202escreen","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+  esac
+done"#;
+
+#[test]
+fn list_escapes_descriptions_and_server_info_on_a_terminal() {
+    let dir = Dir::new("exec_list_ansi");
+    let server = script_file(&dir, "server.sh", SH_SERVER);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = run(&dir, &["list", "demo"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "demo: sh\\x1b[1mserver 1<U+202E> (protocol 2025-11-25)\n  \
+         mcp__demo__t  execute  Clears \\x1b[2J the <U+202E>screen\n"
+    );
+    // Server stderr (-v) is escaped even in a pipe.
+    let out = run(&dir, &["list", "demo", "-v"]).assert_exit(0);
+    assert_contains(&out.stderr, "\n[demo] log \\x1b[31mred\\x1b[0m\n");
+    assert_absent(&out.stderr, "\u{1b}");
+}
+
+#[test]
+fn server_error_text_is_escaped_on_stderr() {
+    let (dir, _) = demo("exec_error_ansi");
+    let uri = "fixture://\u{1b}[31mx\u{202e}";
+    let expected = "rivumi-mcp: server 'demo': server error -32002: resource \
+         not found: fixture://\\x1b[31mx<U+202E> \
+         ({\"uri\":\"fixture://\\u001b[31mx<U+202E>\"})\n";
+    let out = run(&dir, &["read", "demo", uri]).run_on_tty();
+    assert_eq!(out.code, Some(4), "{out:?}");
+    assert_eq!(out.stderr, expected);
+    let out = run(&dir, &["read", "demo", uri]).assert_exit(4);
+    assert_eq!(out.stderr, expected);
+    // On a terminal's stderr as well.
+    let out = on_terminal(&dir, &["read", "demo", uri], "");
+    assert_eq!(out.code, Some(4), "{out:?}");
+    assert_eq!(out.stdout, expected);
+}
+
+// ---------------------------------------------------------------------------
+// The journal
+// ---------------------------------------------------------------------------
+
+#[test]
+fn journal_records_a_whole_call_in_order() {
+    let (dir, _) = demo("exec_journal");
+    let hook = allow_hook(&dir);
+    let out = run(
+        &dir,
+        &[
+            "call",
+            "-y",
+            "demo",
+            "add",
+            "a=1",
+            "b=2",
+            "--journal",
+            "j.jsonl",
+            "--pre-tool-hook",
+            &hook,
+        ],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stderr, "");
+    let path = dir.path("j.jsonl");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let lines = journal(&path);
+    let want = [
+        "config_loaded",
+        "server_spawned",
+        "initialized",
+        "call_requested",
+        "hook_decision",
+        "approval_decision",
+        "result",
+        "server_closed",
+    ];
+    let got = events(&lines);
+    let mut it = got.iter();
+    for w in want {
+        assert!(it.any(|g| *g == w), "{w} missing or out of order: {got:?}");
+        assert_eq!(got.iter().filter(|g| **g == w).count(), 1, "{got:?}");
+    }
+    let run_id = lines[0]["run"].as_str().unwrap();
+    assert_eq!(run_id.len(), 16, "{run_id}");
+    for l in &lines {
+        assert_eq!(l["run"], run_id, "{l}");
+        let ts = l["ts"].as_str().unwrap();
+        // 2026-01-02T03:04:05.678Z
+        assert_eq!(ts.len(), 24, "{ts}");
+        assert!(ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "{ts}");
+    }
+    let spawned = one(&lines, "server_spawned");
+    assert_eq!(spawned["server"], "demo");
+    assert_eq!(
+        spawned["argv"][0],
+        crate::util::fixture_bin().to_str().unwrap()
+    );
+    assert!(spawned["env_names"].as_array().unwrap().contains(&json!("PATH")));
+    assert!(spawned["pid"].is_u64());
+    let requested = one(&lines, "call_requested");
+    assert_eq!(requested["qualified_name"], "mcp__demo__add");
+    assert_eq!(requested["classification"], "execute");
+    let hook_line = one(&lines, "hook_decision");
+    assert_eq!(hook_line["hook"], hook.as_str());
+    assert_eq!(hook_line["allow"], true);
+    assert_eq!(hook_line["how"], "exit 0");
+    let approval = one(&lines, "approval_decision");
+    assert_eq!(approval["approved"], true);
+    assert_eq!(approval["how"], "flag");
+    let result = one(&lines, "result");
+    assert_eq!(result["tool"], "add");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["truncated"], false);
+    assert!(result["duration_ms"].is_u64());
+    let bytes = serde_json::to_vec(&json!({
+        "content": [{"type": "text", "text": "3"}],
+        "structuredContent": {"sum": 3},
+    }))
+    .unwrap()
+    .len();
+    assert_eq!(result["bytes"], bytes);
+    // "eof" is right; "gone" is the race of journal_says_eof_for_a_server_
+    // that_exits_at_eof, asserted there.
+    let how = &one(&lines, "server_closed")["how"];
+    assert!(how == "eof" || how == "gone", "{how}");
+}
+
+#[test]
+fn journal_says_eof_for_a_server_that_exits_at_eof() {
+    // The fixture exits as soon as its stdin closes. Whether it has done
+    // so before rivumi-mcp looks must not matter: it exited on EOF, which
+    // is "eof", not "gone" (already dead before it was closed). Several
+    // runs, since the wrong answer depends on timing.
+    let (dir, _) = demo("exec_journal_eof");
+    for _ in 0..20 {
+        run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
+            .assert_exit(0);
+    }
+    let lines = journal(&dir.path("j"));
+    let hows: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "server_closed")
+        .map(|l| &l["how"])
+        .collect();
+    assert_eq!(hows.len(), 20);
+    assert!(hows.iter().all(|h| *h == "eof"), "{hows:?}");
+}
+
+#[test]
+fn journal_records_denials_and_truncation() {
+    let (dir, _) = demo("exec_journal_denials");
+    let deny = deny_hook(&dir, "no");
+    run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
+        .args(["--pre-tool-hook", &deny])
+        .assert_exit(7);
+    let lines = journal(&dir.path("j"));
+    let hook_line = one(&lines, "hook_decision");
+    assert_eq!(hook_line["allow"], false);
+    assert_eq!(hook_line["how"], "exit 2");
+    let got = events(&lines);
+    assert!(!got.contains(&"approval_decision"), "{got:?}");
+    assert!(!got.contains(&"result"), "{got:?}");
+
+    std::fs::remove_file(dir.path("j")).unwrap();
+    run(&dir, &["call", "demo", "add", "a=1", "b=2", "--journal", "j"])
+        .assert_exit(7);
+    let lines = journal(&dir.path("j"));
+    let approval = one(&lines, "approval_decision");
+    assert_eq!(approval["approved"], false);
+    assert_eq!(approval["how"], "no-terminal");
+    assert!(!events(&lines).contains(&"result"));
+
+    std::fs::remove_file(dir.path("j")).unwrap();
+    run(&dir, &["call", "-y", "--read-only", "demo", "add", "a=1", "b=2"])
+        .args(["--journal", "j"])
+        .assert_exit(7);
+    assert_eq!(
+        one(&journal(&dir.path("j")), "approval_decision")["how"],
+        "read-only"
+    );
+
+    std::fs::remove_file(dir.path("j")).unwrap();
+    run(&dir, &["call", "-y", "demo", "big", "bytes:=5000", "--journal", "j"])
+        .args(["--max-output", "2K"])
+        .assert_exit(0);
+    let lines = journal(&dir.path("j"));
+    let result = one(&lines, "result");
+    assert_eq!(result["truncated"], true);
+    assert_eq!(result["bytes"], 5039);
+    assert_eq!(one(&lines, "approval_decision")["how"], "flag");
+}
+
+#[test]
+fn journal_refuses_a_symlink_and_leaves_its_target_alone() {
+    let (dir, rec) = demo("exec_journal_symlink");
+    let target = dir.write("target.txt", "keep me\n");
+    std::os::unix::fs::symlink(&target, dir.path("j.jsonl")).unwrap();
+    let out = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--journal", "j.jsonl"],
+    )
+    .assert_exit(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: journal j.jsonl: cannot open: it is a symbolic link\n"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+    // A dangling one is not followed to create its target either.
+    let missing = dir.path("created-through-link");
+    std::os::unix::fs::symlink(&missing, dir.path("dangling")).unwrap();
+    run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "dangling"])
+        .assert_exit(2);
+    assert!(!missing.exists());
+    // Refused before any server starts.
+    assert_eq!(methods(&rec), Vec::<String>::new());
+}
+
+#[test]
+fn journal_from_the_environment_and_runs_append() {
+    let (dir, _) = demo("exec_journal_env");
+    let path = dir.path("env.jsonl");
+    run(&dir, &["call", "demo", "echo", "text=one"])
+        .env("RIVUMI_MCP_JOURNAL", &path)
+        .assert_exit(0);
+    let first = journal(&path);
+    assert!(!first.is_empty());
+    run(&dir, &["read", "demo", "fixture://docs/readme"])
+        .env("RIVUMI_MCP_JOURNAL", &path)
+        .assert_exit(0);
+    let all = journal(&path);
+    assert_eq!(&all[..first.len()], &first[..], "appended, not rewritten");
+    let second = &all[first.len()..];
+    assert!(!second.is_empty());
+    let run1 = &first[0]["run"];
+    let run2 = &second[0]["run"];
+    assert_ne!(run1, run2);
+    assert!(first.iter().all(|l| l["run"] == *run1));
+    assert!(second.iter().all(|l| l["run"] == *run2));
+    assert_eq!(one(second, "call_requested")["tool"], "resources/read");
+    // --journal wins over the variable.
+    let flag = dir.path("flag.jsonl");
+    run(&dir, &["call", "demo", "echo", "text=x", "--journal"])
+        .arg(&flag)
+        .env("RIVUMI_MCP_JOURNAL", &path)
+        .assert_exit(0);
+    assert_eq!(journal(&path).len(), all.len());
+    assert!(!journal(&flag).is_empty());
+}
+
+#[test]
+fn secrets_appear_in_no_output_and_no_journal() {
+    const SECRET: &str = "planted-secret-7781";
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = Dir::new("exec_secrets");
+    let mut stdio = fixture_server(&[]);
+    stdio["env"] = json!({"SECRET_X": "${PLANT}"});
+    let web = json!({
+        "url": fx.url(),
+        "headers": {"X-Api-Key": "${PLANT}"},
+        "bearer_token_env_var": "TOK",
+    });
+    write_mcp_json(&dir, &[("demo", stdio), ("web", web)]);
+    let with_env = |args: &[&str]| {
+        let mut c = run(&dir, args);
+        c.env(ALLOWLIST, "demo,web")
+            .env("PLANT", SECRET)
+            .env("TOK", format!("{SECRET}-bearer"));
+        c
+    };
+    let journal_path = dir.path("j.jsonl");
+    let j = journal_path.to_str().unwrap();
+    let runs = [
+        with_env(&["-v", "call", "-y", "demo", "add", "a=1", "b=2"])
+            .args(["--journal", j])
+            .assert_exit(0),
+        with_env(&["-v", "-v", "call", "mcp__web__echo", "text=hi"])
+            .args(["--journal", j])
+            .assert_exit(0),
+        with_env(&["-v", "list", "--journal", j]).assert_exit(0),
+        with_env(&["-v", "batch", "-y", "--journal", j])
+            .stdin(
+                "{\"id\":1,\"tool\":\"mcp__demo__echo\",\
+                 \"arguments\":{\"text\":\"a\"}}\n\
+                 {\"id\":2,\"tool\":\"mcp__web__echo\",\
+                 \"arguments\":{\"text\":\"b\"}}\n\
+                 {\"id\":3,\"server\":\"web\",\"read\":\"x://nope\"}\n",
+            )
+            .assert_exit(1),
+    ];
+    for out in &runs {
+        assert_absent(&out.all(), SECRET);
+    }
+    // The variable did reach the server, and a result that shows it is
+    // printed (it is the tool's output) but never journaled.
+    let env = with_env(&["call", "-y", "demo", "env", "--journal", j])
+        .assert_exit(0);
+    assert_contains(&env.stdout, SECRET);
+    let text = std::fs::read_to_string(&journal_path).unwrap();
+    assert_absent(&text, SECRET);
+    assert_contains(&text, "\"SECRET_X\"");
+    assert_contains(&text, "\"server_connected\"");
+    for r in fx.requests() {
+        assert_eq!(r.header("x-api-key"), Some(SECRET));
+    }
+}
