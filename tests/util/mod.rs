@@ -39,6 +39,8 @@ const POLL: Duration = Duration::from_millis(5);
 
 // The in-process scripted HTTP server (tests/http.rs).
 pub mod http;
+// The authorization server and protected MCP server (tests/login.rs).
+pub mod oauth;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
