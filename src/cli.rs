@@ -42,6 +42,8 @@ pub(crate) struct Global {
     pub(crate) journal: Option<PathBuf>,
     /// Print what servers sent as is, even on a terminal.
     pub(crate) raw: bool,
+    /// Log in inline when a server asks for (more) authorization.
+    pub(crate) step_up: bool,
 }
 
 #[derive(Debug)]
@@ -88,6 +90,7 @@ pub(crate) enum Command {
     Login {
         server: String,
         no_browser: bool,
+        refresh: bool,
     },
     Logout {
         server: String,
@@ -250,6 +253,26 @@ const OPTS: &[Opt] = &[
     Opt { long: "journal", short: None, value: true, commands: Some(RUNS) },
     Opt { long: "raw", short: None, value: false, commands: None },
     Opt {
+        long: "refresh",
+        short: None,
+        value: false,
+        commands: Some(&["login"]),
+    },
+    Opt {
+        long: "step-up",
+        short: None,
+        value: false,
+        commands: Some(&[
+            "list",
+            "call",
+            "batch",
+            "resources",
+            "read",
+            "prompts",
+            "prompt",
+        ]),
+    },
+    Opt {
         long: "no-browser",
         short: None,
         value: false,
@@ -377,6 +400,7 @@ rivumi-mcp login: log in to an OAuth-protected HTTP server
 
 USAGE:
     rivumi-mcp login <SERVER> [--no-browser] [--timeout SECS]
+    rivumi-mcp login <SERVER> --refresh
 
 Runs the authorization-code flow with PKCE (S256) and state through a
 loopback callback on 127.0.0.1, for the client configured in the server's
@@ -386,6 +410,8 @@ xdg-open (open on macOS), run without a shell.
 
 OPTIONS:
         --no-browser      Only print the URL
+        --refresh         Exchange the stored refresh token (never done
+                          silently), storing the rotated one first
         --timeout SECS    How long to wait for the browser (default 300)
         --json            Print the outcome as JSON
 ";
@@ -611,6 +637,7 @@ fn build(
     let mut args_json = None;
     let mut yes = false;
     let mut no_browser = false;
+    let mut refresh = false;
 
     let mut save = None;
     for (opt, value) in given {
@@ -671,6 +698,8 @@ fn build(
             "journal" => g.journal = Some(PathBuf::from(value)),
             "raw" => g.raw = true,
             "no-browser" => no_browser = true,
+            "refresh" => refresh = true,
+            "step-up" => g.step_up = true,
             "save" => save = Some(PathBuf::from(value)),
             other => unreachable!("option table and match disagree: {other}"),
         }
@@ -720,7 +749,9 @@ fn build(
         }
         "prompts" => Command::Prompts { server: need("SERVER")? },
         "batch" => Command::Batch,
-        "login" => Command::Login { server: need("SERVER")?, no_browser },
+        "login" => {
+            Command::Login { server: need("SERVER")?, no_browser, refresh }
+        }
         "logout" => Command::Logout { server: need("SERVER")? },
         "discover" => Command::Discover { server: need("SERVER")? },
         "status" => Command::Status,

@@ -86,7 +86,8 @@ pub(crate) struct Http {
 /// The operator-configured OAuth client of an HTTP server.
 #[derive(Clone, Debug)]
 pub(crate) struct OAuth {
-    pub(crate) client_id: String,
+    /// `None` only with `registration: "dynamic"`.
+    pub(crate) client_id: Option<String>,
     pub(crate) client_secret_env_var: Option<String>,
     pub(crate) authorization_server: Option<Url>,
     pub(crate) authorization_endpoint: Option<Url>,
@@ -94,6 +95,14 @@ pub(crate) struct OAuth {
     pub(crate) scopes: Vec<String>,
     pub(crate) redirect_port: Option<u16>,
     pub(crate) redirect_path: String,
+    /// `"registration": "dynamic"`: RFC 7591 registration (opt-in).
+    pub(crate) dynamic_registration: bool,
+    /// `"grant": "client_credentials"` (machine to machine, no browser).
+    pub(crate) client_credentials: bool,
+    /// Ask for `offline_access` when the authorization server lists it.
+    pub(crate) offline_access: bool,
+    /// Log in inline when a request gets 401 / 403 insufficient_scope.
+    pub(crate) step_up: bool,
 }
 
 impl Server {
@@ -429,6 +438,10 @@ const OAUTH_KEYS: &[&str] = &[
     "scopes",
     "redirect_port",
     "redirect_path",
+    "registration",
+    "grant",
+    "offline_access",
+    "step_up",
 ];
 
 /// Header names the transport sets itself; a config may not override them.
@@ -990,13 +1003,71 @@ impl Checker<'_> {
             }
         };
         let client_id = string(self, "client_id");
-        if node.get("client_id").is_none() {
+        let choice = |c: &mut Self, key: &str, allowed: &[&str]| {
+            let f = node.get(key)?;
+            match &f.value.kind {
+                J::String(v) if allowed.contains(&v.as_str()) => {
+                    Some(v.clone())
+                }
+                _ => {
+                    c.error(
+                        s.clone(),
+                        &format!("{base}/{key}"),
+                        f.value.pos,
+                        format!(
+                            "'{key}' must be one of: {}",
+                            allowed.join(", ")
+                        ),
+                    );
+                    None
+                }
+            }
+        };
+        let dynamic = choice(self, "registration", &["dynamic", "none"])
+            .is_some_and(|v| v == "dynamic");
+        let client_credentials = choice(
+            self,
+            "grant",
+            &["authorization_code", "client_credentials"],
+        )
+        .is_some_and(|v| v == "client_credentials");
+        let flag = |c: &mut Self, key: &str| match node.get(key) {
+            None => false,
+            Some(f) => match f.value.kind {
+                J::Bool(b) => b,
+                _ => {
+                    c.error(
+                        s.clone(),
+                        &format!("{base}/{key}"),
+                        f.value.pos,
+                        format!("'{key}' must be true or false"),
+                    );
+                    false
+                }
+            },
+        };
+        let offline_access = flag(self, "offline_access");
+        let step_up = flag(self, "step_up");
+        if node.get("client_id").is_none() && !dynamic {
             self.error(
                 s.clone(),
                 &base,
                 node.pos,
-                "'oauth' needs 'client_id' (rivumi-mcp does not register \
-                 clients dynamically)"
+                "'oauth' needs 'client_id' (or the opt-in \"registration\": \
+                 \"dynamic\")"
+                    .to_string(),
+            );
+        }
+        if client_credentials
+            && (node.get("client_id").is_none()
+                || node.get("client_secret_env_var").is_none())
+        {
+            self.error(
+                s.clone(),
+                &base,
+                node.pos,
+                "\"grant\": \"client_credentials\" needs 'client_id' and \
+                 'client_secret_env_var'"
                     .to_string(),
             );
         }
@@ -1097,7 +1168,7 @@ impl Checker<'_> {
             return None;
         }
         Some(OAuth {
-            client_id: client_id?,
+            client_id,
             client_secret_env_var: secret_var,
             authorization_server,
             authorization_endpoint,
@@ -1105,6 +1176,10 @@ impl Checker<'_> {
             scopes,
             redirect_port,
             redirect_path,
+            dynamic_registration: dynamic,
+            client_credentials,
+            offline_access,
+            step_up,
         })
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::allowlist::{self, Allowlist, Verdict};
 use crate::cli::Global;
-use crate::config::{self, Config, Server, Transport};
+use crate::config::{self, Config, Http, OAuth, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::Session;
@@ -31,6 +31,7 @@ pub(crate) struct Context {
     timeout: Option<Duration>,
     max_message: usize,
     lookup: fn(&str) -> Option<String>,
+    step_up: bool,
 }
 
 impl Context {
@@ -83,6 +84,7 @@ impl Context {
             timeout: g.timeout,
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
+            step_up: g.step_up,
         })
     }
 
@@ -184,6 +186,27 @@ impl Context {
             .map_or("?", |s| s.transport_name())
     }
 
+    /// The inline authorization of step-up: the whole login flow (with the
+    /// browser) for the challenge, then the new bearer token.
+    fn reauth(&self, name: &str, spec: &Http, o: &OAuth) -> http::Reauth {
+        let (name, spec, o) = (name.to_string(), spec.clone(), o.clone());
+        let lookup = self.lookup;
+        Box::new(move |challenge| {
+            let cred =
+                crate::auth::flow::authorize(crate::auth::flow::Request {
+                    server: &name,
+                    http: &spec,
+                    oauth: &o,
+                    challenge: Some(challenge),
+                    no_browser: false,
+                    callback_timeout: crate::auth::DEFAULT_CALLBACK_TIMEOUT,
+                    lookup: &lookup,
+                })
+                .map_err(|e| e.for_server(&name))?;
+            Ok(format!("Bearer {}", cred.access_token.expose()))
+        })
+    }
+
     /// The per-request deadline for a server.
     pub(crate) fn request_timeout(&self, s: &Server) -> Duration {
         self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
@@ -216,10 +239,15 @@ impl Context {
                 }
 
                 let limits = http::Limits::new(self.max_message);
-                Box::new(
+                let mut t =
                     HttpTransport::connect(name, spec, headers, limits)
-                        .map_err(|e| e.for_server(name))?,
-                )
+                        .map_err(|e| e.for_server(name))?;
+                if let Some(o) =
+                    spec.oauth.as_ref().filter(|o| o.step_up || self.step_up)
+                {
+                    t.set_reauth(self.reauth(name, spec, o));
+                }
+                Box::new(t)
             }
         };
         Session::initialize(

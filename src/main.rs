@@ -148,9 +148,17 @@ fn run(args: cli::Args) -> Result<()> {
             cmd::list::run(&ctx, servers, *show, json)
         }
         Command::Batch => cmd::batch::run(&ctx, &exec),
-        Command::Login { server, no_browser } => {
-            auth::login(&ctx, server, *no_browser, g.timeout, json, &lookup)
-        }
+        Command::Login { server, no_browser, refresh } => auth::login(
+            &ctx,
+            server,
+            auth::LoginOptions {
+                no_browser: *no_browser,
+                refresh: *refresh,
+                timeout: g.timeout,
+            },
+            json,
+            &lookup,
+        ),
         Command::Logout { .. } | Command::Status => unreachable!("above"),
         Command::Discover { server } => auth::discover(&ctx, server, json),
         Command::Call { target, pairs, args: a, save } => cmd::call::run(

@@ -11,6 +11,8 @@ mod cli;
 mod check_config;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
+// The same real servers over Streamable HTTP, started on 127.0.0.1.
+mod interop_http;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // `list`: tables, paging, JSON, several servers, the allowlist.
@@ -19,3 +21,9 @@ mod list;
 mod call;
 // The Streamable HTTP transport against an in-process scripted server.
 mod http;
+// The executor: hooks, approval, bounded output, sanitising, the journal.
+mod executor;
+// `batch`: JSON Lines requests over reused sessions.
+mod batch;
+// OAuth: login, logout, status, discover and the credential file.
+mod login;

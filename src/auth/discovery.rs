@@ -5,7 +5,8 @@
 //! loopback; no credentials, query or fragment); no redirect is followed;
 //! every answer is capped. An authorization server's document must name
 //! the issuer we asked for, and must support PKCE with S256 (MCP
-//! 2025-11-25): otherwise we stop before any authorization request.
+//! 2025-11-25): otherwise we stop before any authorization request. A
+//! protected resource's document must name the server's own URL.
 
 use serde_json::{Map, Value};
 
@@ -20,11 +21,14 @@ pub(crate) struct AuthServer {
     pub(crate) issuer: Url,
     pub(crate) authorization_endpoint: Url,
     pub(crate) token_endpoint: Url,
+    pub(crate) registration_endpoint: Option<Url>,
     /// `token_endpoint_auth_methods_supported`; RFC 8414's default is
     /// `client_secret_basic` when absent.
     pub(crate) auth_methods: Vec<String>,
     /// RFC 9207: the AS sends `iss` in authorization responses.
     pub(crate) sends_iss: bool,
+    pub(crate) scopes_supported: Vec<String>,
+    pub(crate) client_id_metadata_document_supported: bool,
     /// Where the document was found, and the document itself (for
     /// `discover`).
     pub(crate) source: String,
@@ -120,12 +124,42 @@ pub(crate) fn check_metadata(
         issuer: issuer.clone(),
         authorization_endpoint,
         token_endpoint,
+        registration_endpoint: endpoint(m, "registration_endpoint", &what)?,
         auth_methods,
         sends_iss: m.get("authorization_response_iss_parameter_supported")
+            == Some(&Value::Bool(true)),
+        scopes_supported: strings(m, "scopes_supported"),
+        client_id_metadata_document_supported: m
+            .get("client_id_metadata_document_supported")
             == Some(&Value::Bool(true)),
         source: source.to_string(),
         document: Value::Object(m.clone()),
     })
+}
+
+/// Fetches a JSON object with GET; `Ok(None)` for a non-200 answer (with
+/// the status noted in `tried`). A redirect is an error.
+fn fetch(
+    url: &Url,
+    tried: &mut Vec<String>,
+    deadline: &Deadline,
+) -> Result<Option<Map<String, Value>>> {
+    let shown = url.to_string();
+    let a = net::request(
+        "GET",
+        url,
+        &[("accept", "application/json".to_string())],
+        None,
+        deadline,
+    )?;
+    if let Some(e) = a.redirect_error(&shown) {
+        return Err(e);
+    }
+    if a.status != 200 {
+        tried.push(format!("{shown} (HTTP {})", a.status));
+        return Ok(None);
+    }
+    a.json_object(&shown).map(Some)
 }
 
 /// Discovers an authorization server's metadata from its issuer URL.
@@ -133,29 +167,29 @@ pub(crate) fn auth_server(
     issuer: &Url,
     deadline: &Deadline,
 ) -> Result<AuthServer> {
+    let (found, tried) = try_auth_server(issuer, deadline)?;
+    found.ok_or_else(|| {
+        Error::server(format!(
+            "no authorization server metadata for issuer {issuer}; tried {}",
+            tried.join(", ")
+        ))
+    })
+}
+
+/// Like [`auth_server`], but `Ok(None)` (with what was tried) when no
+/// well-known URL has a document.
+pub(crate) fn try_auth_server(
+    issuer: &Url,
+    deadline: &Deadline,
+) -> Result<(Option<AuthServer>, Vec<String>)> {
     let mut tried = vec![];
     for url in metadata_urls(issuer) {
-        let shown = url.to_string();
-        let a = net::request(
-            "GET",
-            &url,
-            &[("accept", "application/json".to_string())],
-            None,
-            deadline,
-        )?;
-        if let Some(e) = a.redirect_error(&shown) {
-            return Err(e);
+        if let Some(m) = fetch(&url, &mut tried, deadline)? {
+            let a = check_metadata(issuer, &m, &url.to_string())?;
+            return Ok((Some(a), tried));
         }
-        if a.status == 200 {
-            let m = a.json_object(&shown)?;
-            return check_metadata(issuer, &m, &shown);
-        }
-        tried.push(format!("{shown} (HTTP {})", a.status));
     }
-    Err(Error::server(format!(
-        "no authorization server metadata for issuer {issuer}; tried {}",
-        tried.join(", ")
-    )))
+    Ok((None, tried))
 }
 
 /// What a protected resource says about itself (RFC 9728).
@@ -182,61 +216,95 @@ pub(crate) fn resource_urls(server: &Url) -> Vec<Url> {
     urls
 }
 
+/// Whether a protected resource identifier covers the MCP server's URL:
+/// the same origin, and a path that is the server's path or a prefix of
+/// it on a segment boundary (RFC 9728 §3.3: metadata at the root
+/// well-known URL describes the origin as a whole).
+pub(crate) fn resource_covers(resource: &str, server: &Url) -> bool {
+    let Ok(r) = Url::parse(resource) else { return false };
+    if r.origin() != server.origin() {
+        return false;
+    }
+    let rp = r.path.trim_end_matches('/');
+    let sp = server.path.trim_end_matches('/');
+    rp.is_empty() || sp == rp || sp.starts_with(&format!("{rp}/"))
+}
+
+/// The 2025-03-26 discovery: the authorization server's metadata at the
+/// MCP server's origin. The document's own `issuer` is taken (it may add a
+/// path); it must still be an acceptable URL and support S256.
+pub(crate) fn legacy_auth_server(
+    server: &Url,
+    deadline: &Deadline,
+) -> Result<Option<AuthServer>> {
+    let url = server.with_path("/.well-known/oauth-authorization-server");
+    let mut tried = vec![];
+    let Some(m) = fetch(&url, &mut tried, deadline)? else { return Ok(None) };
+    let issuer = m.get("issuer").and_then(Value::as_str).unwrap_or("");
+    let issuer = Url::parse(issuer).map_err(|e| {
+        Error::server(format!(
+            "metadata at {url}: issuer is not acceptable: {e}"
+        ))
+    })?;
+    check_metadata(&issuer, &m, &url.to_string()).map(Some)
+}
+
 /// Fetches protected-resource metadata: from `hint` (the 401's
-/// `resource_metadata`) if given, else the well-known URLs in order. Its
-/// `resource` must be the server's URL.
+/// `resource_metadata`) if given, else the well-known URLs in order.
 pub(crate) fn resource(
     server: &Url,
     hint: Option<&str>,
     deadline: &Deadline,
 ) -> Result<Resource> {
-    let candidates: Vec<Url> = match hint {
-        Some(h) => vec![Url::parse(h).map_err(|e| {
+    let (found, tried) = try_resource(server, hint, deadline)?;
+    found.ok_or_else(|| {
+        Error::server(format!(
+            "no protected resource metadata for {server}; tried {}",
+            tried.join(", ")
+        ))
+    })
+}
+
+/// Like [`resource`], but `Ok(None)` (with what was tried) when no URL has
+/// a document. A document whose `resource` is not the server's URL is an
+/// error: nothing may be authorized for it.
+pub(crate) fn try_resource(
+    server: &Url,
+    hint: Option<&str>,
+    deadline: &Deadline,
+) -> Result<(Option<Resource>, Vec<String>)> {
+    let mut candidates: Vec<Url> = vec![];
+    if let Some(h) = hint {
+        candidates.push(Url::parse(h).map_err(|e| {
             Error::server(format!(
                 "the resource_metadata URL from the 401 is not acceptable: {e}"
             ))
-        })?],
-        None => resource_urls(server),
-    };
+        })?);
+    } else {
+        candidates.extend(resource_urls(server));
+    }
     let mut tried = vec![];
     for url in candidates {
+        let Some(m) = fetch(&url, &mut tried, deadline)? else { continue };
         let shown = url.to_string();
-        let a = net::request(
-            "GET",
-            &url,
-            &[("accept", "application/json".to_string())],
-            None,
-            deadline,
-        )?;
-        if let Some(e) = a.redirect_error(&shown) {
-            return Err(e);
-        }
-        if a.status != 200 {
-            tried.push(format!("{shown} (HTTP {})", a.status));
-            continue;
-        }
-        let m = a.json_object(&shown)?;
         let res = m.get("resource").and_then(Value::as_str).unwrap_or("");
-        let same = Url::parse(res).is_ok_and(|u| u == *server);
-        if !same {
+        if !resource_covers(res, server) {
             return Err(Error::server(format!(
                 "protected resource metadata at {shown} is for '{}', not for \
-                 {server}; refusing it (RFC 9728 §3.3)",
+                 {server}; refusing to authorize (RFC 9728 §3.3)",
                 crate::term::clip(&crate::term::line(res), 200)
             )));
         }
-        return Ok(Resource {
+        let r = Resource {
             resource: res.to_string(),
             authorization_servers: strings(&m, "authorization_servers"),
             scopes_supported: strings(&m, "scopes_supported"),
             source: shown,
             document: Value::Object(m),
-        });
+        };
+        return Ok((Some(r), tried));
     }
-    Err(Error::server(format!(
-        "no protected resource metadata for {server}; tried {}",
-        tried.join(", ")
-    )))
+    Ok((None, tried))
 }
 
 #[cfg(test)]
@@ -269,6 +337,20 @@ mod tests {
             r[1].to_string(),
             "https://mcp.example.com/.well-known/oauth-protected-resource"
         );
+    }
+
+    #[test]
+    fn resource_prefix_rules() {
+        let s = Url::parse("https://mcp.example.com/mcp").unwrap();
+        assert!(resource_covers("https://mcp.example.com/mcp", &s));
+        assert!(resource_covers("https://mcp.example.com", &s));
+        assert!(resource_covers("https://mcp.example.com/", &s));
+        assert!(!resource_covers("https://mcp.example.com/mc", &s));
+        assert!(!resource_covers("https://evil.example.com/mcp", &s));
+        assert!(!resource_covers("https://mcp.example.com:444/mcp", &s));
+        assert!(!resource_covers("not a url", &s));
+        let deep = Url::parse("https://mcp.example.com/a/mcp").unwrap();
+        assert!(resource_covers("https://mcp.example.com/a", &deep));
     }
 
     #[test]

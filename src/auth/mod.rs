@@ -12,6 +12,7 @@
 
 pub(crate) mod callback;
 pub(crate) mod discovery;
+pub(crate) mod flow;
 pub(crate) mod pkce;
 pub(crate) mod store;
 pub(crate) mod token;
@@ -28,12 +29,9 @@ use crate::journal;
 use crate::launch::Context;
 use crate::urlcheck::Url;
 use crate::{msg, out, term, www_auth};
-use pkce::Secret;
 
 /// The default time the login waits for the browser to come back.
 pub(crate) const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(300);
-/// Each metadata fetch and the token exchange.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Variables a browser program needs besides the base set.
 const BROWSER_ENV: &[&str] = &[
@@ -43,16 +41,6 @@ const BROWSER_ENV: &[&str] = &[
     "DBUS_SESSION_BUS_ADDRESS",
     "BROWSER",
 ];
-
-/// The endpoints a login uses.
-#[derive(Debug)]
-struct Endpoints {
-    issuer: Option<Url>,
-    authorization: Url,
-    token: Url,
-    methods: Vec<String>,
-    sends_iss: bool,
-}
 
 /// The HTTP entry and its `oauth` block of an allowed server.
 fn oauth_entry<'a>(
@@ -75,45 +63,9 @@ fn oauth_entry<'a>(
     Ok((h, o))
 }
 
-fn endpoints(o: &OAuth) -> Result<Endpoints> {
-    if let Some(iss) = &o.authorization_server {
-        let d =
-            Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
-        let a = discovery::auth_server(iss, &d)?;
-        msg::debug(&format!(
-            "authorization server metadata from {}",
-            a.source
-        ));
-        return Ok(Endpoints {
-            issuer: Some(a.issuer),
-            authorization: a.authorization_endpoint,
-            token: a.token_endpoint,
-            methods: a.auth_methods,
-            sends_iss: a.sends_iss,
-        });
-    }
-    match (&o.authorization_endpoint, &o.token_endpoint) {
-        (Some(a), Some(t)) => Ok(Endpoints {
-            issuer: None,
-            authorization: a.clone(),
-            token: t.clone(),
-            methods: vec![
-                "client_secret_basic".into(),
-                "client_secret_post".into(),
-            ],
-            sends_iss: false,
-        }),
-        _ => Err(Error::usage(
-            "the oauth block names no authorization server: set \
-             \"authorization_server\" (an issuer URL), or both \
-             \"authorization_endpoint\" and \"token_endpoint\"",
-        )),
-    }
-}
-
 /// Opens `url` with a fixed argv (never a shell), after checking it is an
 /// https (or loopback http) URL.
-fn open_browser(
+pub(crate) fn open_browser(
     url: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<()> {
@@ -163,125 +115,46 @@ fn open_browser(
     }
 }
 
-/// `rivumi-mcp login SERVER`.
+/// `rivumi-mcp login SERVER [--refresh]`.
 pub(crate) fn login(
     ctx: &Context,
     server: &str,
-    no_browser: bool,
-    timeout: Option<Duration>,
+    opts: LoginOptions,
     json: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<()> {
     let (h, o) = oauth_entry(ctx, server)?;
     let store_path = store::path(lookup)?;
-    // Fail on an unusable credential file before the browser round trip.
+    // Fail on an unusable credential file before any network round trip.
     store::load(&store_path)?;
-    let secret = match &o.client_secret_env_var {
-        Some(var) => Some(Secret::new(
-            lookup(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                Error::refused(format!(
-                    "environment variable '{var}' (client_secret_env_var) is \
-                     not set or empty"
-                ))
-                .for_server(server)
-            })?,
-        )),
-        None => None,
+    let cred = if opts.refresh {
+        flow::refresh(server, h, o, lookup)
+            .map_err(|e| e.for_server(server))?
+    } else {
+        flow::authorize(flow::Request {
+            server,
+            http: h,
+            oauth: o,
+            challenge: None,
+            no_browser: opts.no_browser,
+            callback_timeout: opts.timeout.unwrap_or(DEFAULT_CALLBACK_TIMEOUT),
+            lookup,
+        })
+        .map_err(|e| e.for_server(server))?
     };
-    let ep = endpoints(o).map_err(|e| e.for_server(server))?;
-    let p = pkce::Pkce::new()?;
-    let listener = callback::Listener::bind(
-        o.redirect_port.unwrap_or(0),
-        &o.redirect_path,
-    )?;
-    let redirect_uri = listener.redirect_uri();
-    let resource = h.url.to_string();
-    let scope = o.scopes.join(" ");
-    let mut params: Vec<(&str, &str)> = vec![
-        ("response_type", "code"),
-        ("client_id", &o.client_id),
-        ("redirect_uri", &redirect_uri),
-        ("code_challenge", &p.challenge),
-        ("code_challenge_method", "S256"),
-        ("state", p.state.expose()),
-    ];
-    if !scope.is_empty() {
-        params.push(("scope", &scope));
-    }
-    params.push(("resource", &resource));
-    let auth_url = format!("{}?{}", ep.authorization, callback::form(&params));
-    journal::event(
-        "login_started",
-        json!({"server": server, "authorization_endpoint": ep.authorization.to_string(),
-               "redirect_uri": redirect_uri}),
-    );
-    msg::line(&format!(
-        "rivumi-mcp: to log in to '{server}', open this URL in a browser:\n\n  {}\n",
-        term::line(&auth_url)
-    ));
-    if !no_browser {
-        open_browser(&auth_url, lookup)?;
-    }
-    let wait = Deadline::new(
-        "the login callback",
-        timeout.unwrap_or(DEFAULT_CALLBACK_TIMEOUT),
-    );
-    let issuer = ep.issuer.as_ref().map(|u| u.to_string());
-    let cb = listener
-        .wait(p.state.expose(), issuer.as_deref(), ep.sends_iss, &wait)
-        .map_err(|e| e.for_server(server))?;
-    drop(listener);
-    let d = Deadline::new("the token exchange", REQUEST_TIMEOUT);
-    let client = token::Client {
-        id: &o.client_id,
-        secret: secret.as_ref(),
-        methods: &ep.methods,
-    };
-    let tokens = token::request(
-        &ep.token,
-        &client,
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", cb.code.expose()),
-            ("redirect_uri", &redirect_uri),
-            ("code_verifier", p.verifier.expose()),
-            ("resource", &resource),
-        ],
-        &d,
-    )
-    .map_err(|e| e.for_server(server))?;
-    let now = store::now();
-    let expires_at = tokens.expires_in.map(|s| now.saturating_add(s));
-    let cred = store::Credential {
-        url: resource.clone(),
-        token_endpoint: ep.token.to_string(),
-        issuer,
-        client_id: o.client_id.clone(),
-        access_token: tokens.access_token,
-        refresh_token: tokens.refresh_token,
-        expires_at,
-        scope: tokens.scope.clone(),
-        obtained_at: now,
-        registration: None,
-    };
-    let has_refresh = cred.refresh_token.is_some();
-    store::put(&store_path, server, cred)?;
-    journal::event(
-        "login_completed",
-        json!({"server": server, "url": resource, "expires_at": expires_at,
-               "refresh_token": has_refresh}),
-    );
+    let url = &cred.url;
     if json {
         return out::json(&json!({
-            "server": server, "logged_in": true, "url": resource,
-            "expires_at": expires_at, "scope": tokens.scope,
-            "refresh_token": has_refresh,
+            "server": server, "logged_in": true, "url": url,
+            "expires_at": cred.expires_at, "scope": cred.scope,
+            "refresh_token": cred.refresh_token.is_some(),
             "credentials": store_path.display().to_string(),
         }));
     }
     out::print(&format!(
-        "logged in to '{server}' ({resource}){}; credential stored in {}\n",
-        match expires_at {
+        "{} '{server}' ({url}){}; credential stored in {}\n",
+        if opts.refresh { "refreshed the token of" } else { "logged in to" },
+        match cred.expires_at {
             Some(t) => format!(
                 ", token expires {}",
                 crate::journal::timestamp(
@@ -292,6 +165,14 @@ pub(crate) fn login(
         },
         store_path.display()
     ))
+}
+
+/// What `login` was asked to do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoginOptions {
+    pub(crate) no_browser: bool,
+    pub(crate) refresh: bool,
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// `rivumi-mcp logout SERVER`.
@@ -371,7 +252,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     let Transport::Http(h) = &s.transport else {
         return Err(Error::usage(format!("'{server}' is not an HTTP server")));
     };
-    let d = Deadline::new("discovery", REQUEST_TIMEOUT);
+    let d = Deadline::new("discovery", flow::REQUEST_TIMEOUT);
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": crate::session::VERSIONS[0], "capabilities": {},
         "clientInfo": {"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")}}});

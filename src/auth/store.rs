@@ -213,11 +213,12 @@ pub(crate) fn get(path: &Path, server: &str) -> Result<Option<Credential>> {
 
 /// Applies `change` to the entries under the lock, then replaces the file
 /// atomically. `change` sees the file as it is now, not as it was when the
-/// caller read it.
-pub(crate) fn update(
+/// caller read it; it may do I/O (a refresh) while the lock is held, and
+/// nothing is written when it fails.
+pub(crate) fn transact<T>(
     path: &Path,
-    change: impl FnOnce(&mut Vec<(String, Credential)>),
-) -> Result<()> {
+    change: impl FnOnce(&mut Vec<(String, Credential)>) -> Result<T>,
+) -> Result<T> {
     let shown = path.display();
     let fail = |what: &str, e: std::io::Error| {
         Error::refused(format!("credential file {shown}: {what}: {e}"))
@@ -242,7 +243,7 @@ pub(crate) fn update(
         .map_err(|e| fail("cannot open the lock file", e))?;
     sys::lock_exclusive(&lock, LOCK_WAIT).map_err(|e| fail("lock", e))?;
     let mut entries = load(path)?;
-    change(&mut entries);
+    let out = change(&mut entries)?;
     let mut servers = Map::new();
     for (k, c) in &entries {
         servers.insert(k.clone(), c.to_json());
@@ -289,7 +290,18 @@ pub(crate) fn update(
         let _ = d.sync_all();
     }
     drop(lock);
-    Ok(())
+    Ok(out)
+}
+
+/// [`transact`] for a change that cannot fail.
+pub(crate) fn update(
+    path: &Path,
+    change: impl FnOnce(&mut Vec<(String, Credential)>),
+) -> Result<()> {
+    transact(path, |e| {
+        change(e);
+        Ok(())
+    })
 }
 
 /// Stores (or replaces) one server's entry.

@@ -32,8 +32,8 @@ pub(crate) struct Tokens {
 pub(crate) struct Client<'a> {
     pub(crate) id: &'a str,
     pub(crate) secret: Option<&'a Secret>,
-    /// The methods the authorization server supports.
-    pub(crate) methods: &'a [String],
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub(crate) method: &'a str,
 }
 
 /// POSTs `params` (plus the client's credentials) to the token endpoint.
@@ -45,22 +45,19 @@ pub(crate) fn request(
 ) -> Result<Tokens> {
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
     let mut headers = vec![("accept", "application/json".to_string())];
-    match client.secret {
-        Some(secret)
-            if client.methods.iter().any(|m| m == "client_secret_basic") =>
-        {
+    match (client.secret, client.method) {
+        (Some(secret), "client_secret_basic") => {
             // RFC 6749 §2.3.1: form-encode both parts, then Basic.
             let raw =
                 format!("{}:{}", encode(client.id), encode(secret.expose()));
             let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
             headers.push(("authorization", format!("Basic {b64}")));
-            pairs.push(("client_id", client.id));
         }
-        Some(secret) => {
+        (Some(secret), "client_secret_post") => {
             pairs.push(("client_id", client.id));
             pairs.push(("client_secret", secret.expose()));
         }
-        None => pairs.push(("client_id", client.id)),
+        _ => pairs.push(("client_id", client.id)),
     }
     let body = form(&pairs).into_bytes();
     let what = format!("token endpoint {endpoint}");

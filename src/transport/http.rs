@@ -60,6 +60,14 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Reader = sse::EventReader<ureq::BodyReader<'static>>;
 
+/// A step-up authorization: given the server's challenge, the new
+/// `Authorization` header value.
+pub(crate) type Reauth =
+    Box<dyn FnMut(crate::auth::flow::Challenge) -> Result<String> + Send>;
+
+/// Authorizations one command may run inline.
+const MAX_AUTHORIZATIONS: usize = 3;
+
 pub(crate) struct HttpTransport {
     name: String,
     target: String,
@@ -77,6 +85,10 @@ pub(crate) struct HttpTransport {
     awaiting: Option<Value>,
     resumes: usize,
     first_post: bool,
+    /// Step-up: runs an authorization and returns the new
+    /// `Authorization` value.
+    reauth: Option<Reauth>,
+    authorizations: usize,
     limits: Limits,
     closed: bool,
 }
@@ -165,9 +177,16 @@ impl HttpTransport {
             awaiting: None,
             resumes: 0,
             first_post: true,
+            reauth: None,
+            authorizations: 0,
             limits,
             closed: false,
         })
+    }
+
+    /// Enables step-up authorization for this connection.
+    pub(crate) fn set_reauth(&mut self, f: Reauth) {
+        self.reauth = Some(f);
     }
 
     /// The common headers of every request after initialize.
@@ -188,7 +207,58 @@ impl HttpTransport {
         req
     }
 
+    /// POSTs `body`. With step-up enabled, a 401 (or a 403 with
+    /// `insufficient_scope`) runs one more authorization and the POST
+    /// again, at most [`MAX_AUTHORIZATIONS`] times per command.
     fn post(
+        &mut self,
+        body: &[u8],
+        deadline: &Deadline,
+    ) -> Result<Response<Body>> {
+        loop {
+            let resp = self.post_once(body, deadline)?;
+            let status = resp.status().as_u16();
+            let header = resp
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let ch = crate::auth::flow::Challenge::parse(&header);
+            let scope_error =
+                ch.error.as_deref() == Some("insufficient_scope");
+            let refused = status == 401 || (status == 403 && scope_error);
+            let Some(reauth) = self.reauth.as_mut().filter(|_| refused) else {
+                return Ok(resp);
+            };
+            if self.authorizations >= MAX_AUTHORIZATIONS {
+                return Err(Error::new(
+                    Kind::Auth,
+                    format!(
+                        "the server still refuses (HTTP {status}) after \
+                         {MAX_AUTHORIZATIONS} authorizations in this command; \
+                         giving up"
+                    ),
+                ));
+            }
+            self.authorizations += 1;
+            msg::debug(&format!(
+                "server '{}': HTTP {status}{}; authorizing (step-up {} of \
+                 {MAX_AUTHORIZATIONS})",
+                self.name,
+                ch.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default(),
+                self.authorizations
+            ));
+            let bearer = reauth(ch)?;
+            self.headers.retain(|(k, _)| k != "authorization");
+            self.headers.push(("authorization".to_string(), bearer));
+        }
+    }
+
+    fn post_once(
         &self,
         body: &[u8],
         deadline: &Deadline,

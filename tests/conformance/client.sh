@@ -24,8 +24,33 @@ bin="${RIVUMI_MCP_BIN:-$root/target/release/rivumi-mcp}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cfg="$tmp/mcp.json"
-URL="$url" node -e 'process.stdout.write(JSON.stringify({mcpServers: {conf: {url: process.env.URL}}}, null, 2) + "\n")' >"$cfg" ||
-  { echo "client.sh: cannot write the config (is node on PATH?)" >&2; exit 2; }
+# The oauth block: what an operator would opt into for an unknown server
+# (discovery from the server, dynamic registration, step-up, a refresh
+# token when offered), or the pre-registered client / client-credentials
+# grant that MCP_CONFORMANCE_CONTEXT describes.
+URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+  const ctx = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
+  const server = { url: process.env.URL };
+  if (process.env.SCENARIO.startsWith("auth/")) {
+    const o = { step_up: true, offline_access: true };
+    if (process.env.SCENARIO === "auth/basic-cimd") {
+      o.client_id = "https://conformance-test.local/client-metadata.json";
+    } else if (ctx.client_id) {
+      o.client_id = ctx.client_id;
+      if (ctx.client_secret) o.client_secret_env_var = "CONF_CLIENT_SECRET";
+      if (process.env.SCENARIO.startsWith("auth/client-credentials")) o.grant = "client_credentials";
+    } else {
+      o.registration = "dynamic";
+    }
+    server.oauth = o;
+  }
+  process.stdout.write(JSON.stringify({ mcpServers: { conf: server } }, null, 2) + "\n");
+' >"$cfg" || { echo "client.sh: cannot write the config (is node on PATH?)" >&2; exit 2; }
+export CONF_CLIENT_SECRET="$(CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+  const c = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
+  process.stdout.write(c.client_secret || "")')"
+export RIVUMI_MCP_CREDENTIALS="$tmp/credentials.json"
+export RIVUMI_MCP_BROWSER="$root/tests/conformance/browser.js"
 export RIVUMI_MCP_ALLOWLIST=conf
 
 status=0
@@ -83,8 +108,8 @@ case "$scenario" in
     run call conf test_client_elicitation_defaults --yes
     ;;
   *)
-    # Every other scenario (auth/*): rivumi-mcp has no OAuth; list and try the first tool.
-    [ -z "${MCP_CONFORMANCE_CONTEXT:-}" ] || echo "client.sh: MCP_CONFORMANCE_CONTEXT given (not used)" >&2
+    # auth/*: the first request gets 401; step-up (opted into in the config
+    # above) runs the authorization inline, then list and call go on.
     list_and_call_first
     ;;
 esac

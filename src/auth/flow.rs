@@ -1,0 +1,695 @@
+//! One authorization, start to finish: find the authorization server,
+//! settle who the client is, choose the scopes, get a token, store it.
+//!
+//! Used by `login` and by step-up (a request that got 401, or 403 with
+//! `insufficient_scope`, when the operator opted in). The default is the
+//! controlled path: a configured client and a configured (or discovered)
+//! authorization server. What an operator can opt into, per server:
+//! discovery from the MCP server itself (when the `oauth` block names no
+//! authorization server), dynamic client registration
+//! (`"registration": "dynamic"`), a client metadata document (a
+//! `client_id` that is an https URL, when the server supports them), the
+//! client-credentials grant, and `offline_access`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::discovery::{self, AuthServer};
+use super::pkce::{self, Secret};
+use super::store::{self, Credential};
+use super::{callback, token};
+use crate::config::{Http, OAuth};
+use crate::deadline::Deadline;
+use crate::error::{Error, Kind, Result};
+use crate::urlcheck::Url;
+use crate::{journal, msg, net, term, www_auth};
+
+/// Each metadata fetch, registration and token request.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a 401/403 said.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Challenge {
+    pub(crate) resource_metadata: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+impl Challenge {
+    /// From a `WWW-Authenticate` header value (its Bearer challenge).
+    pub(crate) fn parse(header: &str) -> Challenge {
+        let all = www_auth::parse(header);
+        let Some(b) = all.iter().find(|c| c.scheme == "bearer") else {
+            return Challenge::default();
+        };
+        let p = |k: &str| b.param(k).map(str::to_string);
+        Challenge {
+            resource_metadata: p("resource_metadata"),
+            scope: p("scope"),
+            error: p("error"),
+        }
+    }
+}
+
+/// The endpoints and capabilities an authorization uses.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoints {
+    pub(crate) issuer: Option<Url>,
+    pub(crate) authorization: Url,
+    pub(crate) token: Url,
+    pub(crate) registration: Option<Url>,
+    pub(crate) methods: Vec<String>,
+    pub(crate) sends_iss: bool,
+    pub(crate) scopes_supported: Vec<String>,
+    pub(crate) cimd: bool,
+}
+
+impl From<AuthServer> for Endpoints {
+    fn from(a: AuthServer) -> Endpoints {
+        Endpoints {
+            issuer: Some(a.issuer),
+            authorization: a.authorization_endpoint,
+            token: a.token_endpoint,
+            registration: a.registration_endpoint,
+            methods: a.auth_methods,
+            sends_iss: a.sends_iss,
+            scopes_supported: a.scopes_supported,
+            cimd: a.client_id_metadata_document_supported,
+        }
+    }
+}
+
+/// Everything one authorization needs.
+pub(crate) struct Request<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) http: &'a Http,
+    pub(crate) oauth: &'a OAuth,
+    /// What the server said when it refused a request (step-up), if any.
+    pub(crate) challenge: Option<Challenge>,
+    pub(crate) no_browser: bool,
+    pub(crate) callback_timeout: Duration,
+    pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sends one unauthenticated request and returns its challenge.
+pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, Challenge)> {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": crate::session::VERSIONS[0],
+        "capabilities": {}, "clientInfo": {"name": "rivumi-mcp",
+        "version": env!("CARGO_PKG_VERSION")}}});
+    let a = net::request(
+        "POST",
+        url,
+        &[("accept", "application/json, text/event-stream".to_string())],
+        Some(("application/json", init.to_string().into_bytes())),
+        d,
+    )?;
+    if let Some(e) = a.redirect_error(&url.to_string()) {
+        return Err(e);
+    }
+    Ok((
+        a.status,
+        Challenge::parse(a.www_authenticate.as_deref().unwrap_or("")),
+    ))
+}
+
+/// Finds the endpoints: configured, discovered from the configured issuer,
+/// or discovered from the MCP server (RFC 9728, then the 2025-03-26
+/// metadata at the server's origin and its default endpoints). Also
+/// returns the protected resource's `scopes_supported`.
+fn endpoints(
+    req: &Request<'_>,
+    challenge: &mut Option<Challenge>,
+    d: &Deadline,
+) -> Result<(Endpoints, Vec<String>)> {
+    let o = req.oauth;
+    if let Some(iss) = &o.authorization_server {
+        return Ok((discovery::auth_server(iss, d)?.into(), vec![]));
+    }
+    if let (Some(a), Some(t)) = (&o.authorization_endpoint, &o.token_endpoint)
+    {
+        return Ok((
+            Endpoints {
+                issuer: None,
+                authorization: a.clone(),
+                token: t.clone(),
+                registration: None,
+                methods: vec![
+                    "client_secret_basic".into(),
+                    "client_secret_post".into(),
+                ],
+                sends_iss: false,
+                scopes_supported: vec![],
+                cimd: false,
+            },
+            vec![],
+        ));
+    }
+    let url = &req.http.url;
+    if challenge.is_none() {
+        let (status, ch) = probe(url, d)?;
+        msg::debug(&format!(
+            "server '{}': unauthenticated request: HTTP {status}",
+            req.server
+        ));
+        *challenge = Some(ch);
+    }
+    let hint = challenge.as_ref().and_then(|c| c.resource_metadata.clone());
+    let (prm, tried) = discovery::try_resource(url, hint.as_deref(), d)?;
+    if let Some(prm) = prm {
+        let first = prm.authorization_servers.first().ok_or_else(|| {
+            Error::server(format!(
+                "protected resource metadata at {} names no authorization \
+                 server",
+                prm.source
+            ))
+        })?;
+        let iss = Url::parse(first).map_err(|e| {
+            Error::server(format!(
+                "authorization server '{}': {e}",
+                term::line(first)
+            ))
+        })?;
+        let a = discovery::auth_server(&iss, d)?;
+        msg::debug(&format!(
+            "server '{}': authorization server {iss} (metadata at {})",
+            req.server, a.source
+        ));
+        return Ok((a.into(), prm.scopes_supported));
+    }
+    // MCP 2025-03-26: the authorization server's metadata lives at the MCP
+    // server's origin, with default endpoints when there is none.
+    msg::debug(&format!(
+        "server '{}': no protected resource metadata ({}); trying the \
+         2025-03-26 discovery at the server's origin",
+        req.server,
+        tried.join(", ")
+    ));
+    if let Some(a) = discovery::legacy_auth_server(url, d)? {
+        return Ok((a.into(), vec![]));
+    }
+    Ok((
+        Endpoints {
+            issuer: None,
+            authorization: url.with_path("/authorize"),
+            token: url.with_path("/token"),
+            registration: Some(url.with_path("/register")),
+            methods: vec!["client_secret_basic".into()],
+            sends_iss: false,
+            scopes_supported: vec![],
+            cimd: false,
+        },
+        vec![],
+    ))
+}
+
+/// The client as the token endpoint sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientIdentity {
+    pub(crate) id: String,
+    pub(crate) secret: Option<Secret>,
+    /// The one method to use at the token endpoint.
+    pub(crate) method: String,
+    /// A dynamic registration to store with the credential.
+    pub(crate) registration: Option<Value>,
+}
+
+/// The method for a client with a secret: what the registration said, else
+/// what the server supports, preferring `client_secret_basic`.
+fn secret_method(methods: &[String]) -> String {
+    if methods.iter().any(|m| m == "client_secret_basic") {
+        "client_secret_basic".into()
+    } else if methods.iter().any(|m| m == "client_secret_post") {
+        "client_secret_post".into()
+    } else {
+        "client_secret_basic".into()
+    }
+}
+
+fn is_url_client_id(id: &str) -> bool {
+    id.starts_with("https://") && Url::parse(id).is_ok()
+}
+
+/// Settles the client: configured (a plain id, or an https URL used as a
+/// client metadata document), a stored dynamic registration for this
+/// issuer, or a new registration (only with the opt-in).
+fn client(
+    req: &Request<'_>,
+    secret: Option<&Secret>,
+    ep: &Endpoints,
+    redirect_uri: Option<&str>,
+    stored: Option<&Credential>,
+    d: &Deadline,
+) -> Result<ClientIdentity> {
+    let o = req.oauth;
+    let secret = secret.cloned();
+    if let Some(id) = &o.client_id {
+        if is_url_client_id(id) && ep.cimd {
+            msg::debug("using the client_id as a client metadata document");
+            return Ok(ClientIdentity {
+                id: id.clone(),
+                secret: None,
+                method: "none".into(),
+                registration: None,
+            });
+        }
+        let method = if secret.is_some() {
+            secret_method(&ep.methods)
+        } else {
+            "none".into()
+        };
+        return Ok(ClientIdentity {
+            id: id.clone(),
+            secret,
+            method,
+            registration: None,
+        });
+    }
+    if !o.dynamic_registration {
+        return Err(Error::usage(
+            "the oauth block has no client_id (and dynamic registration is \
+             not enabled)",
+        ));
+    }
+    let issuer = ep.issuer.as_ref().map(Url::to_string);
+    if let Some(reg) = stored.and_then(|c| c.registration.as_ref()) {
+        let same_issuer =
+            reg.get("issuer").and_then(Value::as_str) == issuer.as_deref();
+        if same_issuer && let Some(c) = registration_identity(reg, &ep.methods)
+        {
+            msg::debug("reusing the stored dynamic registration");
+            return Ok(c);
+        }
+    }
+    let Some(endpoint) = &ep.registration else {
+        return Err(Error::new(
+            Kind::Auth,
+            "dynamic registration is enabled, but the authorization server \
+             has no registration_endpoint",
+        ));
+    };
+    let method = ["none", "client_secret_post", "client_secret_basic"]
+        .into_iter()
+        .find(|m| ep.methods.iter().any(|x| x == m))
+        .unwrap_or("client_secret_basic");
+    let grants: Vec<&str> = if o.client_credentials {
+        vec!["client_credentials"]
+    } else {
+        vec!["authorization_code", "refresh_token"]
+    };
+    let mut body = json!({
+        "client_name": "rivumi-mcp",
+        "grant_types": grants,
+        "response_types": if o.client_credentials { json!([]) } else { json!(["code"]) },
+        "token_endpoint_auth_method": method,
+    });
+    if let Some(r) = redirect_uri {
+        body["redirect_uris"] = json!([r]);
+    }
+    let what = format!("registration endpoint {endpoint}");
+    let a = net::request(
+        "POST",
+        endpoint,
+        &[("accept", "application/json".to_string())],
+        Some(("application/json", body.to_string().into_bytes())),
+        d,
+    )?;
+    if let Some(e) = a.redirect_error(&what) {
+        return Err(e);
+    }
+    if !(200..300).contains(&a.status) {
+        return Err(Error::new(
+            Kind::Auth,
+            format!("{what} answered HTTP {}{}", a.status, a.snippet()),
+        ));
+    }
+    let mut reg = Value::Object(a.json_object(&what)?);
+    reg["issuer"] = json!(issuer);
+    if reg.get("token_endpoint_auth_method").is_none() {
+        reg["token_endpoint_auth_method"] = json!(method);
+    }
+    journal::event(
+        "client_registered",
+        json!({"server": req.server, "registration_endpoint": endpoint.to_string()}),
+    );
+    let mut c = registration_identity(&reg, &ep.methods).ok_or_else(|| {
+        Error::server(format!("{what}: the answer has no client_id"))
+    })?;
+    c.registration = Some(reg);
+    Ok(c)
+}
+
+fn registration_identity(
+    reg: &Value,
+    methods: &[String],
+) -> Option<ClientIdentity> {
+    let id = reg.get("client_id")?.as_str()?.to_string();
+    let secret = reg
+        .get("client_secret")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|s| Secret::new(s.to_string()));
+    let method =
+        match reg.get("token_endpoint_auth_method").and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None if secret.is_some() => secret_method(methods),
+            None => "none".into(),
+        };
+    Some(ClientIdentity {
+        id,
+        secret,
+        method,
+        registration: Some(reg.clone()),
+    })
+}
+
+/// The scopes: configured ones win; else the challenge's; else the
+/// protected resource's `scopes_supported`; else none. `offline_access`
+/// is added only when the operator wants it and the server lists it.
+pub(crate) fn scopes(
+    configured: &[String],
+    challenge: Option<&str>,
+    resource_scopes: &[String],
+    as_scopes: &[String],
+    offline_access: bool,
+) -> Option<String> {
+    let mut s: Vec<String> = if !configured.is_empty() {
+        configured.to_vec()
+    } else if let Some(c) = challenge.filter(|c| !c.trim().is_empty()) {
+        c.split(' ').filter(|x| !x.is_empty()).map(str::to_string).collect()
+    } else {
+        resource_scopes.to_vec()
+    };
+    if let Some(c) = challenge {
+        // A step-up challenge adds what the server now asks for.
+        for x in c.split(' ').filter(|x| !x.is_empty()) {
+            if !s.iter().any(|y| y == x) {
+                s.push(x.to_string());
+            }
+        }
+    }
+    let wanted =
+        offline_access && as_scopes.iter().any(|x| x == "offline_access");
+    if wanted && !s.iter().any(|x| x == "offline_access") {
+        s.push("offline_access".into());
+    }
+    (!s.is_empty()).then(|| s.join(" "))
+}
+
+/// The configured client secret; an unset variable refuses before any
+/// request is made.
+fn configured_secret(req: &Request<'_>) -> Result<Option<Secret>> {
+    let Some(var) = &req.oauth.client_secret_env_var else { return Ok(None) };
+    let v = (req.lookup)(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+        Error::refused(format!(
+            "environment variable '{var}' (client_secret_env_var) is not set \
+             or empty"
+        ))
+    })?;
+    Ok(Some(Secret::new(v)))
+}
+
+/// Runs one authorization and stores the credential. Returns it.
+pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
+    let server = req.server;
+    let secret = configured_secret(&req)?;
+    let store_path = store::path(req.lookup)?;
+    let stored = store::get(&store_path, server)?;
+    let d = Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
+    let mut challenge = req.challenge.clone();
+    let (ep, resource_scopes) = endpoints(&req, &mut challenge, &d)?;
+    let o = req.oauth;
+    let resource = req.http.url.to_string();
+    let scope = scopes(
+        &o.scopes,
+        challenge.as_ref().and_then(|c| c.scope.as_deref()),
+        &resource_scopes,
+        &ep.scopes_supported,
+        o.offline_access,
+    );
+    let issuer = ep.issuer.as_ref().map(Url::to_string);
+    let tokens;
+    let identity;
+    if o.client_credentials {
+        let d = Deadline::new("the token request", REQUEST_TIMEOUT);
+        identity =
+            client(&req, secret.as_ref(), &ep, None, stored.as_ref(), &d)?;
+        let mut params = vec![("grant_type", "client_credentials")];
+        if let Some(s) = &scope {
+            params.push(("scope", s));
+        }
+        params.push(("resource", &resource));
+        tokens =
+            token::request(&ep.token, &identity.as_client(), &params, &d)?;
+    } else {
+        let p = pkce::Pkce::new()?;
+        let listener = callback::Listener::bind(
+            o.redirect_port.unwrap_or(0),
+            &o.redirect_path,
+        )?;
+        let redirect_uri = listener.redirect_uri();
+        let d = Deadline::new("client registration", REQUEST_TIMEOUT);
+        identity = client(
+            &req,
+            secret.as_ref(),
+            &ep,
+            Some(&redirect_uri),
+            stored.as_ref(),
+            &d,
+        )?;
+        let mut params: Vec<(&str, &str)> = vec![
+            ("response_type", "code"),
+            ("client_id", &identity.id),
+            ("redirect_uri", &redirect_uri),
+            ("code_challenge", &p.challenge),
+            ("code_challenge_method", "S256"),
+            ("state", p.state.expose()),
+        ];
+        if let Some(s) = &scope {
+            params.push(("scope", s));
+        }
+        params.push(("resource", &resource));
+        let auth_url =
+            format!("{}?{}", ep.authorization, callback::form(&params));
+        journal::event(
+            "authorization_started",
+            json!({"server": server,
+                   "authorization_endpoint": ep.authorization.to_string(),
+                   "redirect_uri": redirect_uri, "scope": scope}),
+        );
+        msg::line(&format!(
+            "rivumi-mcp: to log in to '{server}', open this URL in a \
+             browser:\n\n  {}\n",
+            term::line(&auth_url)
+        ));
+        if !req.no_browser {
+            super::open_browser(&auth_url, req.lookup)?;
+        }
+        let wait = Deadline::new("the login callback", req.callback_timeout);
+        let cb = listener.wait(
+            p.state.expose(),
+            issuer.as_deref(),
+            ep.sends_iss,
+            &wait,
+        )?;
+        drop(listener);
+        let d = Deadline::new("the token exchange", REQUEST_TIMEOUT);
+        tokens = token::request(
+            &ep.token,
+            &identity.as_client(),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", cb.code.expose()),
+                ("redirect_uri", &redirect_uri),
+                ("code_verifier", p.verifier.expose()),
+                ("resource", &resource),
+            ],
+            &d,
+        )?;
+    }
+    let now = store::now();
+    let cred = Credential {
+        url: resource.clone(),
+        token_endpoint: ep.token.to_string(),
+        issuer,
+        client_id: identity.id.clone(),
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token,
+        expires_at: tokens.expires_in.map(|s| now.saturating_add(s)),
+        scope: tokens.scope.or(scope),
+        obtained_at: now,
+        registration: identity.registration.clone(),
+    };
+    store::put(&store_path, server, cred.clone())?;
+    journal::event(
+        "login_completed",
+        json!({"server": server, "url": resource, "expires_at": cred.expires_at,
+               "refresh_token": cred.refresh_token.is_some()}),
+    );
+    Ok(cred)
+}
+
+impl ClientIdentity {
+    pub(crate) fn as_client(&self) -> token::Client<'_> {
+        token::Client {
+            id: &self.id,
+            secret: self.secret.as_ref(),
+            method: &self.method,
+        }
+    }
+}
+
+/// `login --refresh`: exchanges the stored refresh token, under the
+/// credential file's lock (so two refreshes of one entry cannot lose a
+/// rotated token), storing the rotated refresh token with the new access
+/// token before it is used.
+pub(crate) fn refresh(
+    server: &str,
+    http: &Http,
+    oauth: &OAuth,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Credential> {
+    let path = store::path(lookup)?;
+    let url = http.url.to_string();
+    store::transact(&path, |entries| {
+        let Some((_, c)) = entries.iter_mut().find(|(k, _)| k == server)
+        else {
+            return Err(Error::new(
+                Kind::Auth,
+                format!(
+                    "no credential is stored; run 'rivumi-mcp login {server}'"
+                ),
+            ));
+        };
+        if c.url != url {
+            return Err(Error::new(
+                Kind::Auth,
+                format!(
+                    "the stored credential is for {}, not {url}; run \
+                     'rivumi-mcp login {server}'",
+                    term::line(&c.url)
+                ),
+            ));
+        }
+        let Some(rt) = c.refresh_token.clone() else {
+            return Err(Error::new(
+                Kind::Auth,
+                format!(
+                    "the stored credential has no refresh token; run \
+                     'rivumi-mcp login {server}'"
+                ),
+            ));
+        };
+        let endpoint = Url::parse(&c.token_endpoint).map_err(|e| {
+            Error::server(format!("stored token endpoint: {e}"))
+        })?;
+        let secret = match &oauth.client_secret_env_var {
+            Some(var) => {
+                lookup(var).filter(|v| !v.is_empty()).map(Secret::new)
+            }
+            None => None,
+        };
+        let identity = match c.registration.as_ref() {
+            Some(reg) => {
+                registration_identity(reg, &[]).unwrap_or(ClientIdentity {
+                    id: c.client_id.clone(),
+                    secret: None,
+                    method: "none".into(),
+                    registration: None,
+                })
+            }
+            None => ClientIdentity {
+                id: c.client_id.clone(),
+                method: if secret.is_some() {
+                    "client_secret_basic".into()
+                } else {
+                    "none".into()
+                },
+                secret,
+                registration: None,
+            },
+        };
+        let d = Deadline::new("the token refresh", REQUEST_TIMEOUT);
+        let tokens = token::request(
+            &endpoint,
+            &identity.as_client(),
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", rt.expose()),
+                ("resource", &url),
+            ],
+            &d,
+        )?;
+        let now = store::now();
+        c.access_token = tokens.access_token;
+        if let Some(new_rt) = tokens.refresh_token {
+            c.refresh_token = Some(new_rt);
+        }
+        c.expires_at = tokens.expires_in.map(|s| now.saturating_add(s));
+        if tokens.scope.is_some() {
+            c.scope = tokens.scope;
+        }
+        c.obtained_at = now;
+        journal::event(
+            "token_refreshed",
+            json!({"server": server, "expires_at": c.expires_at}),
+        );
+        Ok(c.clone())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_selection_order() {
+        let v =
+            |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            scopes(&v(&["a"]), None, &v(&["b"]), &[], false).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            scopes(&[], Some("c d"), &v(&["b"]), &[], false).as_deref(),
+            Some("c d")
+        );
+        assert_eq!(
+            scopes(&[], None, &v(&["b"]), &[], false).as_deref(),
+            Some("b")
+        );
+        assert_eq!(scopes(&[], None, &[], &[], false), None);
+        let off = v(&["x", "offline_access"]);
+        assert_eq!(
+            scopes(&[], None, &v(&["b"]), &off, true).as_deref(),
+            Some("b offline_access")
+        );
+        assert_eq!(
+            scopes(&[], None, &v(&["b"]), &v(&["b"]), true).as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            scopes(&[], None, &v(&["b"]), &off, false).as_deref(),
+            Some("b")
+        );
+    }
+
+    #[test]
+    fn challenge_parse() {
+        let c = Challenge::parse(
+            r#"Bearer error="insufficient_scope", scope="a b", resource_metadata="https://x/y""#,
+        );
+        assert_eq!(c.scope.as_deref(), Some("a b"));
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://x/y"));
+    }
+}
