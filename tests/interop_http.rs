@@ -1,0 +1,1180 @@
+//! Interop with real MCP servers over Streamable HTTP: the TypeScript
+//! reference server `@modelcontextprotocol/server-everything` (always SSE
+//! answers; 400 for an unknown session) and `fixtures/interop/py_server.py`
+//! (the official Python SDK) in its `sse`, `json`, `stateless` and
+//! `stateless-json` modes.
+//!
+//! Each test starts its server as a child process on 127.0.0.1 with port 0,
+//! learns the real port from the server's "listening" line on stderr and
+//! points `.mcp.json` at `http://127.0.0.1:PORT/mcp`. The server runs in
+//! its own process group, which is killed when the test ends, on panic
+//! too ([`HttpServer`]'s `Drop`).
+//!
+//! The conventions are those of `interop.rs`: the servers come from
+//! `.interop/` (`scripts/interop-setup.sh`); a test whose servers are
+//! missing fails and says how to install them, unless
+//! `RIVUMI_MCP_SKIP_INTEROP=1` is set. Every command is timed (see the
+//! times with `cargo test --test integration interop_http -- --nocapture`)
+//! and must finish in under [`LIMIT`]. The server's command line carries a
+//! unique marker, and once the test has stopped it no process with that
+//! marker may be left.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    Dir, Output, assert_absent, assert_contains, repo_root, wait_with_timeout,
+    write_mcp_json,
+};
+
+/// Set to `1` to let these tests pass when `.interop/` is not installed.
+const SKIP_VAR: &str = "RIVUMI_MCP_SKIP_INTEROP";
+
+/// The longest any one command may take. Over HTTP there is no server to
+/// start: a `list` takes about 60 ms here.
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a server may take to print its "listening" line (Python
+/// imports take about 0.5 s, Node about 0.2 s).
+const START_LIMIT: Duration = Duration::from_secs(15);
+
+/// How long a killed server's processes may take to go.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
+
+/// How long server-everything may take to log a session's end after the
+/// command that ended it has exited.
+const LOG_GRACE: Duration = Duration::from_secs(1);
+
+/// Held by each test for its whole run, as in `interop.rs` (whose lock is
+/// private to it, so at most one stdio and one HTTP interop test run at
+/// once).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const EVERYTHING_JS: &str = ".interop/node/node_modules/\
+                             @modelcontextprotocol/server-everything/dist/\
+                             index.js";
+const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
+const VENV_PYTHON: &str = ".interop/venv/bin/python";
+const PY_SERVER: &str = "fixtures/interop/py_server.py";
+
+/// server-everything's tools (client capabilities `{}`), in its order,
+/// with their classification (`read` = `readOnlyHint: true` and not
+/// destructive).
+const EVERYTHING_TOOLS: &[(&str, &str)] = &[
+    ("echo", "read"),
+    ("get-annotated-message", "read"),
+    ("get-env", "read"),
+    ("get-resource-links", "read"),
+    ("get-resource-reference", "read"),
+    ("get-structured-content", "read"),
+    ("get-sum", "read"),
+    ("get-tiny-image", "read"),
+    ("gzip-file-as-resource", "execute"),
+    ("toggle-simulated-logging", "execute"),
+    ("toggle-subscriber-updates", "execute"),
+    ("trigger-long-running-operation", "read"),
+    ("simulate-research-query", "execute"),
+];
+
+/// `py_server.py`'s tools, served 2 per `tools/list` page (4 pages).
+const PY_TOOLS: &[(&str, &str)] = &[
+    ("echo", "read"),
+    ("add", "read"),
+    ("greet", "execute"),
+    ("get_weather", "execute"),
+    ("sleep_ms", "read"),
+    ("fail", "execute"),
+    // readOnlyHint false, destructiveHint true.
+    ("reset_counter", "execute"),
+];
+
+// ---- the servers ----------------------------------------------------------
+
+/// Where the installed servers are.
+#[derive(Debug, Clone)]
+struct Installed {
+    node: PathBuf,
+    everything_js: PathBuf,
+    loopback_only: PathBuf,
+    python: PathBuf,
+    py_server: PathBuf,
+}
+
+/// The first executable `name` on the test process's PATH (`which`).
+fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// The servers, or `None` (after a line on stderr) when they are missing
+/// and [`SKIP_VAR`] is `1`. Panics when they are missing otherwise.
+fn installed(test: &str) -> Option<Installed> {
+    let root = repo_root();
+    let everything_js = root.join(EVERYTHING_JS);
+    let loopback_only = root.join(LOOPBACK_ONLY);
+    let python = root.join(VENV_PYTHON);
+    let py_server = root.join(PY_SERVER);
+    let node = which("node");
+    let mut missing = vec![];
+    if node.is_none() {
+        missing.push("node (not on PATH)".to_string());
+    }
+    for p in [&everything_js, &loopback_only, &python, &py_server] {
+        if !p.is_file() {
+            missing.push(p.display().to_string());
+        }
+    }
+    if missing.is_empty() {
+        let node = node.expect("checked above");
+        return Some(Installed {
+            node,
+            everything_js,
+            loopback_only,
+            python,
+            py_server,
+        });
+    }
+    let missing = missing.join(", ");
+    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
+        eprintln!(
+            "{test}: SKIPPED ({SKIP_VAR}=1): interop servers missing: \
+             {missing}"
+        );
+        return None;
+    }
+    panic!(
+        "{test}: the interop servers are not installed (missing: \
+         {missing}).\nRun scripts/interop-setup.sh (or make test) first; \
+         set {SKIP_VAR}=1 to skip the interop tests."
+    );
+}
+
+/// Which server a test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// server-everything, `streamableHttp`.
+    Everything,
+    /// `py_server.py --transport http --mode MODE`.
+    Py(&'static str),
+}
+
+impl Kind {
+    /// The server's name in `.mcp.json`.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Everything => "ev",
+            Kind::Py(_) => "py",
+        }
+    }
+
+    /// Whether the server hands out a session id (and so gets a DELETE).
+    fn stateful(self) -> bool {
+        match self {
+            Kind::Everything => true,
+            Kind::Py(mode) => !mode.starts_with("stateless"),
+        }
+    }
+}
+
+/// A server process started by a test. Dropping it kills its process
+/// group; [`HttpServer::stop`] does the same and then checks that nothing
+/// is left.
+#[derive(Debug)]
+struct HttpServer {
+    child: Child,
+    port: u16,
+    marker: String,
+    /// What the server wrote on stdout (server-everything's log lines).
+    stdout: Arc<Mutex<String>>,
+    /// What it wrote on stderr, the "listening" line included.
+    stderr: Arc<Mutex<String>>,
+    stopped: bool,
+}
+
+impl HttpServer {
+    /// Starts `kind` on `port` (0: a free one) and waits for it to listen.
+    fn start(
+        s: &Installed,
+        dir: &Dir,
+        kind: Kind,
+        port: u16,
+        marker: &str,
+    ) -> HttpServer {
+        let mut cmd = match kind {
+            // Arguments after the transport name are ignored.
+            Kind::Everything => {
+                let mut c = dir.program(&s.node);
+                c.arg("--require")
+                    .arg(&s.loopback_only)
+                    .arg(&s.everything_js)
+                    .args(["streamableHttp", marker])
+                    .env("PORT", port.to_string());
+                c
+            }
+            // CPython accepts (and ignores) any -X name=value.
+            Kind::Py(mode) => {
+                let mut c = dir.program(&s.python);
+                c.arg("-X")
+                    .arg(format!("{marker}=1"))
+                    .arg(&s.py_server)
+                    .args(["--transport", "http", "--mode", mode])
+                    .args(["--port", &port.to_string()]);
+                c
+            }
+        }
+        .std_command();
+        cmd.process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {kind:?}: {e}\n{cmd:?}"));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let out_pipe = child.stdout.take().expect("piped stdout");
+        let err_pipe = child.stderr.take().expect("piped stderr");
+        collect_lines(out_pipe, Arc::clone(&stdout), None);
+        let (tx, rx) = mpsc::channel();
+        collect_lines(err_pipe, Arc::clone(&stderr), Some(tx));
+        // From here on, a panic kills the server.
+        let mut server = HttpServer {
+            child,
+            port: 0,
+            marker: marker.to_string(),
+            stdout,
+            stderr,
+            stopped: false,
+        };
+        let start = Instant::now();
+        loop {
+            let left = START_LIMIT.saturating_sub(start.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(p) = listening_port(&line) {
+                        server.port = p;
+                        break;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "{kind:?}: no \"listening\" line within \
+                     {START_LIMIT:?}; stderr:\n{}",
+                    server.stderr()
+                ),
+                Err(RecvTimeoutError::Disconnected) => panic!(
+                    "{kind:?} closed stderr without a \"listening\" line \
+                     (exit: {:?}); stderr:\n{}",
+                    server.child.try_wait(),
+                    server.stderr()
+                ),
+            }
+        }
+        if port != 0 {
+            assert_eq!(server.port, port, "{}", server.stderr());
+        }
+        eprintln!(
+            "interop_http: {kind:?} listening on port {} after {} ms",
+            server.port,
+            start.elapsed().as_millis()
+        );
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Kills the whole process group, then reaps the server.
+    fn kill(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let pgid = self.child.id();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills the server and checks that no process with its marker is
+    /// left after [`LEFTOVER_GRACE`].
+    #[track_caller]
+    fn stop(&mut self) {
+        self.kill();
+        if !Path::new("/proc/self/cmdline").exists() {
+            return; // Not Linux: nothing to scan.
+        }
+        let start = Instant::now();
+        let mut left = processes_with(&self.marker);
+        while !left.is_empty() && start.elapsed() < LEFTOVER_GRACE {
+            std::thread::sleep(Duration::from_millis(20));
+            left = processes_with(&self.marker);
+        }
+        if left.is_empty() {
+            return;
+        }
+        for (pid, _) in &left {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let list: Vec<String> =
+            left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
+        panic!(
+            "server processes still alive {LEFTOVER_GRACE:?} after the \
+             server's process group was killed (now killed):\n{}",
+            list.join("\n")
+        );
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads `pipe` line by line into `into` (and to `tx`, while it listens)
+/// in a thread.
+fn collect_lines<R: Read + Send + 'static>(
+    pipe: R,
+    into: Arc<Mutex<String>>,
+    tx: Option<mpsc::Sender<String>>,
+) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(pipe);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if let Ok(mut s) = into.lock() {
+                s.push_str(&line);
+            }
+            if let Some(tx) = &tx {
+                let _ = tx.send(line.clone());
+            }
+        }
+    });
+}
+
+/// The port of a `... listening on ...127.0.0.1:PORT...` line:
+/// `loopback-only: listening on 127.0.0.1:PORT` (server-everything through
+/// the preload) or `py_server: listening on http://127.0.0.1:PORT/mcp`.
+/// server-everything's own `... listening on port 0` does not count.
+fn listening_port(line: &str) -> Option<u16> {
+    if !line.contains("listening on") {
+        return None;
+    }
+    let rest = &line[line.find("127.0.0.1:")? + "127.0.0.1:".len()..];
+    let digits: String =
+        rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&p| p != 0)
+}
+
+/// Live processes whose command line contains `marker`: (pid, cmdline).
+/// Zombies have an empty cmdline, so they do not count.
+fn processes_with(marker: &str) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+    let mut found = vec![];
+    for e in entries.flatten() {
+        let Some(pid) =
+            e.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push((pid, cmdline.trim_end().to_string()));
+        }
+    }
+    found
+}
+
+// ---- one test's directory and server --------------------------------------
+
+/// One test: its directory (with a `.mcp.json` pointing at the server)
+/// and its server. Fields drop in order: the server is killed before the
+/// lock is let go.
+struct HttpInterop {
+    test: String,
+    kind: Kind,
+    installed: Installed,
+    dir: Dir,
+    server: HttpServer,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl HttpInterop {
+    /// `None` when the test is to be skipped (see [`installed`]).
+    fn new(test: &str, kind: Kind) -> Option<HttpInterop> {
+        let s = installed(test)?;
+        // A test that panicked let go of the lock; that is fine here.
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = Dir::new(test);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let marker = format!(
+            "rivumi-interop-http-marker-{test}-{}-{nanos}",
+            std::process::id()
+        );
+        let server = HttpServer::start(&s, &dir, kind, 0, &marker);
+        write_mcp_json(&dir, &[(kind.name(), json!({"url": server.url()}))]);
+        Some(HttpInterop {
+            test: test.to_string(),
+            kind,
+            installed: s,
+            dir,
+            server,
+            _turn: turn,
+        })
+    }
+
+    /// Runs `rivumi-mcp ARGS` with the server allowlisted and checks the
+    /// exit code, the time taken and (server-everything) that every
+    /// session it opened was ended.
+    #[track_caller]
+    fn run(&self, args: &[&str], code: i32) -> Output {
+        let mut cmd = self.dir.command(args);
+        cmd.env("RIVUMI_MCP_ALLOWLIST", self.kind.name()).timeout(LIMIT * 4);
+        let start = Instant::now();
+        let out = cmd.run();
+        let took = start.elapsed();
+        eprintln!(
+            "interop_http timing: {}: rivumi-mcp {}: {} ms",
+            self.test,
+            args.join(" "),
+            took.as_millis()
+        );
+        if out.code != Some(code) {
+            panic!(
+                "expected exit code {code}, got {:?}\n{}\n--- server \
+                 stderr ---\n{}",
+                out.status,
+                cmd.report(&out),
+                self.server.stderr()
+            );
+        }
+        assert!(
+            took < LIMIT,
+            "took {took:?} (limit {LIMIT:?})\n{}",
+            cmd.report(&out)
+        );
+        if self.kind == Kind::Everything {
+            self.assert_sessions_ended(&cmd.describe());
+        }
+        out
+    }
+
+    /// server-everything logs `Session initialized with ID: X` and, on the
+    /// closing DELETE, `Received session termination request for session
+    /// X`: every session opened so far must have been ended.
+    #[track_caller]
+    fn assert_sessions_ended(&self, what: &str) {
+        let start = Instant::now();
+        loop {
+            let log = self.server.stdout();
+            let opened = ids_after(&log, "Session initialized with ID: ");
+            let ended = ids_after(
+                &log,
+                "Received session termination request for session ",
+            );
+            let open: Vec<&str> = opened
+                .iter()
+                .filter(|id| !ended.contains(id))
+                .copied()
+                .collect();
+            if !opened.is_empty() && open.is_empty() {
+                return;
+            }
+            if start.elapsed() >= LOG_GRACE {
+                panic!(
+                    "server-everything: sessions not ended (opened {}): \
+                     {open:?}\n{what}\n--- server stdout ---\n{log}",
+                    opened.len()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server, checking that nothing of it is left.
+    #[track_caller]
+    fn finish(mut self) {
+        self.server.stop();
+    }
+}
+
+/// The words after `prefix` on the lines of `log` that have it.
+fn ids_after<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find(prefix)? + prefix.len()..];
+            rest.split_whitespace().next()
+        })
+        .collect()
+}
+
+// ---- reading the output ---------------------------------------------------
+
+/// The `  mcp__<server>__<tool>  <class>  ...` rows of a human `list`.
+fn tool_rows(stdout: &str, server: &str) -> Vec<(String, String)> {
+    let prefix = format!("mcp__{server}__");
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?;
+            let class = words.next()?;
+            name.starts_with(&prefix).then(|| (name.into(), class.into()))
+        })
+        .collect()
+}
+
+/// The expected rows for `tools` of `server`.
+fn expected_rows(
+    server: &str,
+    tools: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    tools
+        .iter()
+        .map(|(t, c)| (format!("mcp__{server}__{t}"), c.to_string()))
+        .collect()
+}
+
+/// The classification the annotations of a tool definition call for.
+fn class_of(def: &Value) -> &'static str {
+    let a = &def["annotations"];
+    let ro = a["readOnlyHint"] == json!(true);
+    let destructive = a["destructiveHint"] == json!(true);
+    if ro && !destructive { "read" } else { "execute" }
+}
+
+/// Checks one server's entry in `list --json` against its expected tools.
+#[track_caller]
+fn check_json_listing(
+    s: &Value,
+    server: &str,
+    server_name: &str,
+    tools: &[(&str, &str)],
+) {
+    assert_eq!(s["server"], json!(server), "{s:#}");
+    assert_eq!(s["ok"], json!(true), "{s:#}");
+    assert_eq!(s["complete"], json!(true), "{s:#}");
+    assert_eq!(s["protocol"], json!("2025-11-25"), "{s:#}");
+    assert_eq!(s["serverInfo"]["name"], json!(server_name), "{s:#}");
+    let items = s["tools"].as_array().expect("a tools array");
+    let got: Vec<(&str, &str)> = items
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or("?"),
+                t["classification"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(got, tools, "tools of {server}");
+    for t in items {
+        let name = t["name"].as_str().unwrap_or("?");
+        assert_eq!(
+            t["qualified_name"],
+            json!(format!("mcp__{server}__{name}")),
+            "{t:#}"
+        );
+        assert_eq!(t["server"], json!(server), "{t:#}");
+        assert_eq!(t["classification"], json!(class_of(t)), "{t:#}");
+        assert!(t["inputSchema"].is_object(), "{t:#}");
+    }
+}
+
+fn lines_with<'a>(stdout: &'a str, start: &str) -> Vec<&'a str> {
+    stdout.lines().filter(|l| l.trim_start().starts_with(start)).collect()
+}
+
+fn first_word_after<'a>(line: &'a str, start: &str) -> &'a str {
+    let rest = line.trim_start().strip_prefix(start).unwrap_or("");
+    rest.split_whitespace().next().unwrap_or("")
+}
+
+/// `-v` says how the closing DELETE went: `HTTP 200` for a server with
+/// sessions; a stateless server gets none (it has no session to end).
+#[track_caller]
+fn check_delete_line(kind: Kind, stderr: &str) {
+    let name = kind.name();
+    if kind.stateful() {
+        assert_contains(
+            stderr,
+            &format!(
+                "rivumi-mcp: server '{name}': DELETE session: HTTP 200\n"
+            ),
+        );
+    } else {
+        assert_absent(stderr, "DELETE");
+    }
+    assert_contains(
+        stderr,
+        &format!(
+            "rivumi-mcp: server '{name}': initialized, protocol 2025-11-25"
+        ),
+    );
+}
+
+// ---- server-everything ----------------------------------------------------
+
+#[test]
+fn interop_http_everything() {
+    let Some(t) =
+        HttpInterop::new("interop_http_everything", Kind::Everything)
+    else {
+        return;
+    };
+
+    // list: one page of 13 tools, from SSE answers.
+    let out = t.run(&["list"], 0);
+    assert_eq!(
+        out.stdout.lines().next(),
+        Some("ev: mcp-servers/everything 2.0.0 (protocol 2025-11-25)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        tool_rows(&out.stdout, "ev"),
+        expected_rows("ev", EVERYTHING_TOOLS),
+        "{}",
+        out.stdout
+    );
+    assert_contains(&out.stdout, "Echoes back the input string");
+    assert!(!out.stdout.contains("incomplete"), "{}", out.stdout);
+    assert_eq!(out.stderr, "", "nothing on stderr");
+
+    let out = t.run(&["list", "ev", "--json"], 0);
+    let v = out.stdout_json();
+    let servers = v["servers"].as_array().expect("servers array");
+    assert_eq!(servers.len(), 1, "{v:#}");
+    check_json_listing(
+        &servers[0],
+        "ev",
+        "mcp-servers/everything",
+        EVERYTHING_TOOLS,
+    );
+    let sum = &servers[0]["tools"][6];
+    assert_eq!(sum["name"], json!("get-sum"));
+    assert_eq!(sum["inputSchema"]["properties"]["a"]["type"], json!("number"));
+    assert_eq!(out.stderr, "");
+
+    // A read tool.
+    let out = t.run(&["call", "mcp__ev__echo", "message=hi"], 0);
+    assert_eq!(out.stdout, "Echo: hi\n");
+    assert_eq!(out.stderr, "");
+    // A string property stays a string even when it looks like a number.
+    let out = t.run(&["call", "ev", "echo", "message=007"], 0);
+    assert_eq!(out.stdout, "Echo: 007\n");
+
+    // Numbers: `a=2` becomes the number 2 (the schema says number).
+    let out = t.run(&["call", "ev", "get-sum", "a=2", "b=3"], 0);
+    assert_eq!(out.stdout, "The sum of 2 and 3 is 5.\n");
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["call", "ev", "get-sum", "a=1.5", "b=2", "--json"], 0);
+    let v = out.stdout_json();
+    assert_eq!(v["content"][0]["text"], json!("The sum of 1.5 and 2 is 3.5."));
+    assert_eq!(v.get("isError"), None, "{v:#}");
+
+    // isError -> exit 1, the server's text on stdout.
+    let out = t.run(&["call", "ev", "get-sum", "a:=\"x\"", "b=1"], 1);
+    assert_eq!(
+        out.stdout,
+        "MCP error -32602: Input validation error: Invalid arguments for \
+         tool get-sum: Invalid input: expected number, received string at \
+         a\n"
+    );
+    assert_contains(&out.stderr, "reported an error (isError)");
+
+    // structuredContent through an SSE answer.
+    let out = t.run(
+        &["call", "ev", "get-structured-content", "location=New York"],
+        0,
+    );
+    // The text block as sent, then structuredContent pretty-printed (as
+    // README.md says `call` prints it).
+    assert_eq!(
+        out.stdout,
+        "{\"temperature\":33,\"conditions\":\"Cloudy\",\"humidity\":82}\n\
+         {\n  \"conditions\": \"Cloudy\",\n  \"humidity\": 82,\n  \
+         \"temperature\": 33\n}\n"
+    );
+    let out = t.run(
+        &[
+            "call",
+            "ev",
+            "get-structured-content",
+            "location=New York",
+            "--json",
+        ],
+        0,
+    );
+    let v = out.stdout_json();
+    assert_eq!(
+        v["structuredContent"],
+        json!({"temperature": 33, "conditions": "Cloudy", "humidity": 82}),
+        "{v:#}"
+    );
+
+    // Progress notifications on the POST's SSE stream before the result.
+    let out = t.run(
+        &[
+            "call",
+            "ev",
+            "trigger-long-running-operation",
+            "duration=1",
+            "steps=2",
+        ],
+        0,
+    );
+    assert_eq!(
+        out.stdout,
+        "Long running operation completed. Duration: 1 seconds, Steps: 2.\n"
+    );
+    assert_eq!(out.stderr, "");
+
+    // A tool classified execute needs -y.
+    let out = t.run(&["call", "ev", "toggle-simulated-logging"], 7);
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "is classified execute and needs approval");
+    let out = t.run(&["call", "ev", "toggle-simulated-logging", "-y"], 0);
+    assert!(
+        out.stdout.starts_with(
+            "Started simulated, random-leveled logging for session "
+        ),
+        "{}",
+        out.stdout
+    );
+
+    // Resources.
+    let out = t.run(&["resources", "ev"], 0);
+    let resources: Vec<&str> = lines_with(&out.stdout, "resource ")
+        .into_iter()
+        .map(|l| first_word_after(l, "resource "))
+        .collect();
+    let want: Vec<String> = [
+        "architecture",
+        "extension",
+        "features",
+        "how-it-works",
+        "instructions",
+        "startup",
+        "structure",
+    ]
+    .iter()
+    .map(|d| format!("demo://resource/static/document/{d}.md"))
+    .collect();
+    assert_eq!(resources, want, "{}", out.stdout);
+    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
+        .into_iter()
+        .map(|l| first_word_after(l, "template "))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            "demo://resource/dynamic/text/{resourceId}",
+            "demo://resource/dynamic/blob/{resourceId}"
+        ],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["read", "ev", "demo://resource/dynamic/text/1"], 0);
+    // The rest of the text is the current time.
+    assert!(
+        out.stdout.starts_with(
+            "Resource 1: This is a plaintext resource created at "
+        ),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["read", "ev", "demo://nope"], 4);
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "Resource demo://nope not found");
+
+    // Prompts.
+    let out = t.run(&["prompts", "ev"], 0);
+    let prompts: Vec<&str> = lines_with(&out.stdout, "prompt ")
+        .into_iter()
+        .map(|l| first_word_after(l, "prompt "))
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            "simple-prompt",
+            "args-prompt",
+            "completable-prompt",
+            "resource-prompt"
+        ],
+        "{}",
+        out.stdout
+    );
+    assert_contains(
+        lines_with(&out.stdout, "prompt args-prompt ")[0],
+        " city [state] ",
+    );
+    let out = t.run(&["prompt", "ev", "args-prompt", "city=Paris"], 0);
+    assert_eq!(out.stdout, "[user]\nWhat's weather in Paris?\n");
+    assert_eq!(out.stderr, "");
+    let out =
+        t.run(&["prompt", "ev", "args-prompt", "city=Paris", "--json"], 0);
+    let v = out.stdout_json();
+    assert_eq!(
+        v["messages"][0]["content"]["text"],
+        json!("What's weather in Paris?"),
+        "{v:#}"
+    );
+
+    // The session is ended with a DELETE the server accepts (and, checked
+    // after every command above, logs).
+    let out = t.run(&["list", "-v"], 0);
+    check_delete_line(t.kind, &out.stderr);
+    t.finish();
+}
+
+// ---- py_server.py (Python SDK) --------------------------------------------
+
+/// The same commands against `py_server.py --mode MODE`.
+fn py_suite(test: &str, mode: &'static str) {
+    let Some(t) = HttpInterop::new(test, Kind::Py(mode)) else {
+        return;
+    };
+
+    // tools/list in 4 pages of 2, 2, 2 and 1 tools.
+    let out = t.run(&["list"], 0);
+    assert_eq!(
+        out.stdout.lines().next(),
+        Some("py: rivumi-interop-py 1.0.0 (protocol 2025-11-25)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        tool_rows(&out.stdout, "py"),
+        expected_rows("py", PY_TOOLS),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("incomplete"), "{}", out.stdout);
+    assert_eq!(out.stderr, "", "nothing on stderr");
+
+    let out = t.run(&["list", "py", "--json"], 0);
+    let v = out.stdout_json();
+    let servers = v["servers"].as_array().expect("servers array");
+    assert_eq!(servers.len(), 1, "{v:#}");
+    check_json_listing(&servers[0], "py", "rivumi-interop-py", PY_TOOLS);
+    assert_eq!(out.stderr, "");
+
+    let out = t.run(&["list", "py", "--all", "--json"], 0);
+    let v = out.stdout_json();
+    let s = &v["servers"][0];
+    assert_eq!(s["complete"], json!(true), "{v:#}");
+    assert_eq!(s["tools"].as_array().map(Vec::len), Some(7), "{v:#}");
+    assert_eq!(s["resources"].as_array().map(Vec::len), Some(2), "{v:#}");
+    assert_eq!(
+        s["resourceTemplates"].as_array().map(Vec::len),
+        Some(1),
+        "{v:#}"
+    );
+    assert_eq!(s["prompts"].as_array().map(Vec::len), Some(1), "{v:#}");
+
+    // A read tool.
+    let out = t.run(&["call", "mcp__py__echo", "message=hi"], 0);
+    assert_eq!(out.stdout, "Echo: hi\n");
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["call", "py", "echo", "message=hi", "--json"], 0);
+    let v = out.stdout_json();
+    assert_eq!(v["content"][0]["text"], json!("Echo: hi"), "{v:#}");
+    assert_eq!(v["isError"], json!(false), "{v:#}");
+
+    // Numbers (JSON Schema number and integer, pages 1 and 3).
+    let out = t.run(&["call", "py", "add", "a=2", "b=3.5"], 0);
+    assert_eq!(out.stdout, "2 + 3.5 = 5.5\n");
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["call", "mcp__py__add", "a=2", "b=3"], 0);
+    assert_eq!(out.stdout, "2 + 3 = 5\n");
+    let out = t.run(&["call", "py", "sleep_ms", "ms=300"], 0);
+    assert_eq!(out.stdout, "slept 300 ms\n");
+
+    // Tools classified execute: refused without -y, run with it (a string
+    // stays a string, a boolean is converted).
+    let out = t.run(&["call", "py", "greet", "name=Ada"], 7);
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "is classified execute and needs approval");
+    let out =
+        t.run(&["call", "py", "greet", "name=007", "excited=true", "-y"], 0);
+    assert_eq!(out.stdout, "Hello, 007!\n");
+    assert_eq!(out.stderr, "");
+    let out =
+        t.run(&["call", "py", "get_weather", "city=Oslo", "-y", "--json"], 0);
+    let v = out.stdout_json();
+    assert_eq!(
+        v["structuredContent"],
+        json!({"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}),
+        "{v:#}"
+    );
+
+    // isError -> exit 1, the text on stdout.
+    let out = t.run(&["call", "py", "fail", "reason=nope", "-y"], 1);
+    assert_eq!(out.stdout, "Error executing tool fail: nope\n");
+    assert_contains(&out.stderr, "tool 'fail' reported an error (isError)");
+    let out = t.run(&["call", "mcp__py__fail", "-y", "--json"], 1);
+    let v = out.stdout_json();
+    assert_eq!(v["isError"], json!(true), "{v:#}");
+    assert_eq!(
+        v["content"][0]["text"],
+        json!("Error executing tool fail: boom")
+    );
+
+    // Resources.
+    let out = t.run(&["resources", "py"], 0);
+    let resources: Vec<(&str, &str)> = lines_with(&out.stdout, "resource ")
+        .into_iter()
+        .map(|l| {
+            let mut w = l.split_whitespace().skip(1);
+            (w.next().unwrap_or(""), w.next().unwrap_or(""))
+        })
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            ("fixture://readme", "text/plain"),
+            ("fixture://config", "application/json")
+        ],
+        "{}",
+        out.stdout
+    );
+    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
+        .into_iter()
+        .map(|l| first_word_after(l, "template "))
+        .collect();
+    assert_eq!(templates, ["fixture://items/{item_id}"], "{}", out.stdout);
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["read", "py", "fixture://readme"], 0);
+    assert_eq!(out.stdout, "Hello from the rivumi interop Python server.\n");
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["read", "py", "fixture://items/42"], 0);
+    assert_eq!(out.stdout, "item 42\n");
+    let out = t.run(&["read", "py", "fixture://config", "--json"], 0);
+    let v = out.stdout_json();
+    assert_eq!(
+        v["contents"][0]["mimeType"],
+        json!("application/json"),
+        "{v:#}"
+    );
+    let out = t.run(&["read", "py", "fixture://nope"], 4);
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "Unknown resource: fixture://nope");
+
+    // Prompts.
+    let out = t.run(&["prompts", "py"], 0);
+    let rows = lines_with(&out.stdout, "prompt ");
+    assert_eq!(rows.len(), 1, "{}", out.stdout);
+    assert_eq!(first_word_after(rows[0], "prompt "), "review");
+    assert_contains(rows[0], " code [language] ");
+    assert_eq!(out.stderr, "");
+    let out = t.run(&["prompt", "py", "review", "code=fn main(){}"], 0);
+    assert_eq!(
+        out.stdout,
+        "# Asks for a review of a code snippet.\n[user]\n\
+         Please review this rust code:\n\nfn main(){}\n"
+    );
+    assert_eq!(out.stderr, "");
+    let out = t.run(
+        &["prompt", "py", "review", "code=x = 1", "language=python", "--json"],
+        0,
+    );
+    let v = out.stdout_json();
+    assert_eq!(
+        v["messages"][0]["content"]["text"],
+        json!("Please review this python code:\n\nx = 1"),
+        "{v:#}"
+    );
+
+    // The session's end. The server logs at WARNING and so says nothing
+    // about it; what can be seen is rivumi-mcp's DELETE and its status.
+    let out = t.run(&["call", "py", "echo", "message=bye", "-v"], 0);
+    assert_eq!(out.stdout, "Echo: bye\n");
+    check_delete_line(t.kind, &out.stderr);
+
+    // Nothing went wrong on the server's side: no traceback, nothing but
+    // the "listening" line on its stderr.
+    let err = t.server.stderr();
+    assert_eq!(err.lines().count(), 1, "server stderr:\n{err}");
+    assert_contains(&err, "py_server: listening on http://127.0.0.1:");
+    t.finish();
+}
+
+#[test]
+fn interop_http_py_sse() {
+    py_suite("interop_http_py_sse", "sse");
+}
+
+#[test]
+fn interop_http_py_json() {
+    py_suite("interop_http_py_json", "json");
+}
+
+#[test]
+fn interop_http_py_stateless() {
+    py_suite("interop_http_py_stateless", "stateless");
+}
+
+#[test]
+fn interop_http_py_stateless_json() {
+    py_suite("interop_http_py_stateless_json", "stateless-json");
+}
+
+// ---- a server restarted under a session ------------------------------------
+
+/// `batch -v` with one request, then the server is restarted on the same
+/// port (so it no longer knows the session), then a second request.
+/// Returns the two output lines, the exit code and stderr.
+fn batch_across_restart(t: &mut HttpInterop) -> (Value, Value, Output) {
+    let name = t.kind.name();
+    let line = |id: u32, message: &str| {
+        let v = json!({"id": id, "server": name, "tool": "echo",
+                       "arguments": {"message": message}});
+        format!("{v}\n")
+    };
+    let mut cmd = t.dir.command(["batch", "-v"]);
+    cmd.env("RIVUMI_MCP_ALLOWLIST", name).timeout(LIMIT * 4);
+    let start = Instant::now();
+    let mut child = cmd.spawn();
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    stdin.write_all(line(1, "one").as_bytes()).expect("writing line 1");
+    stdin.flush().expect("flushing line 1");
+    // Read the first answer from a thread, so that a hang cannot hang the
+    // test (the deadline below kills the batch).
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut first = String::new();
+        let _ = stdout.read_line(&mut first);
+        let mut rest = String::new();
+        let _ = tx.send(first);
+        let _ = stdout.read_to_string(&mut rest);
+        let _ = tx.send(rest);
+    });
+    let first = match rx.recv_timeout(LIMIT) {
+        Ok(l) => l,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("no first batch answer within {LIMIT:?}");
+        }
+    };
+
+    let port = t.server.port;
+    t.server.stop();
+    let marker = t.server.marker.clone();
+    t.server = HttpServer::start(&t.installed, &t.dir, t.kind, port, &marker);
+
+    stdin.write_all(line(2, "two").as_bytes()).expect("writing line 2");
+    drop(stdin);
+    let out = wait_with_timeout(child, &cmd);
+    let rest = rx.recv_timeout(LIMIT).expect("the rest of stdout");
+    eprintln!(
+        "interop_http timing: {}: rivumi-mcp batch across a restart: {} ms",
+        t.test,
+        start.elapsed().as_millis()
+    );
+    let parse = |l: &str| -> Value {
+        serde_json::from_str(l)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}\n{out:?}"))
+    };
+    let lines: Vec<&str> = rest.lines().collect();
+    assert_eq!(lines.len(), 1, "{rest}\n{out:?}");
+    (parse(&first), parse(lines[0]), out)
+}
+
+/// The Python SDK answers 404 for a session it does not know; rivumi-mcp
+/// then starts a new session and sends the request again (spec: the
+/// client MUST start a new session on 404).
+#[test]
+fn interop_http_py_session_lost_on_restart() {
+    let Some(mut t) = HttpInterop::new(
+        "interop_http_py_session_lost_on_restart",
+        Kind::Py("sse"),
+    ) else {
+        return;
+    };
+    let (one, two, out) = batch_across_restart(&mut t);
+    assert_eq!(one["ok"], json!(true), "{one:#}");
+    assert_eq!(one["result"]["content"][0]["text"], json!("Echo: one"));
+    assert_eq!(two["ok"], json!(true), "{two:#}\n{out:?}");
+    assert_eq!(two["result"]["content"][0]["text"], json!("Echo: two"));
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "rivumi-mcp: server 'py': session expired (404); starting a new one",
+    );
+    // The new session is the one ended.
+    assert_contains(
+        &out.stderr,
+        "rivumi-mcp: server 'py': DELETE session: HTTP 200",
+    );
+    t.finish();
+}
+
+/// server-everything answers 400 (not the 404 of the spec) for a session
+/// it does not know, so there is nothing to retry: the request fails as
+/// a server error (exit code 4 in its line; the batch exits 1) and the
+/// server's message is shown.
+#[test]
+fn interop_http_everything_session_lost_on_restart() {
+    let Some(mut t) = HttpInterop::new(
+        "interop_http_everything_session_lost_on_restart",
+        Kind::Everything,
+    ) else {
+        return;
+    };
+    let (one, two, out) = batch_across_restart(&mut t);
+    assert_eq!(one["ok"], json!(true), "{one:#}");
+    assert_eq!(one["result"]["content"][0]["text"], json!("Echo: one"));
+    assert_eq!(two["ok"], json!(false), "{two:#}");
+    assert_eq!(two["id"], json!(2), "{two:#}");
+    assert_eq!(two["error"]["code"], json!("server"), "{two:#}");
+    assert_eq!(two["error"]["exit_code"], json!(4), "{two:#}");
+    let msg = two["error"]["message"].as_str().unwrap_or("");
+    assert_contains(msg, "HTTP 400");
+    assert_contains(msg, "No valid session ID provided");
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_absent(&out.stderr, "session expired");
+    t.finish();
+}
