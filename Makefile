@@ -34,7 +34,7 @@ test: lint interop-setup unit conformance
 # The official MCP conformance suite (pinned, node 22 from npm), each
 # scenario alone in a loopback-only network namespace.
 conformance: build
-	bash scripts/conformance.sh
+	bash scripts/conformance.sh required
 
 
 demo: build
