@@ -123,11 +123,26 @@ pub(crate) fn run(
                 text.push_str(&render::block(b, &mut saver)?);
             }
         }
-        if let Some(sc) = result.get("structuredContent") {
+        // Servers are asked to repeat structured content as JSON text;
+        // print it once.
+        let repeated = |sc: &Value| {
+            result.get("content").and_then(Value::as_array).is_some_and(|bs| {
+                bs.iter().any(|b| {
+                    b.get("text")
+                        .and_then(Value::as_str)
+                        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                        .is_some_and(|v| v == *sc)
+                })
+            })
+        };
+        if let Some(sc) =
+            result.get("structuredContent").filter(|sc| !repeated(sc))
+        {
             let pretty = serde_json::to_string_pretty(sc).unwrap_or_default();
             text.push_str(&pretty);
             text.push('\n');
         }
+
         text.push_str(&render::truncation_note(&obs));
         render::print(&text)?;
     }
