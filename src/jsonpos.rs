@@ -376,31 +376,46 @@ impl<'a> Parser<'a> {
             let value = self.value()?;
             self.path.truncate(outer);
             members.push(Member { key, key_pos, value });
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    let comma = self.pos();
-                    self.bump();
-                    self.skip_ws();
-                    if self.peek() == Some(b'}') {
-                        return self.err(comma, "trailing comma before '}'");
-                    }
-                }
-                Some(b'}') => {
-                    self.bump();
-                    break;
-                }
-                _ => {
-                    let msg = format!(
-                        "expected ',' or '}}' after object member, found {}",
-                        self.found()
-                    );
-                    return self.err_here(msg);
-                }
+            if self.separator(b'}', "object member")? {
+                break;
             }
         }
         self.leave();
         Ok(Kind::Object(members))
+    }
+
+    /// After a member or element: a `,` (not followed by `close`: no
+    /// trailing commas) continues, `close` ends the container (`Ok(true)`).
+    fn separator(
+        &mut self,
+        close: u8,
+        what: &str,
+    ) -> Result<bool, SyntaxError> {
+        let close_char = char::from(close);
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => {
+                let comma = self.pos();
+                self.bump();
+                self.skip_ws();
+                if self.peek() == Some(close) {
+                    let msg = format!("trailing comma before '{close_char}'");
+                    return self.err(comma, msg);
+                }
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.bump();
+                Ok(true)
+            }
+            _ => {
+                let msg = format!(
+                    "expected ',' or '{close_char}' after {what}, found {}",
+                    self.found()
+                );
+                self.err_here(msg)
+            }
+        }
     }
 
     fn array(&mut self) -> Result<Kind, SyntaxError> {
@@ -420,27 +435,8 @@ impl<'a> Parser<'a> {
             let item = self.value()?;
             self.path.truncate(outer);
             items.push(item);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    let comma = self.pos();
-                    self.bump();
-                    self.skip_ws();
-                    if self.peek() == Some(b']') {
-                        return self.err(comma, "trailing comma before ']'");
-                    }
-                }
-                Some(b']') => {
-                    self.bump();
-                    break;
-                }
-                _ => {
-                    let msg = format!(
-                        "expected ',' or ']' after array element, found {}",
-                        self.found()
-                    );
-                    return self.err_here(msg);
-                }
+            if self.separator(b']', "array element")? {
+                break;
             }
         }
         self.leave();
