@@ -284,7 +284,7 @@ impl Url {
         }
     }
 
-    /// The origin ("https://example.com:8443"), for OAuth metadata checks
+    /// The origin (`https://example.com:8443`), for OAuth metadata checks
     /// and for comparing where two URLs point.
     pub(crate) fn origin(&self) -> String {
         format!("{}://{}", self.scheme.as_str(), self.authority())
@@ -368,7 +368,7 @@ fn split_scheme(raw: &str) -> Result<(Scheme, &str), UrlError> {
     }
 }
 
-/// Parses "host", "host:port", "[v6]" or "[v6]:port".
+/// Parses `host`, `host:port`, `[v6]` or `[v6]:port`.
 fn parse_authority(authority: &str) -> Result<(Host, Option<u16>), UrlError> {
     if authority.is_empty() {
         return Err(UrlError::EmptyHost);
