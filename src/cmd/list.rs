@@ -211,6 +211,8 @@ fn human(l: &ServerListing, show: Show) -> String {
             rows.push(vec!["  (no tools)".to_string()]);
         }
     }
+    // One table per section, so a long URI does not widen the tools.
+    text.push_str(&out::table(&std::mem::take(&mut rows)));
     let field = |v: &Value, k: &str| {
         out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?"))
             .into_owned()
@@ -234,6 +236,7 @@ fn human(l: &ServerListing, show: Show) -> String {
             ]);
         }
     }
+    text.push_str(&out::table(&std::mem::take(&mut rows)));
     if let (true, Some(p)) = (show.prompts, &l.prompts) {
         for item in &p.items {
             let args: Vec<String> = item
