@@ -46,9 +46,9 @@ demo: build
 	@PATH="$(CURDIR)/$(RELEASE):$$PATH" RIVUMI_MCP_ALLOWLIST=demo \
 		$(RELEASE)/rivumi-mcp -c fixtures/demo.mcp.json list
 	@echo
-	@echo '$$ RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp -c fixtures/demo.mcp.json call mcp__demo__add a=2 b=40'
+	@echo '$$ RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp -c fixtures/demo.mcp.json call mcp__demo__add a=2 b=40 --yes'
 	@PATH="$(CURDIR)/$(RELEASE):$$PATH" RIVUMI_MCP_ALLOWLIST=demo \
-		$(RELEASE)/rivumi-mcp -c fixtures/demo.mcp.json call mcp__demo__add a=2 b=40
+		$(RELEASE)/rivumi-mcp -c fixtures/demo.mcp.json call mcp__demo__add a=2 b=40 --yes
 
 bench: build
 	bash scripts/bench.sh
