@@ -474,7 +474,7 @@ EXIT: 0 ok, 1 when the tool returned isError, see rivumi-mcp --help.
 
 EXAMPLES:
     rivumi-mcp call mcp__demo__echo text=hello
-    rivumi-mcp call demo add a=1 b:=2
+    rivumi-mcp call demo add a=1 b:=2 --yes
     echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
 ";
 
