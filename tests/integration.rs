@@ -13,6 +13,8 @@ mod check_config;
 mod interop;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
+// OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
+mod interop_oauth;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // `list`: tables, paging, JSON, several servers, the allowlist.

@@ -284,7 +284,16 @@ fn client(
     if let Some(reg) = stored.and_then(|c| c.registration.as_ref()) {
         let same_issuer =
             reg.get("issuer").and_then(Value::as_str) == issuer.as_deref();
-        if same_issuer && let Some(c) = registration_identity(reg, &ep.methods)
+        // Servers compare redirect URIs exactly (RFC 8252's any-port rule
+        // is not universal): reuse only a registration made for this one.
+        let same_redirect = redirect_uri.is_none_or(|r| {
+            reg.get("redirect_uris")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|u| u.as_str() == Some(r)))
+        });
+        if same_issuer
+            && same_redirect
+            && let Some(c) = registration_identity(reg, &ep.methods)
         {
             msg::debug("reusing the stored dynamic registration");
             return Ok(c);
@@ -418,6 +427,33 @@ fn configured_secret(req: &Request<'_>) -> Result<Option<Secret>> {
     Ok(Some(Secret::new(v)))
 }
 
+/// The callback listener: on the configured port; else on the port of a
+/// stored dynamic registration (so it can be reused with servers that
+/// compare redirect URIs exactly) when that port is free; else ephemeral.
+fn bind_listener(
+    o: &OAuth,
+    stored: Option<&Credential>,
+) -> Result<callback::Listener> {
+    if let Some(port) = o.redirect_port {
+        return callback::Listener::bind(port, &o.redirect_path);
+    }
+    let registered = stored
+        .and_then(|c| c.registration.as_ref())
+        .and_then(|r| r.get("redirect_uris")?.as_array()?.first()?.as_str())
+        .and_then(|u| u.strip_prefix("http://127.0.0.1:"))
+        .and_then(|rest| {
+            let (port, path) = rest.split_once('/')?;
+            (format!("/{path}") == o.redirect_path).then_some(port)
+        })
+        .and_then(|p| p.parse::<u16>().ok());
+    if let Some(port) = registered
+        && let Ok(l) = callback::Listener::bind(port, &o.redirect_path)
+    {
+        return Ok(l);
+    }
+    callback::Listener::bind(0, &o.redirect_path)
+}
+
 /// Runs one authorization and stores the credential. Returns it.
 pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     let server = req.server;
@@ -452,10 +488,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
             token::request(&ep.token, &identity.as_client(), &params, &d)?;
     } else {
         let p = pkce::Pkce::new()?;
-        let listener = callback::Listener::bind(
-            o.redirect_port.unwrap_or(0),
-            &o.redirect_path,
-        )?;
+        let listener = bind_listener(o, stored.as_ref())?;
         let redirect_uri = listener.redirect_uri();
         let d = Deadline::new("client registration", REQUEST_TIMEOUT);
         identity = client(
