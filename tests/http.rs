@@ -551,25 +551,33 @@ fn server_without_token_gets_no_authorization() {
 fn secrets_never_printed_even_verbose() {
     let fx = HttpFixture::mcp(McpScript::new().sessions());
     let dir = Dir::new("http_secrets");
-    write_mcp_json(
-        &dir,
-        &[(
-            "web",
-            json!({
-                "url": fx.url(),
-                "headers": {"X-Api-Key": "${KEY}"},
-                "bearer_token_env_var": "TOK",
-            }),
-        )],
-    );
+    // Server `web` at `url`, its header and bearer token from variables.
+    let configure = |url: &str| {
+        write_mcp_json(
+            &dir,
+            &[(
+                "web",
+                json!({
+                    "url": url,
+                    "headers": {"X-Api-Key": "${KEY}"},
+                    "bearer_token_env_var": "TOK",
+                }),
+            )],
+        );
+    };
+    // `rivumi-mcp ARGS` with those variables set to the secrets.
+    let with_secrets = |args: &[&str]| {
+        let mut c = cmd(&dir, args);
+        c.env("TOK", "token-secret-456").env("KEY", "planted-secret-123");
+        c
+    };
+    configure(&fx.url());
     for args in [
         &["-v", "call", "mcp__web__echo", "text=hi"][..],
         &["-v", "-v", "list", "--json"],
         &["-v", "list", "web"],
     ] {
-        let mut c = cmd(&dir, args);
-        c.env("TOK", "token-secret-456").env("KEY", "planted-secret-123");
-        let out = c.assert_exit(0);
+        let out = with_secrets(args).assert_exit(0);
         assert_absent(&out.all(), "planted-secret-123");
         assert_absent(&out.all(), "token-secret-456");
         assert_absent(&out.all(), "sess-");
@@ -582,20 +590,9 @@ fn secrets_never_printed_even_verbose() {
     }
     // And an error path with -v: the 404 retry, then a failure.
     let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2, 1]));
-    write_mcp_json(
-        &dir,
-        &[(
-            "web",
-            json!({
-                "url": fx.url(),
-                "headers": {"X-Api-Key": "${KEY}"},
-                "bearer_token_env_var": "TOK",
-            }),
-        )],
-    );
-    let mut c = cmd(&dir, &["-v", "call", "mcp__web__echo", "text=hi"]);
-    c.env("TOK", "token-secret-456").env("KEY", "planted-secret-123");
-    let out = c.assert_exit(4);
+    configure(&fx.url());
+    let out = with_secrets(&["-v", "call", "mcp__web__echo", "text=hi"])
+        .assert_exit(4);
     assert_absent(&out.all(), "planted-secret-123");
     assert_absent(&out.all(), "token-secret-456");
 }
@@ -626,7 +623,7 @@ fn unauthorized_names_the_challenge_and_login() {
          oauth-protected-resource\")",
     );
     assert_contains(&line, "bearer_token_env_var");
-    assert_contains(&line, "'rivumi-mcp login <server>'");
+    assert_contains(&line, "'rivumi-mcp login web'");
     assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
 
     // --json: the error object says auth_required.
@@ -649,8 +646,7 @@ fn unauthorized_with_a_token_says_it_was_refused() {
     let out = c.env("TOK", "stale-token-789").assert_exit(6);
     let line = error_line(&out);
     assert_contains(&line, "authentication required (HTTP 401)");
-    assert_contains(&line, "the token was refused");
-    assert_contains(&line, "'rivumi-mcp login <server>'");
+    assert_contains(&line, "the token in 'TOK' was refused");
     assert_absent(&out.all(), "stale-token-789");
 }
 

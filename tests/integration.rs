@@ -29,3 +29,5 @@ mod executor;
 mod batch;
 // OAuth: login, logout, status, discover and the credential file.
 mod login;
+// Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.
+mod auth_paths;

@@ -583,7 +583,7 @@ fn interop_oauth_ts_demo() {
         &out.stderr,
         "rivumi-mcp: server 'demo': authentication required (HTTP 401)",
     );
-    assert_contains(&out.stderr, "run 'rivumi-mcp login <server>'");
+    assert_contains(&out.stderr, "run 'rivumi-mcp login demo'");
 
     // Login: registration, browser, callback, token for this resource.
     let out = t.run(&["login", "demo", "--timeout", "15"], 0);

@@ -387,6 +387,7 @@ fn registration_identity(
 pub(crate) fn scopes(
     configured: &[String],
     challenge: Option<&str>,
+    step_up: Option<&str>,
     resource_scopes: &[String],
     as_scopes: &[String],
     offline_access: bool,
@@ -398,7 +399,7 @@ pub(crate) fn scopes(
     } else {
         resource_scopes.to_vec()
     };
-    if let Some(c) = challenge {
+    if let Some(c) = step_up {
         // A step-up challenge adds what the server now asks for.
         for x in c.split(' ').filter(|x| !x.is_empty()) {
             if !s.iter().any(|y| y == x) {
@@ -468,6 +469,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     let scope = scopes(
         &o.scopes,
         challenge.as_ref().and_then(|c| c.scope.as_deref()),
+        req.challenge.as_ref().and_then(|c| c.scope.as_deref()),
         &resource_scopes,
         &ep.scopes_supported,
         o.offline_access,
@@ -561,6 +563,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         scope: tokens.scope.or(scope),
         obtained_at: now,
         registration: identity.registration.clone(),
+        auth_method: Some(identity.method.clone()),
     };
     store::put(&store_path, server, cred.clone())?;
     journal::event(
@@ -642,10 +645,11 @@ pub(crate) fn refresh(
             }
             None => ClientIdentity {
                 id: c.client_id.clone(),
-                method: if secret.is_some() {
-                    "client_secret_basic".into()
-                } else {
-                    "none".into()
+                // The method the login used; older entries: Basic.
+                method: match (&secret, &c.auth_method) {
+                    (None, _) => "none".into(),
+                    (Some(_), Some(m)) => m.clone(),
+                    (Some(_), None) => "client_secret_basic".into(),
                 },
                 secret,
                 registration: None,
@@ -689,30 +693,40 @@ mod tests {
         let v =
             |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            scopes(&v(&["a"]), None, &v(&["b"]), &[], false).as_deref(),
+            scopes(&v(&["a"]), None, None, &v(&["b"]), &[], false).as_deref(),
             Some("a")
         );
         assert_eq!(
-            scopes(&[], Some("c d"), &v(&["b"]), &[], false).as_deref(),
+            scopes(&[], Some("c d"), None, &v(&["b"]), &[], false).as_deref(),
             Some("c d")
         );
         assert_eq!(
-            scopes(&[], None, &v(&["b"]), &[], false).as_deref(),
+            scopes(&[], None, None, &v(&["b"]), &[], false).as_deref(),
             Some("b")
         );
-        assert_eq!(scopes(&[], None, &[], &[], false), None);
+        assert_eq!(scopes(&[], None, None, &[], &[], false), None);
         let off = v(&["x", "offline_access"]);
         assert_eq!(
-            scopes(&[], None, &v(&["b"]), &off, true).as_deref(),
+            scopes(&[], None, None, &v(&["b"]), &off, true).as_deref(),
             Some("b offline_access")
         );
         assert_eq!(
-            scopes(&[], None, &v(&["b"]), &v(&["b"]), true).as_deref(),
+            scopes(&[], None, None, &v(&["b"]), &v(&["b"]), true).as_deref(),
             Some("b")
         );
         assert_eq!(
-            scopes(&[], None, &v(&["b"]), &off, false).as_deref(),
+            scopes(&[], None, None, &v(&["b"]), &off, false).as_deref(),
             Some("b")
+        );
+        // Configured scopes win over a probe's challenge; a step-up adds.
+        assert_eq!(
+            scopes(&v(&["a"]), Some("x"), None, &[], &[], false).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            scopes(&v(&["a"]), Some("x"), Some("x y"), &[], &[], false)
+                .as_deref(),
+            Some("a x y")
         );
     }
 

@@ -49,6 +49,9 @@ pub(crate) struct Credential {
     /// A dynamic registration stored with the credential (issue 7): the
     /// registration response, secrets included.
     pub(crate) registration: Option<Value>,
+    /// How the client authenticated at the token endpoint (`none`,
+    /// `client_secret_basic`, `client_secret_post`), for `login --refresh`.
+    pub(crate) auth_method: Option<String>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -79,6 +82,7 @@ impl Credential {
             "scope": self.scope,
             "obtained_at": self.obtained_at,
             "registration": self.registration,
+            "auth_method": self.auth_method,
         })
     }
 
@@ -97,6 +101,7 @@ impl Credential {
                 .get("obtained_at")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
+            auth_method: s("auth_method"),
             registration: v
                 .get("registration")
                 .filter(|r| !r.is_null())
@@ -339,6 +344,7 @@ mod tests {
             scope: None,
             obtained_at: 1,
             registration: None,
+            auth_method: None,
         }
     }
 

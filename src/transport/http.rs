@@ -65,6 +65,15 @@ type Reader = sse::EventReader<ureq::BodyReader<'static>>;
 pub(crate) type Reauth =
     Box<dyn FnMut(crate::auth::flow::Challenge) -> Result<String> + Send>;
 
+/// A server's configured way to authenticate (names only, no secrets).
+#[derive(Debug)]
+enum AuthMode {
+    None,
+    Bearer(String),
+    /// An `oauth` block: tokens come from `login`.
+    Login,
+}
+
 /// Authorizations one command may run inline.
 const MAX_AUTHORIZATIONS: usize = 3;
 
@@ -85,6 +94,8 @@ pub(crate) struct HttpTransport {
     awaiting: Option<Value>,
     resumes: usize,
     first_post: bool,
+    /// How the server is configured to authenticate, for the 401 hint.
+    auth: AuthMode,
     /// Step-up: runs an authorization and returns the new
     /// `Authorization` value.
     reauth: Option<Reauth>,
@@ -177,6 +188,11 @@ impl HttpTransport {
             awaiting: None,
             resumes: 0,
             first_post: true,
+            auth: match (&spec.bearer_token_env_var, &spec.oauth) {
+                (Some(v), _) => AuthMode::Bearer(v.clone()),
+                (None, Some(_)) => AuthMode::Login,
+                (None, None) => AuthMode::None,
+            },
             reauth: None,
             authorizations: 0,
             limits,
@@ -353,16 +369,27 @@ impl HttpTransport {
             } else {
                 format!("; challenge: {}", www_auth::describe(&challenges))
             };
-            let hint = if self
-                .headers
-                .iter()
-                .any(|(k, _)| k == "authorization")
-            {
-                "the token was refused; refresh it, or run 'rivumi-mcp login \
-                 <server>'"
-            } else {
-                "set the variable named by bearer_token_env_var, or run \
-                 'rivumi-mcp login <server>'"
+            let sent = self.headers.iter().any(|(k, _)| k == "authorization");
+            let hint = match (&self.auth, sent) {
+                (AuthMode::Bearer(var), _) => {
+                    format!(
+                        "the token in '{var}' was refused; set a valid one"
+                    )
+                }
+                (AuthMode::Login, true) => format!(
+                    "the stored token was refused; run 'rivumi-mcp login {}' \
+                     (or 'login {0} --refresh')",
+                    self.name
+                ),
+                (AuthMode::Login, false) => format!(
+                    "run 'rivumi-mcp login {}' (or pass --step-up)",
+                    self.name
+                ),
+                (AuthMode::None, _) => format!(
+                    "configure bearer_token_env_var, or an \"oauth\" block \
+                     and run 'rivumi-mcp login {}'",
+                    self.name
+                ),
             };
             return Error::new(
                 Kind::Auth,

@@ -599,3 +599,672 @@ pub fn read_json(p: &std::path::Path) -> Value {
     serde_json::from_str(&t)
         .unwrap_or_else(|e| panic!("{}: {e}\n{t}", p.display()))
 }
+
+// ---------------------------------------------------------------------------
+// A configurable site for the opt-in authorization paths
+// (tests/auth_paths.rs)
+// ---------------------------------------------------------------------------
+
+/// Where an [`OAuthSite`] in the MCP role publishes its protected-resource
+/// metadata (RFC 9728).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrmAt {
+    /// Nowhere: every well-known URL is 404.
+    Nowhere,
+    /// At [`HINTED_PRM_PATH`], named by the 401's `resource_metadata`
+    /// (and by a 403's).
+    Hinted,
+    /// At `/.well-known/oauth-protected-resource/mcp`; the 401 names no
+    /// metadata.
+    PathSuffixed,
+    /// At `/.well-known/oauth-protected-resource`; the 401 names no
+    /// metadata.
+    Root,
+}
+
+/// Where [`PrmAt::Hinted`] metadata lives: not a well-known URL, so a
+/// fetch of it can only come from the challenge.
+pub const HINTED_PRM_PATH: &str = "/meta/prm.json";
+
+/// The access tokens an authorization server issued, with their scopes;
+/// shared with the MCP servers that accept them.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger(Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+impl Ledger {
+    fn issue(&self, token: &str, scope: &str) {
+        self.0.lock().unwrap().push((token.to_string(), scope.to_string()));
+    }
+
+    /// The scope a token was issued with, if it was issued.
+    pub fn scope_of(&self, token: &str) -> Option<String> {
+        let l = self.0.lock().unwrap();
+        l.iter().find(|(t, _)| t == token).map(|(_, s)| s.clone())
+    }
+}
+
+/// The behaviour of an [`OAuthSite`]: an authorization server, an MCP
+/// server, or both on one origin (MCP 2025-03-26).
+#[derive(Debug, Clone)]
+pub struct SiteOptions {
+    // --- The authorization server role -----------------------------------
+    /// Serves `/authorize`, `/token` and `/register`.
+    pub authorization_server: bool,
+    /// Serves RFC 8414 metadata at `/.well-known/oauth-authorization-server`.
+    pub as_metadata: bool,
+    /// The metadata's `issuer` when it is not the site's own origin.
+    pub metadata_issuer: Option<String>,
+    /// Lists S256 in `code_challenge_methods_supported` (else `plain`).
+    pub s256: bool,
+    /// `token_endpoint_auth_methods_supported` (absent when `None`); when
+    /// given, the token endpoint refuses any other client authentication.
+    pub auth_methods: Option<Vec<String>>,
+    /// `scopes_supported` of the metadata (absent when empty).
+    pub as_scopes: Vec<String>,
+    /// Advertises `registration_endpoint` (`/register` is served anyway).
+    pub registration: bool,
+    /// `client_id_metadata_document_supported: true`.
+    pub cimd: bool,
+    /// Confidential clients (id, secret) the token endpoint authenticates.
+    pub clients: Vec<(String, String)>,
+    /// Issues refresh tokens with authorization-code and refresh grants.
+    pub refresh_tokens: bool,
+    /// A refresh token is good once: a reused one gets 400 `invalid_grant`.
+    pub strict_rotation: bool,
+    /// How long the token endpoint takes to answer.
+    pub token_delay: Duration,
+    pub expires_in: Option<u64>,
+    // --- The MCP server role ---------------------------------------------
+    /// Serves [`McpScript`] at `/mcp` behind a bearer check against the
+    /// ledger.
+    pub mcp: bool,
+    pub prm: PrmAt,
+    /// The metadata's `resource` when it is not the site's `/mcp`;
+    /// `{base}` in it stands for the site's origin.
+    pub prm_resource: Option<String>,
+    /// The metadata's authorization server when it is not the site itself.
+    pub prm_authorization_server: Option<String>,
+    /// The metadata's `scopes_supported` (absent when empty).
+    pub prm_scopes: Vec<String>,
+    /// The `scope` of the 401 challenge.
+    pub challenge_scope: Option<String>,
+    /// `tools/call` needs a token with all of these scopes; otherwise 403
+    /// `insufficient_scope` with `scope` naming them.
+    pub call_scopes: Vec<String>,
+    /// Answers 401 to every request, whatever token it carries.
+    pub refuse_all: bool,
+    /// The ledger to check tokens against (another site's); the site's own
+    /// when `None`.
+    pub ledger: Option<Ledger>,
+}
+
+impl Default for SiteOptions {
+    fn default() -> SiteOptions {
+        SiteOptions {
+            authorization_server: false,
+            as_metadata: true,
+            metadata_issuer: None,
+            s256: true,
+            auth_methods: None,
+            as_scopes: vec!["mcp:tools".into(), "offline_access".into()],
+            registration: false,
+            cimd: false,
+            clients: vec![],
+            refresh_tokens: false,
+            strict_rotation: false,
+            token_delay: Duration::ZERO,
+            expires_in: None,
+            mcp: false,
+            prm: PrmAt::Hinted,
+            prm_resource: None,
+            prm_authorization_server: None,
+            prm_scopes: vec!["mcp:tools".into()],
+            challenge_scope: None,
+            call_scopes: vec![],
+            refuse_all: false,
+            ledger: None,
+        }
+    }
+}
+
+impl SiteOptions {
+    /// An authorization server with metadata.
+    pub fn auth_server() -> SiteOptions {
+        SiteOptions { authorization_server: true, ..SiteOptions::default() }
+    }
+
+    /// An MCP server whose hinted metadata names `auth` and which accepts
+    /// the tokens `auth` issues.
+    pub fn mcp_for(auth: &OAuthSite) -> SiteOptions {
+        SiteOptions {
+            mcp: true,
+            prm_authorization_server: Some(auth.issuer()),
+            ledger: Some(auth.ledger()),
+            ..SiteOptions::default()
+        }
+    }
+}
+
+/// One authorization request as the site granted it.
+#[derive(Debug, Clone)]
+struct Grant {
+    code: String,
+    client_id: String,
+    redirect_uri: String,
+    challenge: String,
+    scope: String,
+    used: bool,
+}
+
+#[derive(Debug, Default)]
+struct SiteState {
+    codes: usize,
+    access: usize,
+    grants: Vec<Grant>,
+    /// (refresh token, client id, scope, still good), in issue order.
+    refresh: Vec<(String, String, String, bool)>,
+    /// (client id, secret, token_endpoint_auth_method).
+    registered: Vec<(String, Option<String>, String)>,
+}
+
+/// The scripted site; see [`SiteOptions`].
+#[derive(Debug)]
+pub struct OAuthSite {
+    fx: HttpFixture,
+    ledger: Ledger,
+    state: Arc<std::sync::Mutex<SiteState>>,
+}
+
+impl OAuthSite {
+    pub fn start(opts: SiteOptions) -> OAuthSite {
+        let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+        let ledger = opts.ledger.clone().unwrap_or_default();
+        let state = Arc::new(std::sync::Mutex::new(SiteState::default()));
+        let (b, l, st) = (base.clone(), ledger.clone(), state.clone());
+        let script = McpScript::new();
+        let fx = HttpFixture::start(move |req, conn| {
+            let base = b.get().expect("base set after start");
+            let site = Site { opts: &opts, base, ledger: &l, state: &st };
+            site.handle(&script, req, conn);
+        });
+        base.set(format!("http://127.0.0.1:{}", fx.port())).expect("once");
+        OAuthSite { fx, ledger, state }
+    }
+
+    /// `http://127.0.0.1:PORT`: the issuer of its metadata (by default).
+    pub fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}", self.fx.port())
+    }
+
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        self.fx.url()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.fx.port()
+    }
+
+    pub fn ledger(&self) -> Ledger {
+        self.ledger.clone()
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.fx.requests()
+    }
+
+    pub fn summary(&self) -> String {
+        self.fx.summary()
+    }
+
+    /// `METHOD path` of every request, in order.
+    pub fn lines(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+
+    /// The GETs of `/authorize`.
+    pub fn authorize_requests(&self) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "GET" && r.path.starts_with("/authorize"))
+            .collect()
+    }
+
+    /// The POSTs to `/token`.
+    pub fn token_requests(&self) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/token"))
+            .collect()
+    }
+
+    /// The requests to `/register`.
+    pub fn register_requests(&self) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/register"))
+            .collect()
+    }
+
+    /// The POSTs to `/mcp`.
+    pub fn mcp_requests(&self) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path == "/mcp")
+            .collect()
+    }
+
+    /// Every refresh token issued, in order.
+    pub fn refresh_tokens(&self) -> Vec<String> {
+        let st = self.state.lock().unwrap();
+        st.refresh.iter().map(|r| r.0.clone()).collect()
+    }
+
+    /// Every access token issued, in order.
+    pub fn access_tokens(&self) -> Vec<String> {
+        self.ledger.0.lock().unwrap().iter().map(|t| t.0.clone()).collect()
+    }
+}
+
+struct Site<'a> {
+    opts: &'a SiteOptions,
+    base: &'a str,
+    ledger: &'a Ledger,
+    state: &'a std::sync::Mutex<SiteState>,
+}
+
+impl Site<'_> {
+    fn handle(&self, script: &McpScript, req: &Request, conn: &mut Conn) {
+        let o = self.opts;
+        let path = req.path.split('?').next().unwrap_or("");
+        let m = req.method.as_str();
+        if o.authorization_server {
+            match (m, path) {
+                ("GET", "/.well-known/oauth-authorization-server")
+                    if o.as_metadata =>
+                {
+                    return self.metadata(conn);
+                }
+                ("GET", "/authorize") => return self.authorize(req, conn),
+                ("POST", "/token") => return self.token(req, conn),
+                ("POST", "/register") => return self.register(req, conn),
+                _ => {}
+            }
+        }
+        if o.mcp {
+            let prm_path = match o.prm {
+                PrmAt::Nowhere => None,
+                PrmAt::Hinted => Some(HINTED_PRM_PATH),
+                PrmAt::PathSuffixed => {
+                    Some("/.well-known/oauth-protected-resource/mcp")
+                }
+                PrmAt::Root => Some("/.well-known/oauth-protected-resource"),
+            };
+            if m == "GET" && Some(path) == prm_path {
+                let mut doc = json!({
+                    "resource": o.prm_resource.as_ref()
+                        .map(|r| r.replace("{base}", self.base))
+                        .unwrap_or(format!("{}/mcp", self.base)),
+                    "authorization_servers": [o.prm_authorization_server
+                        .clone().unwrap_or(self.base.to_string())],
+                    "bearer_methods_supported": ["header"],
+                });
+                if !o.prm_scopes.is_empty() {
+                    doc["scopes_supported"] = json!(o.prm_scopes);
+                }
+                return conn.json(200, &[], &doc);
+            }
+            if path == "/mcp" {
+                return self.mcp(script, req, conn);
+            }
+        }
+        conn.respond(404, &[("content-type", "text/plain")], b"no");
+    }
+
+    fn metadata(&self, conn: &mut Conn) {
+        let o = self.opts;
+        let base = self.base;
+        let mut m = json!({
+            "issuer": o.metadata_issuer.clone().unwrap_or(base.to_string()),
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "response_types_supported": ["code"],
+            "grant_types_supported":
+                ["authorization_code", "refresh_token", "client_credentials"],
+            "code_challenge_methods_supported":
+                if o.s256 { json!(["S256"]) } else { json!(["plain"]) },
+        });
+        if !o.as_scopes.is_empty() {
+            m["scopes_supported"] = json!(o.as_scopes);
+        }
+        if let Some(methods) = &o.auth_methods {
+            m["token_endpoint_auth_methods_supported"] = json!(methods);
+        }
+        if o.registration {
+            m["registration_endpoint"] = json!(format!("{base}/register"));
+        }
+        if o.cimd {
+            m["client_id_metadata_document_supported"] = json!(true);
+        }
+        conn.json(200, &[], &m);
+    }
+
+    /// Grants at once: a 302 to the `redirect_uri` with a fresh code.
+    fn authorize(&self, req: &Request, conn: &mut Conn) {
+        let q = query(&req.path);
+        let get = |k: &str| {
+            q.iter().find(|(n, _)| n == k).map_or("", |(_, v)| v.as_str())
+        };
+        let redirect_uri = get("redirect_uri").to_string();
+        let state = pct_encode(get("state"));
+        let client_id = get("client_id").to_string();
+        let unknown_dynamic = client_id.starts_with("dyn-")
+            && !self
+                .state
+                .lock()
+                .unwrap()
+                .registered
+                .iter()
+                .any(|r| r.0 == client_id);
+        if get("response_type") != "code"
+            || get("code_challenge_method") != "S256"
+            || unknown_dynamic
+        {
+            return conn.redirect(
+                302,
+                &format!("{redirect_uri}?error=invalid_request&state={state}"),
+            );
+        }
+        let code = {
+            let mut st = self.state.lock().unwrap();
+            st.codes += 1;
+            let code = format!("code-{}", st.codes);
+            st.grants.push(Grant {
+                code: code.clone(),
+                client_id,
+                redirect_uri: redirect_uri.clone(),
+                challenge: get("code_challenge").to_string(),
+                scope: get("scope").to_string(),
+                used: false,
+            });
+            code
+        };
+        conn.redirect(
+            302,
+            &format!("{redirect_uri}?code={code}&state={state}"),
+        );
+    }
+
+    /// RFC 7591: registers whatever is asked, echoing the metadata, with a
+    /// secret unless the method is `none`.
+    fn register(&self, req: &Request, conn: &mut Conn) {
+        let body = req.json();
+        if !body.is_object() {
+            return conn.json(
+                400,
+                &[],
+                &json!({"error": "invalid_client_metadata"}),
+            );
+        }
+        let method = body
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+            .unwrap_or("client_secret_basic")
+            .to_string();
+        let mut st = self.state.lock().unwrap();
+        let n = st.registered.len() + 1;
+        let id = format!("dyn-{n}");
+        let secret = (method != "none").then(|| format!("dyn-secret-{n}"));
+        st.registered.push((id.clone(), secret.clone(), method.clone()));
+        drop(st);
+        let mut answer = body;
+        answer["client_id"] = json!(id);
+        answer["client_id_issued_at"] = json!(1_700_000_000u64);
+        answer["token_endpoint_auth_method"] = json!(method);
+        if let Some(s) = secret {
+            answer["client_secret"] = json!(s);
+            answer["client_secret_expires_at"] = json!(0);
+        }
+        conn.json(201, &[], &answer);
+    }
+
+    fn token(&self, req: &Request, conn: &mut Conn) {
+        conn.sleep(self.opts.token_delay);
+        match self.token_answer(req) {
+            Ok(v) => conn.json(200, &[("cache-control", "no-store")], &v),
+            Err((status, error, desc)) => conn.json(
+                status,
+                &[],
+                &json!({"error": error, "error_description": desc}),
+            ),
+        }
+    }
+
+    /// Authenticates the client: (client id, whether it proved a secret).
+    fn client(
+        &self,
+        req: &Request,
+        f: &[(String, String)],
+    ) -> Result<(String, bool), (u16, &'static str, String)> {
+        let bad = |d: &str| Err((401, "invalid_client", d.to_string()));
+        let get =
+            |k: &str| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let basic = req.header("authorization").and_then(|h| {
+            let b = h.strip_prefix("Basic ")?;
+            let raw =
+                base64::engine::general_purpose::STANDARD.decode(b).ok()?;
+            let raw = String::from_utf8(raw).ok()?;
+            let (id, secret) = raw.split_once(':')?;
+            Some((pct_decode(id), pct_decode(secret)))
+        });
+        let (id, secret, method) = match (&basic, get("client_secret")) {
+            (Some(_), Some(_)) => return bad("two client authentications"),
+            (Some((id, s)), None) => {
+                if get("client_id").is_some_and(|f| f != *id) {
+                    return bad("client_id differs from the Basic one");
+                }
+                (id.clone(), Some(s.clone()), "client_secret_basic")
+            }
+            (None, Some(s)) => match get("client_id") {
+                Some(id) => (id, Some(s), "client_secret_post"),
+                None => return bad("client_secret without client_id"),
+            },
+            (None, None) => match get("client_id") {
+                Some(id) => (id, None, "none"),
+                None => return bad("no client_id"),
+            },
+        };
+        if let Some(allowed) = &self.opts.auth_methods
+            && method != "none"
+            && !allowed.iter().any(|m| m == method)
+        {
+            return bad(&format!("{method} is not supported here"));
+        }
+        let registered = self
+            .state
+            .lock()
+            .unwrap()
+            .registered
+            .iter()
+            .find(|r| r.0 == id)
+            .cloned();
+        let want: Option<String> = match &registered {
+            Some((_, s, m)) => {
+                if method != m {
+                    return bad(&format!("registered for {m}, used {method}"));
+                }
+                s.clone()
+            }
+            None => self
+                .opts
+                .clients
+                .iter()
+                .find(|c| c.0 == id)
+                .map(|c| c.1.clone()),
+        };
+        match (&want, &secret) {
+            (Some(w), Some(s)) if w == s => Ok((id, true)),
+            (Some(_), _) => bad("wrong or missing client secret"),
+            (None, Some(_)) => bad("a public client sent a secret"),
+            (None, None) => Ok((id, false)),
+        }
+    }
+
+    fn token_answer(
+        &self,
+        req: &Request,
+    ) -> Result<Value, (u16, &'static str, String)> {
+        let grant_err = |d: &str| Err((400, "invalid_grant", d.to_string()));
+        if req.header("content-type")
+            != Some("application/x-www-form-urlencoded")
+        {
+            return Err((400, "invalid_request", "not a form".into()));
+        }
+        let f = form_decode(&req.body);
+        let get =
+            |k: &str| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let (client_id, confidential) = self.client(req, &f)?;
+        let o = self.opts;
+        let mut st = self.state.lock().unwrap();
+        let (scope, with_refresh) = match get("grant_type") {
+            Some("authorization_code") => {
+                let Some(g) = st
+                    .grants
+                    .iter_mut()
+                    .find(|g| Some(g.code.as_str()) == get("code"))
+                else {
+                    return grant_err("unknown code");
+                };
+                if g.used {
+                    return grant_err("code used before");
+                }
+                if Some(g.redirect_uri.as_str()) != get("redirect_uri") {
+                    return grant_err("redirect_uri");
+                }
+                if get("code_verifier").map(s256).as_deref()
+                    != Some(g.challenge.as_str())
+                {
+                    return grant_err("code_verifier");
+                }
+                if g.client_id != client_id {
+                    return grant_err("client_id");
+                }
+                g.used = true;
+                (g.scope.clone(), o.refresh_tokens)
+            }
+            Some("refresh_token") => {
+                let Some(r) = st
+                    .refresh
+                    .iter_mut()
+                    .find(|r| Some(r.0.as_str()) == get("refresh_token"))
+                else {
+                    return grant_err("unknown refresh token");
+                };
+                if !r.3 {
+                    return grant_err("refresh token used before");
+                }
+                if r.1 != client_id {
+                    return grant_err("refresh token of another client");
+                }
+                if o.strict_rotation {
+                    r.3 = false;
+                }
+                (r.2.clone(), true)
+            }
+            Some("client_credentials") => {
+                if !confidential {
+                    return Err((
+                        401,
+                        "invalid_client",
+                        "client_credentials needs a confidential client"
+                            .into(),
+                    ));
+                }
+                (get("scope").unwrap_or("").to_string(), false)
+            }
+            _ => {
+                return Err((
+                    400,
+                    "unsupported_grant_type",
+                    "grant_type".into(),
+                ));
+            }
+        };
+        st.access += 1;
+        let access = format!("at-{}", st.access);
+        self.ledger.issue(&access, &scope);
+        let mut v = json!({"access_token": access, "token_type": "Bearer"});
+        if with_refresh {
+            let rt = format!("rt-{}", st.refresh.len() + 1);
+            st.refresh.push((rt.clone(), client_id, scope.clone(), true));
+            v["refresh_token"] = json!(rt);
+        }
+        if !scope.is_empty() {
+            v["scope"] = json!(scope);
+        }
+        if let Some(e) = o.expires_in {
+            v["expires_in"] = json!(e);
+        }
+        Ok(v)
+    }
+
+    /// The bearer check in front of the script.
+    fn mcp(&self, script: &McpScript, req: &Request, conn: &mut Conn) {
+        let o = self.opts;
+        let hint = (o.prm == PrmAt::Hinted).then(|| {
+            format!("resource_metadata=\"{}{HINTED_PRM_PATH}\"", self.base)
+        });
+        let token = req
+            .header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "));
+        let scope = token.and_then(|t| self.ledger.scope_of(t));
+        if o.refuse_all || scope.is_none() {
+            let mut params = vec![];
+            if token.is_some() {
+                params.push("error=\"invalid_token\"".to_string());
+            }
+            if let Some(s) = &o.challenge_scope {
+                params.push(format!("scope=\"{s}\""));
+            }
+            params.extend(hint);
+            let challenge = if params.is_empty() {
+                "Bearer".to_string()
+            } else {
+                format!("Bearer {}", params.join(", "))
+            };
+            return conn.respond(
+                401,
+                &[
+                    ("www-authenticate", challenge.as_str()),
+                    ("content-type", "text/plain"),
+                ],
+                b"log in first",
+            );
+        }
+        let granted = scope.unwrap_or_default();
+        let has = |s: &String| granted.split(' ').any(|g| g == s);
+        if req.method == "POST"
+            && req.rpc_method().as_deref() == Some("tools/call")
+            && !o.call_scopes.iter().all(has)
+        {
+            let mut params = vec![
+                "error=\"insufficient_scope\"".to_string(),
+                format!("scope=\"{}\"", o.call_scopes.join(" ")),
+            ];
+            params.extend(hint);
+            let challenge = format!("Bearer {}", params.join(", "));
+            return conn.respond(
+                403,
+                &[
+                    ("www-authenticate", challenge.as_str()),
+                    ("content-type", "text/plain"),
+                ],
+                b"more scope needed",
+            );
+        }
+        script.handle(req, conn);
+    }
+}
