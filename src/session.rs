@@ -36,6 +36,16 @@ pub(crate) struct ServerInfo {
     pub(crate) instructions: Option<String>,
 }
 
+/// What this client sends in `initialize`: the newest version it speaks,
+/// no capabilities, and its name and version.
+pub(crate) fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": VERSIONS[0],
+        "capabilities": {},
+        "clientInfo": {"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
 /// The items of a paged list, and whether a bound cut it short.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Listing {
@@ -81,16 +91,8 @@ impl Session {
             list_changed: BTreeSet::new(),
             closed: None,
         };
-        let params = json!({
-            "protocolVersion": VERSIONS[0],
-            "capabilities": {},
-            "clientInfo": {
-                "name": "rivumi-mcp",
-                "version": env!("CARGO_PKG_VERSION"),
-            },
-        });
         let result = s
-            .request_with("initialize", params, startup)
+            .request_with("initialize", initialize_params(), startup)
             .map_err(|e| e.for_server(name))?;
         let protocol = result
             .get("protocolVersion")

@@ -100,12 +100,11 @@ impl std::fmt::Debug for Request<'_> {
     }
 }
 
-/// Sends one unauthenticated request and returns its challenge.
-pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, Challenge)> {
+/// Sends one unauthenticated `initialize` and returns the status and the
+/// raw `WWW-Authenticate` header (empty when there is none).
+pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, String)> {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": crate::session::VERSIONS[0],
-        "capabilities": {}, "clientInfo": {"name": "rivumi-mcp",
-        "version": env!("CARGO_PKG_VERSION")}}});
+        "params": crate::session::initialize_params()});
     let a = net::request(
         "POST",
         url,
@@ -116,10 +115,7 @@ pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, Challenge)> {
     if let Some(e) = a.redirect_error(&url.to_string()) {
         return Err(e);
     }
-    Ok((
-        a.status,
-        Challenge::parse(a.www_authenticate.as_deref().unwrap_or("")),
-    ))
+    Ok((a.status, a.www_authenticate.unwrap_or_default()))
 }
 
 /// Finds the endpoints: configured, discovered from the configured issuer,
@@ -156,7 +152,8 @@ fn endpoints(
     }
     let url = &req.http.url;
     if challenge.is_none() {
-        let (status, ch) = probe(url, d)?;
+        let (status, header) = probe(url, d)?;
+        let ch = Challenge::parse(&header);
         msg::debug(&format!(
             "server '{}': unauthenticated request: HTTP {status}",
             req.server

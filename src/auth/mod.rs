@@ -253,22 +253,9 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
         return Err(Error::usage(format!("'{server}' is not an HTTP server")));
     };
     let d = Deadline::new("discovery", flow::REQUEST_TIMEOUT);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": crate::session::VERSIONS[0], "capabilities": {},
-        "clientInfo": {"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")}}});
-    let a = crate::net::request(
-        "POST",
-        &h.url,
-        &[("accept", "application/json, text/event-stream".to_string())],
-        Some(("application/json", init.to_string().into_bytes())),
-        &d,
-    )
-    .map_err(|e| e.for_server(server))?;
-    if let Some(e) = a.redirect_error(&h.url.to_string()) {
-        return Err(e.for_server(server));
-    }
-    let challenges =
-        www_auth::parse(a.www_authenticate.as_deref().unwrap_or(""));
+    let (status, header) =
+        flow::probe(&h.url, &d).map_err(|e| e.for_server(server))?;
+    let challenges = www_auth::parse(&header);
     let bearer = challenges.iter().find(|c| c.scheme == "bearer");
     let hint = bearer.and_then(|c| c.param("resource_metadata"));
     let challenge_scope =
@@ -311,7 +298,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
             })
             .collect();
         return out::json(&json!({
-            "server": server, "url": h.url.to_string(), "status": a.status,
+            "server": server, "url": h.url.to_string(), "status": status,
             "challenges": challenges.iter().map(|c| json!({"scheme": c.scheme,
                 "params": c.params.iter().map(|(k, v)| (k.clone(), json!(v)))
                     .collect::<serde_json::Map<_, _>>()}))
@@ -322,7 +309,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
         }));
     }
     let mut t = format!("server '{server}' ({})\n", h.url);
-    t.push_str(&format!("  unauthenticated request: HTTP {}\n", a.status));
+    t.push_str(&format!("  unauthenticated request: HTTP {status}\n"));
     if !challenges.is_empty() {
         t.push_str(&format!(
             "  challenge: {}\n",
