@@ -3,16 +3,15 @@
 //! answered in place while the batch goes on; tools listed again after
 //! `notifications/tools/list_changed`; a dead server started afresh.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::util::{
-    Dir, Output, TestCommand, fixture_server, read_pids, write_mcp_json,
+    ALLOWLIST, Dir, Output, TestCommand, call_arguments, fixture_server,
+    read_pids, received, write_mcp_json,
 };
-
-const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
 
 /// A directory with server `demo` (the fixture with `args`, recording
 /// what it receives, writing its pid) and `other` (never allowed).
@@ -64,17 +63,6 @@ fn replies(out: &Output) -> Vec<Value> {
             serde_json::from_str(l)
                 .unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
         })
-        .collect()
-}
-
-/// The `params` of every `method` request the server received.
-fn received(rec: &Path, method: &str) -> Vec<Value> {
-    std::fs::read_to_string(rec)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|m| m["method"] == method)
-        .map(|m| m["params"].clone())
         .collect()
 }
 
@@ -135,10 +123,7 @@ fn mixed_requests_in_order_over_one_server() {
     // One server process for every line, one initialize.
     assert_eq!(read_pids(&pids).len(), 1);
     assert_eq!(received(&rec, "initialize").len(), 1);
-    let texts: Vec<Value> = received(&rec, "tools/call")
-        .iter()
-        .map(|p| p["arguments"].clone())
-        .collect();
+    let texts = call_arguments(&rec);
     assert_eq!(
         texts,
         [

@@ -3,14 +3,12 @@
 //! inputSchema, `--args`, usage errors caught before the call, isError,
 //! binary content and `--save`, awkward tool names.
 
-use std::path::{Path, PathBuf};
-
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::util::{Dir, TestCommand, fixture_server, write_mcp_json};
-
-const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
+use crate::util::{
+    Dir, TestCommand, call_arguments, demo_recording, received, run_allowed,
+};
 
 /// The fixture's 1x1 PNG, as it sends it.
 const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ\
@@ -19,32 +17,9 @@ const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ\
 const LONG_QUALIFIED: &str =
     "mcp__demo__long_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx_93854d";
 
-/// A directory with one server `demo` (the fixture, recording what it
-/// receives); returns the record file too.
-fn demo(test: &str) -> (Dir, PathBuf) {
-    let dir = Dir::new(test);
-    let rec = dir.path("rec");
-    let rec_arg = format!("--record={}", rec.display());
-    write_mcp_json(&dir, &[("demo", fixture_server(&[&rec_arg]))]);
-    (dir, rec)
-}
-
 /// `rivumi-mcp ARGS` with `demo` allowed.
 fn run(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut cmd = dir.command(args);
-    cmd.env(ALLOWLIST, "demo");
-    cmd
-}
-
-/// The `params` of every `method` request the server received.
-fn received(rec: &Path, method: &str) -> Vec<Value> {
-    std::fs::read_to_string(rec)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|m| m["method"] == method)
-        .map(|m| m["params"].clone())
-        .collect()
+    run_allowed(dir, "demo", args)
 }
 
 fn decode(b64: &str) -> Vec<u8> {
@@ -53,7 +28,7 @@ fn decode(b64: &str) -> Vec<u8> {
 
 #[test]
 fn qualified_name_calls_the_tool() {
-    let (dir, rec) = demo("call_echo");
+    let (dir, rec) = demo_recording("call_echo");
     let out = run(&dir, &["call", "-y", "mcp__demo__echo", "text=hi"])
         .assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
@@ -66,7 +41,7 @@ fn qualified_name_calls_the_tool() {
 
 #[test]
 fn server_and_tool_as_two_words_with_a_json_pair() {
-    let (dir, rec) = demo("call_add");
+    let (dir, rec) = demo_recording("call_add");
     let out = run(&dir, &["call", "-y", "demo", "add", "a=1", "b:=2"])
         .assert_exit(0);
     assert_eq!(out.stdout, "3\n{\n  \"sum\": 3\n}\n");
@@ -81,7 +56,7 @@ fn server_and_tool_as_two_words_with_a_json_pair() {
 
 #[test]
 fn plain_values_follow_the_declared_type() {
-    let (dir, _) = demo("call_types");
+    let (dir, _) = demo_recording("call_types");
     let out = run(
         &dir,
         &[
@@ -100,7 +75,7 @@ fn plain_values_follow_the_declared_type() {
 
 #[test]
 fn value_of_the_wrong_type_is_a_usage_error_before_the_call() {
-    let (dir, rec) = demo("call_bad_integer");
+    let (dir, rec) = demo_recording("call_bad_integer");
     let out =
         run(&dir, &["call", "-y", "demo", "types", "i=abc"]).assert_exit(2);
     assert_eq!(out.stdout, "");
@@ -114,7 +89,7 @@ fn value_of_the_wrong_type_is_a_usage_error_before_the_call() {
 
 #[test]
 fn args_from_inline_json_stdin_and_file() {
-    let (dir, rec) = demo("call_args");
+    let (dir, rec) = demo_recording("call_args");
     let out = run(
         &dir,
         &["call", "-y", "demo", "echo", "--args", r#"{"text":"x"}"#],
@@ -130,10 +105,7 @@ fn args_from_inline_json_stdin_and_file() {
         run(&dir, &["call", "-y", "demo", "echo", "--args", "@args.json"])
             .assert_exit(0);
     assert_eq!(out.stdout, "from file\n");
-    let texts: Vec<Value> = received(&rec, "tools/call")
-        .iter()
-        .map(|p| p["arguments"].clone())
-        .collect();
+    let texts = call_arguments(&rec);
     assert_eq!(
         texts,
         [
@@ -146,7 +118,7 @@ fn args_from_inline_json_stdin_and_file() {
 
 #[test]
 fn missing_required_argument_is_a_usage_error() {
-    let (dir, rec) = demo("call_missing_required");
+    let (dir, rec) = demo_recording("call_missing_required");
     let out = run(&dir, &["call", "-y", "demo", "echo"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -165,7 +137,7 @@ fn missing_required_argument_is_a_usage_error() {
 
 #[test]
 fn unknown_tool_is_a_usage_error_with_a_suggestion() {
-    let (dir, rec) = demo("call_unknown_tool");
+    let (dir, rec) = demo_recording("call_unknown_tool");
     let out =
         run(&dir, &["call", "-y", "demo", "ech", "text=hi"]).assert_exit(2);
     assert_eq!(out.stdout, "");
@@ -186,7 +158,7 @@ fn unknown_tool_is_a_usage_error_with_a_suggestion() {
 
 #[test]
 fn tool_error_exits_1_and_prints_its_text() {
-    let (dir, _) = demo("call_fail");
+    let (dir, _) = demo_recording("call_fail");
     let out = run(&dir, &["call", "-y", "demo", "fail"]).assert_exit(1);
     assert_eq!(out.stdout, "it failed\n");
     assert_eq!(
@@ -204,7 +176,7 @@ fn tool_error_exits_1_and_prints_its_text() {
 
 #[test]
 fn binary_content_is_summarised() {
-    let (dir, _) = demo("call_media");
+    let (dir, _) = demo_recording("call_media");
     let out = run(&dir, &["call", "-y", "demo", "media"]).assert_exit(0);
     assert_eq!(
         out.stdout,
@@ -218,7 +190,7 @@ fn binary_content_is_summarised() {
 
 #[test]
 fn save_writes_the_decoded_bytes() {
-    let (dir, _) = demo("call_media_save");
+    let (dir, _) = demo_recording("call_media_save");
     let out = run(&dir, &["call", "-y", "demo", "media", "--save", "out"])
         .assert_exit(0);
     let saved: Vec<&str> = out
@@ -238,7 +210,7 @@ fn save_writes_the_decoded_bytes() {
 
 #[test]
 fn json_prints_the_whole_result() {
-    let (dir, _) = demo("call_json");
+    let (dir, _) = demo_recording("call_json");
     let out = run(&dir, &["call", "-y", "demo", "echo", "text=hi", "--json"])
         .assert_exit(0);
     assert_eq!(
@@ -254,7 +226,7 @@ fn json_prints_the_whole_result() {
 
 #[test]
 fn long_tool_is_callable_by_hashed_and_original_name() {
-    let (dir, rec) = demo("call_long_name");
+    let (dir, rec) = demo_recording("call_long_name");
     let out = run(&dir, &["call", "-y", LONG_QUALIFIED]).assert_exit(0);
     assert_eq!(out.stdout, "long\n");
     let long = format!("long_{}", "x".repeat(65));
@@ -269,7 +241,7 @@ fn long_tool_is_callable_by_hashed_and_original_name() {
 
 #[test]
 fn odd_tool_name_is_callable_sanitised_and_as_is() {
-    let (dir, rec) = demo("call_odd_name");
+    let (dir, rec) = demo_recording("call_odd_name");
     let out =
         run(&dir, &["call", "-y", "mcp__demo__odd_name_"]).assert_exit(0);
     assert_eq!(out.stdout, "odd\n");
@@ -288,7 +260,7 @@ fn odd_tool_name_is_callable_sanitised_and_as_is() {
 
 #[test]
 fn resources_lists_resources_and_templates() {
-    let (dir, _) = demo("call_resources");
+    let (dir, _) = demo_recording("call_resources");
     let out = run(&dir, &["resources", "demo"]).assert_exit(0);
     let rows: Vec<Vec<&str>> = out
         .stdout
@@ -329,7 +301,7 @@ fn resources_lists_resources_and_templates() {
 
 #[test]
 fn read_prints_text_and_summarises_blobs() {
-    let (dir, _) = demo("call_read");
+    let (dir, _) = demo_recording("call_read");
     let out =
         run(&dir, &["read", "demo", "fixture://docs/readme"]).assert_exit(0);
     assert_eq!(out.stdout, "hello\n");
@@ -355,7 +327,7 @@ fn read_prints_text_and_summarises_blobs() {
 
 #[test]
 fn read_of_an_unknown_uri_is_a_server_error() {
-    let (dir, _) = demo("call_read_unknown");
+    let (dir, _) = demo_recording("call_read_unknown");
     let out = run(&dir, &["read", "demo", "fixture://nope"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -367,7 +339,7 @@ fn read_of_an_unknown_uri_is_a_server_error() {
 
 #[test]
 fn prompts_lists_prompts_with_their_arguments() {
-    let (dir, _) = demo("call_prompts");
+    let (dir, _) = demo_recording("call_prompts");
     let out = run(&dir, &["prompts", "demo"]).assert_exit(0);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{}", out.stdout);
@@ -394,7 +366,7 @@ fn prompts_lists_prompts_with_their_arguments() {
 
 #[test]
 fn prompt_renders_the_messages() {
-    let (dir, rec) = demo("call_prompt");
+    let (dir, rec) = demo_recording("call_prompt");
     let out =
         run(&dir, &["prompt", "demo", "greet", "name=Ann"]).assert_exit(0);
     assert_eq!(out.stdout, "# Greet someone by name.\n[user]\nHello, Ann!\n");
@@ -408,7 +380,7 @@ fn prompt_renders_the_messages() {
 
 #[test]
 fn prompt_without_its_required_argument_is_a_server_error() {
-    let (dir, _) = demo("call_prompt_missing");
+    let (dir, _) = demo_recording("call_prompt_missing");
     let out = run(&dir, &["prompt", "demo", "greet"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(

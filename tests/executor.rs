@@ -5,18 +5,17 @@
 //! journal and the absence of secrets from everything it writes.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::util::http::{HttpFixture, McpScript};
 use crate::util::{
-    Dir, Output, TestCommand, assert_absent, assert_contains,
-    assert_pids_gone, bin, fixture_server, write_mcp_json,
+    ALLOWLIST, Dir, Output, TestCommand, assert_absent, assert_contains,
+    assert_pids_gone, bin, demo_recording, fixture_server, received,
+    run_allowed, write_mcp_json,
 };
-
-const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
 
 /// What the fixture's `ansi` tool (and `fixture://docs/ansi`) says.
 const ANSI_TEXT: &str = "red:\u{1b}[31mRED\u{1b}[0m \
@@ -31,32 +30,16 @@ const NO_TERMINAL: &str = "is classified execute and needs approval, but \
     there is no terminal to ask; pass --yes (or --approve execute) to \
     approve it";
 
-/// A directory with one server `demo` (the fixture, recording what it
-/// receives); returns the record file too.
-fn demo(test: &str) -> (Dir, PathBuf) {
-    let dir = Dir::new(test);
-    let rec = dir.path("rec");
-    let rec_arg = format!("--record={}", rec.display());
-    write_mcp_json(&dir, &[("demo", fixture_server(&[&rec_arg]))]);
-    (dir, rec)
-}
-
 /// `rivumi-mcp ARGS` with `demo` allowed and a short deadline.
 fn run(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut cmd = dir.command(args);
-    cmd.env(ALLOWLIST, "demo").timeout(Duration::from_secs(20));
+    let mut cmd = run_allowed(dir, "demo", args);
+    cmd.timeout(Duration::from_secs(20));
     cmd
 }
 
-/// The `params` of every `method` request the server received.
-fn received(rec: &Path, method: &str) -> Vec<Value> {
-    std::fs::read_to_string(rec)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|m| m["method"] == method)
-        .map(|m| m["params"].clone())
-        .collect()
+/// `rivumi-mcp call demo echo text=hi` with the pre-tool hook `hook`.
+fn echo_with_hook(dir: &Dir, hook: &str) -> TestCommand {
+    run(dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", hook])
 }
 
 /// Every method the server received, in order.
@@ -159,13 +142,9 @@ fn on_terminal(dir: &Dir, args: &[&str], typed: &str) -> Output {
 
 #[test]
 fn hook_exit_0_allows_the_call() {
-    let (dir, rec) = demo("exec_hook_allow");
+    let (dir, rec) = demo_recording("exec_hook_allow");
     let hook = allow_hook(&dir);
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
-    )
-    .assert_exit(0);
+    let out = echo_with_hook(&dir, &hook).assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
     assert_eq!(out.stderr, "");
     assert_eq!(received(&rec, "tools/call").len(), 1);
@@ -173,7 +152,7 @@ fn hook_exit_0_allows_the_call() {
 
 #[test]
 fn hook_exit_2_denies_with_its_stderr_and_nothing_is_called() {
-    let (dir, rec) = demo("exec_hook_exit2");
+    let (dir, rec) = demo_recording("exec_hook_exit2");
     let hook = deny_hook(&dir, "not on my watch");
     let out = run(
         &dir,
@@ -193,18 +172,14 @@ fn hook_exit_2_denies_with_its_stderr_and_nothing_is_called() {
 
 #[test]
 fn hook_json_decision_deny_on_exit_0_denies() {
-    let (dir, rec) = demo("exec_hook_json");
+    let (dir, rec) = demo_recording("exec_hook_json");
     let hook = script_file(
         &dir,
         "json.sh",
         r#"cat >/dev/null
 echo '{"decision":"deny","reason":"nope"}'"#,
     );
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook(&dir, &hook).assert_exit(7);
     assert_eq!(
         out.stderr,
         format!("{}: nope\n", hook_denial("echo", &hook, "decision deny"))
@@ -232,14 +207,10 @@ echo 'and some chatter'"#,
 
 #[test]
 fn hook_crash_denies() {
-    let (dir, rec) = demo("exec_hook_crash");
+    let (dir, rec) = demo_recording("exec_hook_crash");
     let exit1 =
         script_file(&dir, "exit1.sh", "cat >/dev/null\necho boom >&2\nexit 1");
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &exit1],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook(&dir, &exit1).assert_exit(7);
     assert_eq!(
         out.stderr,
         format!(
@@ -248,11 +219,7 @@ fn hook_crash_denies() {
         )
     );
     let killed = script_file(&dir, "killed.sh", "kill -KILL $$");
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &killed],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook(&dir, &killed).assert_exit(7);
     assert_eq!(
         out.stderr,
         format!(
@@ -261,14 +228,13 @@ fn hook_crash_denies() {
         )
     );
     let exit3 = script_file(&dir, "exit3.sh", "exit 3");
-    run(&dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &exit3])
-        .assert_exit(7);
+    echo_with_hook(&dir, &exit3).assert_exit(7);
     assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
 }
 
 #[test]
 fn hook_timeout_denies_promptly_and_leaves_no_process() {
-    let (dir, rec) = demo("exec_hook_timeout");
+    let (dir, rec) = demo_recording("exec_hook_timeout");
     let pids = dir.path("hook-pids");
     let hook = script_file(
         &dir,
@@ -307,7 +273,7 @@ fn hook_timeout_denies_promptly_and_leaves_no_process() {
 
 #[test]
 fn what_an_allowing_hook_leaves_behind_is_killed() {
-    let (dir, _) = demo("exec_hook_leftover");
+    let (dir, _) = demo_recording("exec_hook_leftover");
     let pids = dir.path("hook-pids");
     let hook = script_file(
         &dir,
@@ -317,24 +283,16 @@ fn what_an_allowing_hook_leaves_behind_is_killed() {
             pids.display()
         ),
     );
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
-    )
-    .assert_exit(0);
+    let out = echo_with_hook(&dir, &hook).assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
     assert_pids_gone(&pids, Duration::from_millis(500));
 }
 
 #[test]
 fn missing_or_unrunnable_hook_program_denies() {
-    let (dir, rec) = demo("exec_hook_missing");
+    let (dir, rec) = demo_recording("exec_hook_missing");
     let missing = dir.path("no-such-hook").to_str().unwrap().to_string();
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &missing],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook(&dir, &missing).assert_exit(7);
     assert_eq!(
         out.stderr,
         format!(
@@ -344,11 +302,7 @@ fn missing_or_unrunnable_hook_program_denies() {
     );
     let plain = dir.write("plain.sh", "#!/bin/sh\nexit 0\n");
     let plain = plain.to_str().unwrap();
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", plain],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook(&dir, plain).assert_exit(7);
     assert_contains(
         &out.stderr,
         &hook_denial("echo", plain, "could not start"),
@@ -358,7 +312,7 @@ fn missing_or_unrunnable_hook_program_denies() {
 
 #[test]
 fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
-    let (dir, _) = demo("exec_hook_stdin");
+    let (dir, _) = demo_recording("exec_hook_stdin");
     let input = dir.path("input.json");
     let env = dir.path("env.txt");
     let hook = script_file(
@@ -433,7 +387,7 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
 
 #[test]
 fn hooks_run_for_read_tools_and_the_bridges() {
-    let (dir, rec) = demo("exec_hook_reads");
+    let (dir, rec) = demo_recording("exec_hook_reads");
     let hook = deny_hook(&dir, "no reading");
     let cases: [(&[&str], &str); 3] = [
         (&["call", "demo", "echo", "text=hi"], "echo"),
@@ -457,7 +411,7 @@ fn hooks_run_for_read_tools_and_the_bridges() {
 
 #[test]
 fn hooks_run_before_approval() {
-    let (dir, rec) = demo("exec_hook_first");
+    let (dir, rec) = demo_recording("exec_hook_first");
     let deny = deny_hook(&dir, "hook says no");
     let hook_line =
         format!("{}: hook says no\n", hook_denial("add", &deny, "exit 2"));
@@ -486,7 +440,7 @@ fn hooks_run_before_approval() {
 
 #[test]
 fn several_hooks_run_in_order_flags_then_environment() {
-    let (dir, rec) = demo("exec_hook_order");
+    let (dir, rec) = demo_recording("exec_hook_order");
     let log = dir.path("order.log");
     let step = |name: &str, code: u8| {
         script_file(
@@ -526,7 +480,7 @@ fn several_hooks_run_in_order_flags_then_environment() {
 
 #[test]
 fn hook_from_the_environment_alone_runs() {
-    let (dir, rec) = demo("exec_hook_env");
+    let (dir, rec) = demo_recording("exec_hook_env");
     let hook = deny_hook(&dir, "env hook");
     let out = run(&dir, &["call", "demo", "echo", "text=hi"])
         .env("RIVUMI_MCP_PRE_TOOL_HOOK", &hook)
@@ -577,7 +531,7 @@ fn a_hook_in_mcp_json_is_only_an_unknown_key() {
 
 #[test]
 fn execute_without_a_terminal_is_denied_and_says_how_to_approve() {
-    let (dir, rec) = demo("exec_no_terminal");
+    let (dir, rec) = demo_recording("exec_no_terminal");
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).assert_exit(7);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -593,7 +547,7 @@ fn execute_without_a_terminal_is_denied_and_says_how_to_approve() {
 
 #[test]
 fn yes_and_approve_execute_allow() {
-    let (dir, rec) = demo("exec_yes");
+    let (dir, rec) = demo_recording("exec_yes");
     for flag in [&["--yes"][..], &["-y"], &["--approve", "execute"]] {
         let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
             .args(flag)
@@ -606,7 +560,7 @@ fn yes_and_approve_execute_allow() {
 
 #[test]
 fn read_only_denies_execute_even_with_yes() {
-    let (dir, rec) = demo("exec_read_only");
+    let (dir, rec) = demo_recording("exec_read_only");
     let out = run(
         &dir,
         &["call", "--read-only", "--yes", "demo", "add", "a=1", "b=2"],
@@ -631,7 +585,7 @@ fn read_only_denies_execute_even_with_yes() {
 
 #[test]
 fn classification_decides_what_runs_without_approval() {
-    let (dir, rec) = demo("exec_classes");
+    let (dir, rec) = demo_recording("exec_classes");
     // (tool, arguments, runs without --yes)
     let cases: [(&str, &[&str], bool); 5] = [
         ("echo", &["text=hi"], true), // readOnlyHint true
@@ -661,7 +615,7 @@ fn classification_decides_what_runs_without_approval() {
 
 #[test]
 fn terminal_prompt_yes_runs_the_call() {
-    let (dir, rec) = demo("exec_prompt_yes");
+    let (dir, rec) = demo_recording("exec_prompt_yes");
     let out = on_terminal(&dir, &["call", "demo", "add", "a=1", "b=2"], "y\n");
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_contains(
@@ -681,7 +635,7 @@ fn terminal_prompt_yes_runs_the_call() {
 
 #[test]
 fn terminal_prompt_no_denies() {
-    let (dir, rec) = demo("exec_prompt_no");
+    let (dir, rec) = demo_recording("exec_prompt_no");
     for answer in ["n\n", "\n", "sure\n"] {
         let out =
             on_terminal(&dir, &["call", "demo", "add", "a=1", "b=2"], answer);
@@ -699,7 +653,7 @@ fn terminal_prompt_no_denies() {
 
 #[test]
 fn terminal_prompt_shows_the_arguments_sanitised() {
-    let (dir, rec) = demo("exec_prompt_sanitised");
+    let (dir, rec) = demo_recording("exec_prompt_sanitised");
     let out = on_terminal(
         &dir,
         &[
@@ -728,7 +682,7 @@ fn terminal_prompt_shows_the_arguments_sanitised() {
 
 #[test]
 fn terminal_prompt_shortens_long_arguments() {
-    let (dir, _) = demo("exec_prompt_long");
+    let (dir, _) = demo_recording("exec_prompt_long");
     let long = "x".repeat(10_000);
     let arg = format!("long={long}");
     let out = on_terminal(&dir, &["call", "demo", "delete_all", &arg], "y\n");
@@ -759,7 +713,7 @@ fn big_result_bytes(n: usize) -> usize {
 
 #[test]
 fn big_output_is_cut_with_a_visible_marker() {
-    let (dir, _) = demo("exec_max_output");
+    let (dir, _) = demo_recording("exec_max_output");
     let out = run(
         &dir,
         &["call", "-y", "demo", "big", "bytes:=5000", "--max-output", "2K"],
@@ -787,7 +741,7 @@ fn big_output_is_cut_with_a_visible_marker() {
 
 #[test]
 fn json_output_says_it_was_truncated() {
-    let (dir, _) = demo("exec_max_output_json");
+    let (dir, _) = demo_recording("exec_max_output_json");
     let out = run(
         &dir,
         &[
@@ -818,7 +772,7 @@ fn json_output_says_it_was_truncated() {
 
 #[test]
 fn binary_content_is_never_dumped() {
-    let (dir, _) = demo("exec_media");
+    let (dir, _) = demo_recording("exec_media");
     let png = "iVBORw0KGgo";
     for out in [
         run(&dir, &["call", "-y", "demo", "media", "--max-output", "1K"])
@@ -840,7 +794,7 @@ fn binary_content_is_never_dumped() {
 
 #[test]
 fn tool_text_is_escaped_on_a_terminal_and_as_sent_in_a_pipe() {
-    let (dir, _) = demo("exec_ansi");
+    let (dir, _) = demo_recording("exec_ansi");
     let out = run(&dir, &["call", "-y", "demo", "ansi"]).run_on_tty();
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.stdout, format!("{ANSI_SHOWN}\n"));
@@ -855,7 +809,7 @@ fn tool_text_is_escaped_on_a_terminal_and_as_sent_in_a_pipe() {
 
 #[test]
 fn raw_prints_the_bytes_on_a_terminal() {
-    let (dir, _) = demo("exec_raw");
+    let (dir, _) = demo_recording("exec_raw");
     let out = run(&dir, &["call", "-y", "demo", "ansi", "--raw"]).run_on_tty();
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.stdout, format!("{ANSI_TEXT}\n"));
@@ -869,7 +823,7 @@ fn json_on_a_terminal_carries_no_raw_controls() {
     // JSON escapes C0 controls itself, but not bidi overrides or C1
     // controls; on a terminal those must not arrive raw either. The value
     // must stay the same JSON.
-    let (dir, _) = demo("exec_ansi_json");
+    let (dir, _) = demo_recording("exec_ansi_json");
     let piped =
         run(&dir, &["call", "-y", "demo", "ansi", "--json"]).assert_exit(0);
     assert_eq!(piped.stdout_json()["content"][0]["text"], ANSI_TEXT);
@@ -914,7 +868,7 @@ fn list_escapes_descriptions_and_server_info_on_a_terminal() {
 
 #[test]
 fn server_error_text_is_escaped_on_stderr() {
-    let (dir, _) = demo("exec_error_ansi");
+    let (dir, _) = demo_recording("exec_error_ansi");
     let uri = "fixture://\u{1b}[31mx\u{202e}";
     let expected = "rivumi-mcp: server 'demo': server error -32002: resource \
          not found: fixture://\\x1b[31mx<U+202E> \
@@ -936,7 +890,7 @@ fn server_error_text_is_escaped_on_stderr() {
 
 #[test]
 fn journal_records_a_whole_call_in_order() {
-    let (dir, _) = demo("exec_journal");
+    let (dir, _) = demo_recording("exec_journal");
     let hook = allow_hook(&dir);
     let out = run(
         &dir,
@@ -1026,7 +980,7 @@ fn journal_says_eof_for_a_server_that_exits_at_eof() {
     // so before rivumi-mcp looks must not matter: it exited on EOF, which
     // is "eof", not "gone" (already dead before it was closed). Several
     // runs, since the wrong answer depends on timing.
-    let (dir, _) = demo("exec_journal_eof");
+    let (dir, _) = demo_recording("exec_journal_eof");
     for _ in 0..20 {
         run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
             .assert_exit(0);
@@ -1043,7 +997,7 @@ fn journal_says_eof_for_a_server_that_exits_at_eof() {
 
 #[test]
 fn journal_records_denials_and_truncation() {
-    let (dir, _) = demo("exec_journal_denials");
+    let (dir, _) = demo_recording("exec_journal_denials");
     let deny = deny_hook(&dir, "no");
     run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
         .args(["--pre-tool-hook", &deny])
@@ -1087,7 +1041,7 @@ fn journal_records_denials_and_truncation() {
 
 #[test]
 fn journal_refuses_a_symlink_and_leaves_its_target_alone() {
-    let (dir, rec) = demo("exec_journal_symlink");
+    let (dir, rec) = demo_recording("exec_journal_symlink");
     let target = dir.write("target.txt", "keep me\n");
     std::os::unix::fs::symlink(&target, dir.path("j.jsonl")).unwrap();
     let out = run(
@@ -1113,7 +1067,7 @@ fn journal_refuses_a_symlink_and_leaves_its_target_alone() {
 
 #[test]
 fn journal_from_the_environment_and_runs_append() {
-    let (dir, _) = demo("exec_journal_env");
+    let (dir, _) = demo_recording("exec_journal_env");
     let path = dir.path("env.jsonl");
     run(&dir, &["call", "demo", "echo", "text=one"])
         .env("RIVUMI_MCP_JOURNAL", &path)

@@ -10,125 +10,20 @@
 //!
 //! Every command is timed (the times are printed on stderr; see them with
 //! `cargo test --test integration interop -- --nocapture`) and must finish
-//! in under [`LIMIT`], shutdown included. Each test gives its servers a
-//! unique marker argument, and after every command no process whose
-//! command line carries that marker may be left running.
-
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+//! in under [`LIMIT`](crate::util::interop::LIMIT), shutdown included.
+//! Each test gives its servers a unique marker argument, and after every
+//! command no process whose command line carries that marker may be left
+//! running. What this shares with interop_http.rs (one test at a time
+//! among both, too) is in `util/interop.rs`.
 
 use serde_json::{Value, json};
 
-use crate::util::{Dir, Output, assert_contains, repo_root};
-
-/// Set to `1` to let these tests pass when `.interop/` is not installed.
-const SKIP_VAR: &str = "RIVUMI_MCP_SKIP_INTEROP";
-
-/// The longest any one command may take, start-up and shutdown included.
-/// A `list` takes about 0.6 s here; both servers exit within about 0.4 s
-/// of stdin EOF (fixtures/interop/README.md).
-const LIMIT: Duration = Duration::from_secs(5);
-
-/// How long a server process may outlive the command that started it.
-const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
-
-/// Held by each interop test for its whole run: on a small machine, seven
-/// tests starting Node and Python at once take 3 s a command, which would
-/// make [`LIMIT`] measure the load rather than `rivumi-mcp`.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-const EVERYTHING_JS: &str = ".interop/node/node_modules/\
-                             @modelcontextprotocol/server-everything/dist/\
-                             index.js";
-const VENV_PYTHON: &str = ".interop/venv/bin/python";
-const PY_SERVER: &str = "fixtures/interop/py_server.py";
-
-/// server-everything's tools (client capabilities `{}`), in its order,
-/// with the classification its annotations give: `read` for
-/// `readOnlyHint: true, destructiveHint: false`.
-const EVERYTHING_TOOLS: &[(&str, &str)] = &[
-    ("echo", "read"),
-    ("get-annotated-message", "read"),
-    ("get-env", "read"),
-    ("get-resource-links", "read"),
-    ("get-resource-reference", "read"),
-    ("get-structured-content", "read"),
-    ("get-sum", "read"),
-    ("get-tiny-image", "read"),
-    ("gzip-file-as-resource", "execute"),
-    ("toggle-simulated-logging", "execute"),
-    ("toggle-subscriber-updates", "execute"),
-    ("trigger-long-running-operation", "read"),
-    ("simulate-research-query", "execute"),
-];
-
-/// `py_server.py`'s tools, served 2 per `tools/list` page.
-const PY_TOOLS: &[(&str, &str)] = &[
-    ("echo", "read"),
-    ("add", "read"),
-    ("greet", "execute"),
-    ("get_weather", "execute"),
-    ("sleep_ms", "read"),
-    ("fail", "execute"),
-    // readOnlyHint false, destructiveHint true.
-    ("reset_counter", "execute"),
-];
-
-/// Where the installed servers are.
-#[derive(Debug, Clone)]
-struct Servers {
-    node: PathBuf,
-    everything_js: PathBuf,
-    python: PathBuf,
-    py_server: PathBuf,
-}
-
-/// The first executable `name` on the test process's PATH (`which`).
-fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
-
-/// The servers, or `None` (after a line on stderr) when they are missing
-/// and [`SKIP_VAR`] is `1`. Panics when they are missing otherwise.
-fn servers(test: &str) -> Option<Servers> {
-    let root = repo_root();
-    let everything_js = root.join(EVERYTHING_JS);
-    let python = root.join(VENV_PYTHON);
-    let py_server = root.join(PY_SERVER);
-    let node = which("node");
-    let mut missing = vec![];
-    if node.is_none() {
-        missing.push("node (not on PATH)".to_string());
-    }
-    for p in [&everything_js, &python, &py_server] {
-        if !p.is_file() {
-            missing.push(p.display().to_string());
-        }
-    }
-    if missing.is_empty() {
-        let node = node.expect("checked above");
-        return Some(Servers { node, everything_js, python, py_server });
-    }
-    let missing = missing.join(", ");
-    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
-        eprintln!(
-            "{test}: SKIPPED ({SKIP_VAR}=1): interop servers missing: \
-             {missing}"
-        );
-        return None;
-    }
-    panic!(
-        "{test}: the interop servers are not installed (missing: \
-         {missing}).\nRun scripts/interop-setup.sh (or make test) first; \
-         set {SKIP_VAR}=1 to skip the interop tests."
-    );
-}
+use crate::util::interop::{
+    EVERYTHING_TOOLS, PY_TOOLS, Turn, assert_no_leftovers, check_json_listing,
+    expected_rows, first_word_after, first_words, installed, lines_with,
+    resource_rows, tool_rows,
+};
+use crate::util::{Output, assert_contains, write_mcp_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
@@ -147,218 +42,51 @@ impl Server {
     }
 }
 
-/// One test's directory, with a `.mcp.json` naming its servers.
+/// One test's turn, with a `.mcp.json` naming its servers.
 struct Interop {
-    test: String,
-    dir: Dir,
-    marker: String,
-    _turn: MutexGuard<'static, ()>,
+    turn: Turn,
 }
 
 impl Interop {
-    /// `None` when the test is to be skipped (see [`servers`]).
+    /// `None` when the test is to be skipped (see [`installed`]).
     fn new(test: &str, entries: &[Server]) -> Option<Interop> {
-        let s = servers(test)?;
-        // A test that panicked let go of the lock; that is fine here.
-        let turn = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let dir = Dir::new(test);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let marker = format!(
-            "rivumi-interop-marker-{test}-{}-{nanos}",
-            std::process::id()
-        );
-        // Written by hand: serde_json's Map would sort the servers, and
-        // their order in the file is what `list` follows.
-        let mut members = vec![];
-        for e in entries {
-            let entry = match e {
-                // Arguments after the transport name are ignored.
-                Server::Everything => json!({
-                    "command": s.node,
-                    "args": [s.everything_js, "stdio", marker],
-                }),
-                // CPython accepts (and ignores) any -X name=value.
-                Server::Py => json!({
-                    "command": s.python,
-                    "args": ["-X", format!("{marker}=1"), s.py_server],
-                }),
-            };
-            members.push(format!("    {:?}: {entry}", e.name()));
-        }
-        let config =
-            format!("{{\"mcpServers\": {{\n{}\n}}}}\n", members.join(",\n"));
-        dir.write(".mcp.json", config);
-        Some(Interop { test: test.to_string(), dir, marker, _turn: turn })
+        let s = installed(test, &[])?;
+        let turn = Turn::take("interop", test);
+        let marker = &turn.marker;
+        let servers: Vec<(&str, Value)> = entries
+            .iter()
+            .map(|e| {
+                let entry = match e {
+                    // Arguments after the transport name are ignored.
+                    Server::Everything => json!({
+                        "command": s.node,
+                        "args": [s.everything_js, "stdio", marker],
+                    }),
+                    // CPython accepts (and ignores) any -X name=value.
+                    Server::Py => json!({
+                        "command": s.python,
+                        "args": ["-X", format!("{marker}=1"), s.py_server],
+                    }),
+                };
+                (e.name(), entry)
+            })
+            .collect();
+        write_mcp_json(&turn.dir, &servers);
+        Some(Interop { turn })
     }
 
     /// Runs `rivumi-mcp ARGS` with `allow` as the allowlist and checks the
     /// exit code, the time taken and that no server process is left.
     #[track_caller]
     fn run(&self, allow: &str, args: &[&str], code: i32) -> Output {
-        let mut cmd = self.dir.command(args);
-        cmd.env("RIVUMI_MCP_ALLOWLIST", allow).timeout(LIMIT * 4);
-        let start = Instant::now();
-        let out = cmd.run();
-        let took = start.elapsed();
-        eprintln!(
-            "interop timing: {}: rivumi-mcp {}: {} ms",
-            self.test,
-            args.join(" "),
-            took.as_millis()
+        let (out, cmd) = self.turn.run(allow, args, code, String::new);
+        assert_no_leftovers(
+            &self.turn.marker,
+            "rivumi-mcp exited",
+            &cmd.describe(),
         );
-        if out.code != Some(code) {
-            panic!(
-                "expected exit code {code}, got {:?}\n{}",
-                out.status,
-                cmd.report(&out)
-            );
-        }
-        assert!(
-            took < LIMIT,
-            "took {took:?} (limit {LIMIT:?}): shutdown too slow?\n{}",
-            cmd.report(&out)
-        );
-        self.assert_no_leftovers(&cmd.describe());
         out
     }
-
-    /// No process carrying this test's marker is alive, allowing
-    /// [`LEFTOVER_GRACE`] for it to go. Leftovers are killed (they were
-    /// started by this test) and fail the test.
-    #[track_caller]
-    fn assert_no_leftovers(&self, what: &str) {
-        if !Path::new("/proc/self/cmdline").exists() {
-            return; // Not Linux: nothing to scan.
-        }
-        let start = Instant::now();
-        let mut left = processes_with(&self.marker);
-        while !left.is_empty() && start.elapsed() < LEFTOVER_GRACE {
-            std::thread::sleep(Duration::from_millis(20));
-            left = processes_with(&self.marker);
-        }
-        if left.is_empty() {
-            return;
-        }
-        for (pid, _) in &left {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-        let list: Vec<String> =
-            left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
-        panic!(
-            "server processes still alive {LEFTOVER_GRACE:?} after \
-             rivumi-mcp exited (now killed):\n{}\n{what}",
-            list.join("\n")
-        );
-    }
-}
-
-/// Live processes whose command line contains `marker`: (pid, cmdline).
-/// Zombies have an empty cmdline, so they do not count.
-fn processes_with(marker: &str) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
-    let mut found = vec![];
-    for e in entries.flatten() {
-        let Some(pid) =
-            e.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if cmdline.contains(marker) {
-            found.push((pid, cmdline.trim_end().to_string()));
-        }
-    }
-    found
-}
-
-/// The `  mcp__<server>__<tool>  <class>  ...` rows of a human `list`,
-/// for one server's section.
-fn tool_rows(stdout: &str, server: &str) -> Vec<(String, String)> {
-    let prefix = format!("mcp__{server}__");
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            let name = words.next()?;
-            let class = words.next()?;
-            name.starts_with(&prefix).then(|| (name.into(), class.into()))
-        })
-        .collect()
-}
-
-/// The expected rows for `tools` of `server`.
-fn expected_rows(
-    server: &str,
-    tools: &[(&str, &str)],
-) -> Vec<(String, String)> {
-    tools
-        .iter()
-        .map(|(t, c)| (format!("mcp__{server}__{t}"), c.to_string()))
-        .collect()
-}
-
-/// The classification the annotations of a tool definition call for.
-fn class_of(def: &Value) -> &'static str {
-    let a = &def["annotations"];
-    let ro = a["readOnlyHint"] == json!(true);
-    let destructive = a["destructiveHint"] == json!(true);
-    if ro && !destructive { "read" } else { "execute" }
-}
-
-/// Checks one server's entry in `list --json` against its expected tools.
-#[track_caller]
-fn check_json_listing(
-    s: &Value,
-    server: &str,
-    server_name: &str,
-    tools: &[(&str, &str)],
-) {
-    assert_eq!(s["server"], json!(server), "{s:#}");
-    assert_eq!(s["ok"], json!(true), "{s:#}");
-    assert_eq!(s["complete"], json!(true), "{s:#}");
-    assert_eq!(s["protocol"], json!("2025-11-25"), "{s:#}");
-    assert_eq!(s["serverInfo"]["name"], json!(server_name), "{s:#}");
-    let items = s["tools"].as_array().expect("a tools array");
-    let got: Vec<(&str, &str)> = items
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap_or("?"),
-                t["classification"].as_str().unwrap_or("?"),
-            )
-        })
-        .collect();
-    assert_eq!(got, tools, "tools of {server}");
-    for t in items {
-        let name = t["name"].as_str().unwrap_or("?");
-        assert_eq!(
-            t["qualified_name"],
-            json!(format!("mcp__{server}__{name}")),
-            "{t:#}"
-        );
-        assert_eq!(t["server"], json!(server), "{t:#}");
-        assert_eq!(t["classification"], json!(class_of(t)), "{t:#}");
-        assert!(t["inputSchema"].is_object(), "{t:#}");
-    }
-}
-
-fn lines_with<'a>(stdout: &'a str, start: &str) -> Vec<&'a str> {
-    stdout.lines().filter(|l| l.trim_start().starts_with(start)).collect()
-}
-
-fn first_word_after<'a>(line: &'a str, start: &str) -> &'a str {
-    let rest = line.trim_start().strip_prefix(start).unwrap_or("");
-    rest.split_whitespace().next().unwrap_or("")
 }
 
 // ---- server-everything --------------------------------------------------
@@ -492,10 +220,7 @@ fn interop_everything_resources_and_prompts() {
         "startup",
         "structure",
     ];
-    let resources: Vec<&str> = lines_with(&out.stdout, "resource ")
-        .into_iter()
-        .map(|l| first_word_after(l, "resource "))
-        .collect();
+    let resources = first_words(&out.stdout, "resource ");
     let want: Vec<String> = docs
         .iter()
         .map(|d| format!("demo://resource/static/document/{d}.md"))
@@ -504,10 +229,7 @@ fn interop_everything_resources_and_prompts() {
     for l in lines_with(&out.stdout, "resource ") {
         assert_contains(l, "  text/markdown  ");
     }
-    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
-        .into_iter()
-        .map(|l| first_word_after(l, "template "))
-        .collect();
+    let templates = first_words(&out.stdout, "template ");
     assert_eq!(
         templates,
         [
@@ -565,10 +287,7 @@ fn interop_everything_resources_and_prompts() {
     assert_contains(&out.stderr, "Resource demo://nope not found");
 
     let out = t.run(allow, &["prompts", "everything"], 0);
-    let prompts: Vec<&str> = lines_with(&out.stdout, "prompt ")
-        .into_iter()
-        .map(|l| first_word_after(l, "prompt "))
-        .collect();
+    let prompts = first_words(&out.stdout, "prompt ");
     assert_eq!(
         prompts,
         [
@@ -733,13 +452,7 @@ fn interop_py_resources_and_prompts() {
     };
     let allow = "py";
     let out = t.run(allow, &["resources", "py"], 0);
-    let resources: Vec<(&str, &str)> = lines_with(&out.stdout, "resource ")
-        .into_iter()
-        .map(|l| {
-            let mut w = l.split_whitespace().skip(1);
-            (w.next().unwrap_or(""), w.next().unwrap_or(""))
-        })
-        .collect();
+    let resources = resource_rows(&out.stdout);
     assert_eq!(
         resources,
         [
@@ -749,10 +462,7 @@ fn interop_py_resources_and_prompts() {
         "{}",
         out.stdout
     );
-    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
-        .into_iter()
-        .map(|l| first_word_after(l, "template "))
-        .collect();
+    let templates = first_words(&out.stdout, "template ");
     assert_eq!(templates, ["fixture://items/{item_id}"], "{}", out.stdout);
 
     let out = t.run(allow, &["read", "py", "fixture://readme"], 0);

@@ -10,155 +10,48 @@
 //! its own process group, which is killed when the test ends, on panic
 //! too ([`HttpServer`]'s `Drop`).
 //!
-//! The conventions are those of `interop.rs`: the servers come from
-//! `.interop/` (`scripts/interop-setup.sh`); a test whose servers are
-//! missing fails and says how to install them, unless
-//! `RIVUMI_MCP_SKIP_INTEROP=1` is set. Every command is timed (see the
-//! times with `cargo test --test integration interop_http -- --nocapture`)
-//! and must finish in under [`LIMIT`]. The server's command line carries a
-//! unique marker, and once the test has stopped it no process with that
-//! marker may be left.
+//! The conventions are those of `interop.rs`, and so is what implements
+//! them (`util/interop.rs`): the servers come from `.interop/`
+//! (`scripts/interop-setup.sh`); a test whose servers are missing fails
+//! and says how to install them, unless `RIVUMI_MCP_SKIP_INTEROP=1` is
+//! set; one interop test runs at a time, over stdio or HTTP. Every command
+//! is timed (see the times with `cargo test --test integration
+//! interop_http -- --nocapture`) and must finish in under [`LIMIT`]. The
+//! server's command line carries a unique marker, and once the test has
+//! stopped it no process with that marker may be left.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::util::interop::{
+    EVERYTHING_TOOLS, Installed, LIMIT, PY_TOOLS, Turn, assert_no_leftovers,
+    check_json_listing, expected_rows, first_word_after, first_words,
+    installed, lines_with, resource_rows, tool_rows,
+};
 use crate::util::{
     Dir, Output, assert_absent, assert_contains, repo_root, wait_with_timeout,
     write_mcp_json,
 };
 
-/// Set to `1` to let these tests pass when `.interop/` is not installed.
-const SKIP_VAR: &str = "RIVUMI_MCP_SKIP_INTEROP";
-
-/// The longest any one command may take. Over HTTP there is no server to
-/// start: a `list` takes about 60 ms here.
-const LIMIT: Duration = Duration::from_secs(5);
-
 /// How long a server may take to print its "listening" line (Python
 /// imports take about 0.5 s, Node about 0.2 s).
 const START_LIMIT: Duration = Duration::from_secs(15);
-
-/// How long a killed server's processes may take to go.
-const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
 
 /// How long server-everything may take to log a session's end after the
 /// command that ended it has exited.
 const LOG_GRACE: Duration = Duration::from_secs(1);
 
-/// Held by each test for its whole run, as in `interop.rs` (whose lock is
-/// private to it, so at most one stdio and one HTTP interop test run at
-/// once).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-const EVERYTHING_JS: &str = ".interop/node/node_modules/\
-                             @modelcontextprotocol/server-everything/dist/\
-                             index.js";
+/// The preload that makes server-everything listen on 127.0.0.1 only and
+/// say on which port.
 const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
-const VENV_PYTHON: &str = ".interop/venv/bin/python";
-const PY_SERVER: &str = "fixtures/interop/py_server.py";
-
-/// server-everything's tools (client capabilities `{}`), in its order,
-/// with their classification (`read` = `readOnlyHint: true` and not
-/// destructive).
-const EVERYTHING_TOOLS: &[(&str, &str)] = &[
-    ("echo", "read"),
-    ("get-annotated-message", "read"),
-    ("get-env", "read"),
-    ("get-resource-links", "read"),
-    ("get-resource-reference", "read"),
-    ("get-structured-content", "read"),
-    ("get-sum", "read"),
-    ("get-tiny-image", "read"),
-    ("gzip-file-as-resource", "execute"),
-    ("toggle-simulated-logging", "execute"),
-    ("toggle-subscriber-updates", "execute"),
-    ("trigger-long-running-operation", "read"),
-    ("simulate-research-query", "execute"),
-];
-
-/// `py_server.py`'s tools, served 2 per `tools/list` page (4 pages).
-const PY_TOOLS: &[(&str, &str)] = &[
-    ("echo", "read"),
-    ("add", "read"),
-    ("greet", "execute"),
-    ("get_weather", "execute"),
-    ("sleep_ms", "read"),
-    ("fail", "execute"),
-    // readOnlyHint false, destructiveHint true.
-    ("reset_counter", "execute"),
-];
 
 // ---- the servers ----------------------------------------------------------
-
-/// Where the installed servers are.
-#[derive(Debug, Clone)]
-struct Installed {
-    node: PathBuf,
-    everything_js: PathBuf,
-    loopback_only: PathBuf,
-    python: PathBuf,
-    py_server: PathBuf,
-}
-
-/// The first executable `name` on the test process's PATH (`which`).
-fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
-
-/// The servers, or `None` (after a line on stderr) when they are missing
-/// and [`SKIP_VAR`] is `1`. Panics when they are missing otherwise.
-fn installed(test: &str) -> Option<Installed> {
-    let root = repo_root();
-    let everything_js = root.join(EVERYTHING_JS);
-    let loopback_only = root.join(LOOPBACK_ONLY);
-    let python = root.join(VENV_PYTHON);
-    let py_server = root.join(PY_SERVER);
-    let node = which("node");
-    let mut missing = vec![];
-    if node.is_none() {
-        missing.push("node (not on PATH)".to_string());
-    }
-    for p in [&everything_js, &loopback_only, &python, &py_server] {
-        if !p.is_file() {
-            missing.push(p.display().to_string());
-        }
-    }
-    if missing.is_empty() {
-        let node = node.expect("checked above");
-        return Some(Installed {
-            node,
-            everything_js,
-            loopback_only,
-            python,
-            py_server,
-        });
-    }
-    let missing = missing.join(", ");
-    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
-        eprintln!(
-            "{test}: SKIPPED ({SKIP_VAR}=1): interop servers missing: \
-             {missing}"
-        );
-        return None;
-    }
-    panic!(
-        "{test}: the interop servers are not installed (missing: \
-         {missing}).\nRun scripts/interop-setup.sh (or make test) first; \
-         set {SKIP_VAR}=1 to skip the interop tests."
-    );
-}
 
 /// Which server a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,7 +109,7 @@ impl HttpServer {
             Kind::Everything => {
                 let mut c = dir.program(&s.node);
                 c.arg("--require")
-                    .arg(&s.loopback_only)
+                    .arg(repo_root().join(LOOPBACK_ONLY))
                     .arg(&s.everything_js)
                     .args(["streamableHttp", marker])
                     .env("PORT", port.to_string());
@@ -320,33 +213,14 @@ impl HttpServer {
     }
 
     /// Kills the server and checks that no process with its marker is
-    /// left after [`LEFTOVER_GRACE`].
+    /// left (see [`assert_no_leftovers`]).
     #[track_caller]
     fn stop(&mut self) {
         self.kill();
-        if !Path::new("/proc/self/cmdline").exists() {
-            return; // Not Linux: nothing to scan.
-        }
-        let start = Instant::now();
-        let mut left = processes_with(&self.marker);
-        while !left.is_empty() && start.elapsed() < LEFTOVER_GRACE {
-            std::thread::sleep(Duration::from_millis(20));
-            left = processes_with(&self.marker);
-        }
-        if left.is_empty() {
-            return;
-        }
-        for (pid, _) in &left {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-        let list: Vec<String> =
-            left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
-        panic!(
-            "server processes still alive {LEFTOVER_GRACE:?} after the \
-             server's process group was killed (now killed):\n{}",
-            list.join("\n")
+        assert_no_leftovers(
+            &self.marker,
+            "the server's process group was killed",
+            "",
         );
     }
 }
@@ -397,69 +271,29 @@ fn listening_port(line: &str) -> Option<u16> {
     digits.parse().ok().filter(|&p| p != 0)
 }
 
-/// Live processes whose command line contains `marker`: (pid, cmdline).
-/// Zombies have an empty cmdline, so they do not count.
-fn processes_with(marker: &str) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
-    let mut found = vec![];
-    for e in entries.flatten() {
-        let Some(pid) =
-            e.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if cmdline.contains(marker) {
-            found.push((pid, cmdline.trim_end().to_string()));
-        }
-    }
-    found
-}
-
 // ---- one test's directory and server --------------------------------------
 
-/// One test: its directory (with a `.mcp.json` pointing at the server)
-/// and its server. Fields drop in order: the server is killed before the
-/// lock is let go.
+/// One test: its turn (whose directory has a `.mcp.json` pointing at the
+/// server) and its server. Fields drop in order: the server is killed
+/// before the turn lets go of the lock.
 struct HttpInterop {
-    test: String,
     kind: Kind,
     installed: Installed,
-    dir: Dir,
     server: HttpServer,
-    _turn: MutexGuard<'static, ()>,
+    turn: Turn,
 }
 
 impl HttpInterop {
     /// `None` when the test is to be skipped (see [`installed`]).
     fn new(test: &str, kind: Kind) -> Option<HttpInterop> {
-        let s = installed(test)?;
-        // A test that panicked let go of the lock; that is fine here.
-        let turn = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let dir = Dir::new(test);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let marker = format!(
-            "rivumi-interop-http-marker-{test}-{}-{nanos}",
-            std::process::id()
+        let s = installed(test, &[LOOPBACK_ONLY])?;
+        let turn = Turn::take("interop_http", test);
+        let server = HttpServer::start(&s, &turn.dir, kind, 0, &turn.marker);
+        write_mcp_json(
+            &turn.dir,
+            &[(kind.name(), json!({"url": server.url()}))],
         );
-        let server = HttpServer::start(&s, &dir, kind, 0, &marker);
-        write_mcp_json(&dir, &[(kind.name(), json!({"url": server.url()}))]);
-        Some(HttpInterop {
-            test: test.to_string(),
-            kind,
-            installed: s,
-            dir,
-            server,
-            _turn: turn,
-        })
+        Some(HttpInterop { kind, installed: s, server, turn })
     }
 
     /// Runs `rivumi-mcp ARGS` with the server allowlisted and checks the
@@ -467,31 +301,9 @@ impl HttpInterop {
     /// session it opened was ended.
     #[track_caller]
     fn run(&self, args: &[&str], code: i32) -> Output {
-        let mut cmd = self.dir.command(args);
-        cmd.env("RIVUMI_MCP_ALLOWLIST", self.kind.name()).timeout(LIMIT * 4);
-        let start = Instant::now();
-        let out = cmd.run();
-        let took = start.elapsed();
-        eprintln!(
-            "interop_http timing: {}: rivumi-mcp {}: {} ms",
-            self.test,
-            args.join(" "),
-            took.as_millis()
-        );
-        if out.code != Some(code) {
-            panic!(
-                "expected exit code {code}, got {:?}\n{}\n--- server \
-                 stderr ---\n{}",
-                out.status,
-                cmd.report(&out),
-                self.server.stderr()
-            );
-        }
-        assert!(
-            took < LIMIT,
-            "took {took:?} (limit {LIMIT:?})\n{}",
-            cmd.report(&out)
-        );
+        let (out, cmd) = self.turn.run(self.kind.name(), args, code, || {
+            format!("\n--- server stderr ---\n{}", self.server.stderr())
+        });
         if self.kind == Kind::Everything {
             self.assert_sessions_ended(&cmd.describe());
         }
@@ -548,85 +360,6 @@ fn ids_after<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
 }
 
 // ---- reading the output ---------------------------------------------------
-
-/// The `  mcp__<server>__<tool>  <class>  ...` rows of a human `list`.
-fn tool_rows(stdout: &str, server: &str) -> Vec<(String, String)> {
-    let prefix = format!("mcp__{server}__");
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            let name = words.next()?;
-            let class = words.next()?;
-            name.starts_with(&prefix).then(|| (name.into(), class.into()))
-        })
-        .collect()
-}
-
-/// The expected rows for `tools` of `server`.
-fn expected_rows(
-    server: &str,
-    tools: &[(&str, &str)],
-) -> Vec<(String, String)> {
-    tools
-        .iter()
-        .map(|(t, c)| (format!("mcp__{server}__{t}"), c.to_string()))
-        .collect()
-}
-
-/// The classification the annotations of a tool definition call for.
-fn class_of(def: &Value) -> &'static str {
-    let a = &def["annotations"];
-    let ro = a["readOnlyHint"] == json!(true);
-    let destructive = a["destructiveHint"] == json!(true);
-    if ro && !destructive { "read" } else { "execute" }
-}
-
-/// Checks one server's entry in `list --json` against its expected tools.
-#[track_caller]
-fn check_json_listing(
-    s: &Value,
-    server: &str,
-    server_name: &str,
-    tools: &[(&str, &str)],
-) {
-    assert_eq!(s["server"], json!(server), "{s:#}");
-    assert_eq!(s["ok"], json!(true), "{s:#}");
-    assert_eq!(s["complete"], json!(true), "{s:#}");
-    assert_eq!(s["protocol"], json!("2025-11-25"), "{s:#}");
-    assert_eq!(s["serverInfo"]["name"], json!(server_name), "{s:#}");
-    let items = s["tools"].as_array().expect("a tools array");
-    let got: Vec<(&str, &str)> = items
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap_or("?"),
-                t["classification"].as_str().unwrap_or("?"),
-            )
-        })
-        .collect();
-    assert_eq!(got, tools, "tools of {server}");
-    for t in items {
-        let name = t["name"].as_str().unwrap_or("?");
-        assert_eq!(
-            t["qualified_name"],
-            json!(format!("mcp__{server}__{name}")),
-            "{t:#}"
-        );
-        assert_eq!(t["server"], json!(server), "{t:#}");
-        assert_eq!(t["classification"], json!(class_of(t)), "{t:#}");
-        assert!(t["inputSchema"].is_object(), "{t:#}");
-    }
-}
-
-fn lines_with<'a>(stdout: &'a str, start: &str) -> Vec<&'a str> {
-    stdout.lines().filter(|l| l.trim_start().starts_with(start)).collect()
-}
-
-fn first_word_after<'a>(line: &'a str, start: &str) -> &'a str {
-    let rest = line.trim_start().strip_prefix(start).unwrap_or("");
-    rest.split_whitespace().next().unwrap_or("")
-}
 
 /// `-v` says how the closing DELETE went: `HTTP 200` for a server with
 /// sessions; a stateless server gets none (it has no session to end).
@@ -782,10 +515,7 @@ fn interop_http_everything() {
 
     // Resources.
     let out = t.run(&["resources", "ev"], 0);
-    let resources: Vec<&str> = lines_with(&out.stdout, "resource ")
-        .into_iter()
-        .map(|l| first_word_after(l, "resource "))
-        .collect();
+    let resources = first_words(&out.stdout, "resource ");
     let want: Vec<String> = [
         "architecture",
         "extension",
@@ -799,10 +529,7 @@ fn interop_http_everything() {
     .map(|d| format!("demo://resource/static/document/{d}.md"))
     .collect();
     assert_eq!(resources, want, "{}", out.stdout);
-    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
-        .into_iter()
-        .map(|l| first_word_after(l, "template "))
-        .collect();
+    let templates = first_words(&out.stdout, "template ");
     assert_eq!(
         templates,
         [
@@ -830,10 +557,7 @@ fn interop_http_everything() {
 
     // Prompts.
     let out = t.run(&["prompts", "ev"], 0);
-    let prompts: Vec<&str> = lines_with(&out.stdout, "prompt ")
-        .into_iter()
-        .map(|l| first_word_after(l, "prompt "))
-        .collect();
+    let prompts = first_words(&out.stdout, "prompt ");
     assert_eq!(
         prompts,
         [
@@ -963,13 +687,7 @@ fn py_suite(test: &str, mode: &'static str) {
 
     // Resources.
     let out = t.run(&["resources", "py"], 0);
-    let resources: Vec<(&str, &str)> = lines_with(&out.stdout, "resource ")
-        .into_iter()
-        .map(|l| {
-            let mut w = l.split_whitespace().skip(1);
-            (w.next().unwrap_or(""), w.next().unwrap_or(""))
-        })
-        .collect();
+    let resources = resource_rows(&out.stdout);
     assert_eq!(
         resources,
         [
@@ -979,10 +697,7 @@ fn py_suite(test: &str, mode: &'static str) {
         "{}",
         out.stdout
     );
-    let templates: Vec<&str> = lines_with(&out.stdout, "template ")
-        .into_iter()
-        .map(|l| first_word_after(l, "template "))
-        .collect();
+    let templates = first_words(&out.stdout, "template ");
     assert_eq!(templates, ["fixture://items/{item_id}"], "{}", out.stdout);
     assert_eq!(out.stderr, "");
     let out = t.run(&["read", "py", "fixture://readme"], 0);
@@ -1072,8 +787,7 @@ fn batch_across_restart(t: &mut HttpInterop) -> (Value, Value, Output) {
                        "arguments": {"message": message}});
         format!("{v}\n")
     };
-    let mut cmd = t.dir.command(["batch", "-v"]);
-    cmd.env("RIVUMI_MCP_ALLOWLIST", name).timeout(LIMIT * 4);
+    let cmd = t.turn.command(name, &["batch", "-v"]);
     let start = Instant::now();
     let mut child = cmd.spawn();
     let mut stdin = child.stdin.take().expect("piped stdin");
@@ -1102,17 +816,14 @@ fn batch_across_restart(t: &mut HttpInterop) -> (Value, Value, Output) {
     let port = t.server.port;
     t.server.stop();
     let marker = t.server.marker.clone();
-    t.server = HttpServer::start(&t.installed, &t.dir, t.kind, port, &marker);
+    t.server =
+        HttpServer::start(&t.installed, &t.turn.dir, t.kind, port, &marker);
 
     stdin.write_all(line(2, "two").as_bytes()).expect("writing line 2");
     drop(stdin);
     let out = wait_with_timeout(child, &cmd);
     let rest = rx.recv_timeout(LIMIT).expect("the rest of stdout");
-    eprintln!(
-        "interop_http timing: {}: rivumi-mcp batch across a restart: {} ms",
-        t.test,
-        start.elapsed().as_millis()
-    );
+    t.turn.print_time("batch across a restart", start.elapsed());
     let parse = |l: &str| -> Value {
         serde_json::from_str(l)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}\n{out:?}"))

@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::util::{
-    Dir, Output, TestCommand, assert_contains, fixture_server, write_mcp_json,
+    Dir, Output, assert_contains, demo_with_pids, fixture_server, run_allowed,
+    write_mcp_json,
 };
-
-const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
 
 const HEADER: &str = "demo: rivumi-mcp-fixture 1.0.0 (protocol 2025-11-25)";
 
@@ -87,24 +86,6 @@ fn columns(line: &str) -> Vec<&str> {
     line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect()
 }
 
-/// A `demo` server running the fixture with `args` plus a pid file.
-fn demo(test: &str, args: &[&str]) -> (Dir, PathBuf) {
-    let dir = Dir::new(test);
-    let pids = dir.path("pids");
-    let pid_arg = format!("--pid-file={}", pids.display());
-    let mut all = args.to_vec();
-    all.push(&pid_arg);
-    write_mcp_json(&dir, &[("demo", fixture_server(&all))]);
-    (dir, pids)
-}
-
-/// `rivumi-mcp ARGS` with `RIVUMI_MCP_ALLOWLIST=allow`.
-fn run(dir: &Dir, allow: &str, args: &[&str]) -> TestCommand {
-    let mut cmd = dir.command(args);
-    cmd.env(ALLOWLIST, allow);
-    cmd
-}
-
 /// Checks the tool table of server `demo` in `lines` (header first).
 #[track_caller]
 fn assert_demo_table(lines: &[&str]) {
@@ -127,14 +108,15 @@ fn json_tools(out: &Output, i: usize) -> Vec<Value> {
 
 #[test]
 fn tools_show_qualified_name_class_and_first_description_line() {
-    let (dir, _) = demo("list_human", &[]);
-    let out = run(&dir, "demo", &["list"]).assert_exit(0);
+    let (dir, _) = demo_with_pids("list_human", &[]);
+    let out = run_allowed(&dir, "demo", &["list"]).assert_exit(0);
     assert_eq!(out.stderr, "");
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_demo_table(&lines);
     assert!(LONG_QUALIFIED.len() <= 64);
     // --tools is the default.
-    let again = run(&dir, "demo", &["list", "demo", "--tools"]).assert_exit(0);
+    let again =
+        run_allowed(&dir, "demo", &["list", "demo", "--tools"]).assert_exit(0);
     assert_eq!(again.stdout, out.stdout);
 }
 
@@ -146,12 +128,13 @@ fn small_pages_still_list_every_tool() {
         let rec_arg = format!("--record={}", rec.display());
         let server = fixture_server(&["--page-size", size, &rec_arg]);
         write_mcp_json(&dir, &[("demo", server)]);
-        let out = run(&dir, "demo", &["list"]).assert_exit(0);
+        let out = run_allowed(&dir, "demo", &["list"]).assert_exit(0);
         assert_demo_table(&out.stdout.lines().collect::<Vec<_>>());
         let requests = std::fs::read_to_string(&rec).unwrap();
         let n = requests.matches("\"method\":\"tools/list\"").count();
         assert_eq!(n, pages, "page size {size}");
-        let out = run(&dir, "demo", &["list", "--json"]).assert_exit(0);
+        let out =
+            run_allowed(&dir, "demo", &["list", "--json"]).assert_exit(0);
         assert_eq!(json_tools(&out, 0).len(), 14);
         assert_eq!(out.stdout_json()["servers"][0]["complete"], true);
     }
@@ -159,8 +142,8 @@ fn small_pages_still_list_every_tool() {
 
 #[test]
 fn json_output_decorates_every_tool() {
-    let (dir, _) = demo("list_json", &[]);
-    let out = run(&dir, "demo", &["list", "--json"]).assert_exit(0);
+    let (dir, _) = demo_with_pids("list_json", &[]);
+    let out = run_allowed(&dir, "demo", &["list", "--json"]).assert_exit(0);
     assert_eq!(out.stderr, "");
     let v = out.stdout_json();
     let servers = v["servers"].as_array().unwrap();
@@ -185,16 +168,16 @@ fn json_output_decorates_every_tool() {
 
 #[test]
 fn repeated_cursor_marks_the_listing_incomplete() {
-    let (dir, _) = demo("list_repeat_cursor", &["--repeat-cursor"]);
+    let (dir, _) = demo_with_pids("list_repeat_cursor", &["--repeat-cursor"]);
     let warning = "rivumi-mcp: warning: server 'demo': tools/list: stopped \
                    paging (the server repeated a cursor); the list is \
                    incomplete\n";
-    let out = run(&dir, "demo", &["list", "--json"]).assert_exit(0);
+    let out = run_allowed(&dir, "demo", &["list", "--json"]).assert_exit(0);
     assert_eq!(out.stderr, warning);
     let v = out.stdout_json();
     assert_eq!(v["servers"][0]["complete"], false);
     assert_eq!(v["servers"][0]["tools"][0]["name"], "echo");
-    let out = run(&dir, "demo", &["list"]).assert_exit(0);
+    let out = run_allowed(&dir, "demo", &["list"]).assert_exit(0);
     assert_eq!(out.stderr, warning);
     assert!(
         out.stdout.ends_with("\n  (tools: incomplete, see stderr)\n"),
@@ -205,7 +188,7 @@ fn repeated_cursor_marks_the_listing_incomplete() {
 
 #[test]
 fn resources_prompts_and_all() {
-    let (dir, _) = demo("list_all", &[]);
+    let (dir, _) = demo_with_pids("list_all", &[]);
     let resources: Vec<Vec<&str>> = vec![
         vec![
             "resource fixture://docs/readme",
@@ -241,23 +224,25 @@ fn resources_prompts_and_all() {
             .map(|l| columns(l).into_iter().map(String::from).collect())
             .collect()
     };
-    let out = run(&dir, "demo", &["list", "--resources"]).assert_exit(0);
+    let out =
+        run_allowed(&dir, "demo", &["list", "--resources"]).assert_exit(0);
     assert_eq!(out.stdout.lines().next(), Some(HEADER));
     assert!(!out.stdout.contains("mcp__"), "{}", out.stdout);
     assert_eq!(rows(&out), resources);
 
-    let out = run(&dir, "demo", &["list", "--prompts"]).assert_exit(0);
+    let out = run_allowed(&dir, "demo", &["list", "--prompts"]).assert_exit(0);
     assert!(!out.stdout.contains("mcp__"), "{}", out.stdout);
     assert_eq!(rows(&out), prompts);
 
-    let out = run(&dir, "demo", &["list", "--all"]).assert_exit(0);
+    let out = run_allowed(&dir, "demo", &["list", "--all"]).assert_exit(0);
     let tools = out.stdout.lines().filter(|l| l.starts_with("  mcp__"));
     assert_eq!(tools.count(), 14);
     let both: Vec<Vec<&str>> =
         resources.iter().chain(&prompts).cloned().collect();
     assert_eq!(rows(&out), both);
 
-    let out = run(&dir, "demo", &["list", "--all", "--json"]).assert_exit(0);
+    let out =
+        run_allowed(&dir, "demo", &["list", "--all", "--json"]).assert_exit(0);
     let s = &out.stdout_json()["servers"][0];
     let uris: Vec<&str> = s["resources"]
         .as_array()
@@ -302,7 +287,7 @@ fn servers_start_in_parallel_and_print_in_config_order() {
         ],
     );
     let start = Instant::now();
-    let out = run(&dir, "alpha,zeta", &["list"]).assert_exit(0);
+    let out = run_allowed(&dir, "alpha,zeta", &["list"]).assert_exit(0);
     let took = start.elapsed();
     let headers: Vec<&str> =
         out.stdout.lines().filter(|l| !l.starts_with(' ')).collect();
@@ -331,14 +316,15 @@ fn failing_server_does_not_hide_the_other() {
             ("demo", fixture_server(&[])),
         ],
     );
-    let out = run(&dir, "demo,broken", &["list"]).assert_exit(4);
+    let out = run_allowed(&dir, "demo,broken", &["list"]).assert_exit(4);
     assert_demo_table(&out.stdout.lines().collect::<Vec<_>>());
     assert_eq!(
         out.stderr,
         "rivumi-mcp: server 'broken': server exited (exit status: 3); last \
          lines of its stderr:\n    fatal: cannot start (fixture)\n"
     );
-    let out = run(&dir, "demo,broken", &["list", "--json"]).assert_exit(4);
+    let out =
+        run_allowed(&dir, "demo,broken", &["list", "--json"]).assert_exit(4);
     let v = out.stdout_json();
     let s = v["servers"].as_array().unwrap();
     assert_eq!(s.len(), 2);
@@ -364,7 +350,7 @@ fn errors_of_several_servers_are_reported_in_config_order() {
             ("second", fixture_server(&["--exit-immediately"])),
         ],
     );
-    let out = run(&dir, "first,second", &["list"]).assert_exit(4);
+    let out = run_allowed(&dir, "first,second", &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     let errors: Vec<&str> =
         out.stderr.lines().filter(|l| l.starts_with("rivumi-mcp: ")).collect();
@@ -409,7 +395,7 @@ fn nothing_allowed_refuses_naming_servers_and_the_variable() {
          demo, other; name the ones to start in RIVUMI_MCP_ALLOWLIST \
          (comma-separated), which is empty or unset\n"
     );
-    let out = run(&dir, "unrelated", &["list"]).assert_exit(3);
+    let out = run_allowed(&dir, "unrelated", &["list"]).assert_exit(3);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: no configured server is allowed to start; configured: \
@@ -424,14 +410,15 @@ fn named_server_not_allowed_is_refused_and_not_spawned() {
     let (dir, a, b) = two_servers("list_not_allowed");
     let refusal = "rivumi-mcp: server 'other': not allowed to start: add \
                    'other' to RIVUMI_MCP_ALLOWLIST\n";
-    let out = run(&dir, "demo", &["list", "other"]).assert_exit(3);
+    let out = run_allowed(&dir, "demo", &["list", "other"]).assert_exit(3);
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr, refusal);
     // Nothing starts when one of the named servers may not.
-    let out = run(&dir, "demo", &["list", "demo", "other"]).assert_exit(3);
+    let out =
+        run_allowed(&dir, "demo", &["list", "demo", "other"]).assert_exit(3);
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr, refusal);
-    let out = run(&dir, "demo", &["call", "other", "echo", "text=hi"])
+    let out = run_allowed(&dir, "demo", &["call", "other", "echo", "text=hi"])
         .assert_exit(3);
     assert_eq!(out.stderr, refusal);
     assert!(!a.exists(), "demo was spawned");
@@ -441,14 +428,15 @@ fn named_server_not_allowed_is_refused_and_not_spawned() {
 #[test]
 fn unknown_server_is_refused_with_a_suggestion() {
     let (dir, a, b) = two_servers("list_unknown_server");
-    let out = run(&dir, "demo", &["list", "demoo"]).assert_exit(3);
+    let out = run_allowed(&dir, "demo", &["list", "demoo"]).assert_exit(3);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
         "rivumi-mcp: no server 'demoo' in .mcp.json (configured: demo, \
          other); did you mean 'demo'?\n"
     );
-    let out = run(&dir, "demo", &["call", "mcp__othr__echo"]).assert_exit(3);
+    let out =
+        run_allowed(&dir, "demo", &["call", "mcp__othr__echo"]).assert_exit(3);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: no server 'othr' in .mcp.json (configured: demo, \
@@ -472,23 +460,23 @@ fn fingerprint(dir: &Dir) -> String {
 
 #[test]
 fn pinned_allowlist_entry_starts_the_server() {
-    let (dir, _) = demo("list_pinned", &[]);
+    let (dir, _) = demo_with_pids("list_pinned", &[]);
     let pin = format!("demo@{}", fingerprint(&dir));
-    let out = run(&dir, &pin, &["list"]).assert_exit(0);
+    let out = run_allowed(&dir, &pin, &["list"]).assert_exit(0);
     assert_demo_table(&out.stdout.lines().collect::<Vec<_>>());
     assert_eq!(out.stderr, "");
 }
 
 #[test]
 fn pin_mismatch_refuses_and_starts_nothing() {
-    let (dir, pids) = demo("list_pin_mismatch", &[]);
+    let (dir, pids) = demo_with_pids("list_pin_mismatch", &[]);
     let pin = format!("demo@{}", fingerprint(&dir));
     // The entry changes after it was pinned.
     let pid_arg = format!("--pid-file={}", pids.display());
     let changed = fixture_server(&["--page-size", "5", &pid_arg]);
     write_mcp_json(&dir, &[("demo", changed)]);
     let now = fingerprint(&dir);
-    let out = run(&dir, &pin, &["list"]).assert_exit(3);
+    let out = run_allowed(&dir, &pin, &["list"]).assert_exit(3);
     assert_eq!(out.stdout, "");
     // Which class changed is told by one hex digit of each class hash;
     // the digits of the old and new args may agree by chance.
@@ -509,16 +497,16 @@ fn pin_mismatch_refuses_and_starts_nothing() {
 
 #[test]
 fn wildcard_allowlist_is_refused() {
-    let (dir, pids) = demo("list_wildcard", &[]);
+    let (dir, pids) = demo_with_pids("list_wildcard", &[]);
     for allow in ["*", "demo,*"] {
-        let out = run(&dir, allow, &["list"]).assert_exit(3);
+        let out = run_allowed(&dir, allow, &["list"]).assert_exit(3);
         assert_eq!(out.stdout, "");
         assert_eq!(
             out.stderr,
             "rivumi-mcp: RIVUMI_MCP_ALLOWLIST: '*' is a wildcard; name each \
              server (there are no wildcards)\n"
         );
-        let out = run(&dir, allow, &["list", "demo"]).assert_exit(3);
+        let out = run_allowed(&dir, allow, &["list", "demo"]).assert_exit(3);
         assert_contains(&out.stderr, "is a wildcard");
     }
     assert!(!pids.exists(), "the server was spawned");

@@ -13,33 +13,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::util::{
-    Dir, Output, TestCommand, assert_absent, assert_contains,
-    assert_pids_gone, bin, fixture_bin, fixture_server, read_pids,
-    wait_with_timeout, write_mcp_json,
+    ALLOWLIST, Dir, Output, TestCommand, assert_absent, assert_contains,
+    assert_pids_gone, bin, demo_with_pids, fixture_bin, fixture_server,
+    read_pids, run_allowed, wait_with_timeout, write_mcp_json,
 };
-
-const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
 
 /// How long processes may linger after the command returned.
 const GONE: Duration = Duration::from_secs(1);
 
-/// A directory whose `.mcp.json` has one server `demo`: the fixture with
-/// `args` plus `--pid-file <dir>/pids`. Returns the pid file too.
-fn demo(test: &str, args: &[&str]) -> (Dir, PathBuf) {
-    let dir = Dir::new(test);
-    let pids = dir.path("pids");
-    let pid_arg = format!("--pid-file={}", pids.display());
-    let mut all = args.to_vec();
-    all.push(&pid_arg);
-    write_mcp_json(&dir, &[("demo", fixture_server(&all))]);
-    (dir, pids)
-}
-
 /// `rivumi-mcp ARGS` in `dir` with only `demo` allowed.
 fn run(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut cmd = dir.command(args);
-    cmd.env(ALLOWLIST, "demo");
-    cmd
+    run_allowed(dir, "demo", args)
 }
 
 /// Polls `done` every 5 ms for up to 10 s.
@@ -72,7 +56,7 @@ fn recorded(path: &Path) -> Vec<Value> {
 
 #[test]
 fn hang_at_initialize_hits_the_startup_timeout() {
-    let (dir, pids) = demo("stdio_hang_init", &["--hang-init"]);
+    let (dir, pids) = demo_with_pids("stdio_hang_init", &["--hang-init"]);
     let out = run(&dir, &["list", "--startup-timeout", "1"]).assert_exit(5);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -85,7 +69,7 @@ fn hang_at_initialize_hits_the_startup_timeout() {
 
 #[test]
 fn hang_in_tool_call_hits_the_request_timeout() {
-    let (dir, pids) = demo("stdio_hang_call", &["--hang-call"]);
+    let (dir, pids) = demo_with_pids("stdio_hang_call", &["--hang-call"]);
     let out = run(
         &dir,
         &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
@@ -106,7 +90,7 @@ fn hang_in_tool_call_hits_the_request_timeout() {
 
 #[test]
 fn crash_at_initialize_reports_exit_status_and_stderr_tail() {
-    let (dir, pids) = demo("stdio_crash_init", &["--crash-at-init"]);
+    let (dir, pids) = demo_with_pids("stdio_crash_init", &["--crash-at-init"]);
     let out = run(&dir, &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -121,7 +105,8 @@ fn crash_at_initialize_reports_exit_status_and_stderr_tail() {
 fn server_exiting_at_once_is_reported_with_its_stderr() {
     // `--exit-immediately` exits before writing the pid file; the exit
     // status in the message shows the process was reaped.
-    let (dir, pids) = demo("stdio_exit_now", &["--exit-immediately"]);
+    let (dir, pids) =
+        demo_with_pids("stdio_exit_now", &["--exit-immediately"]);
     let out =
         run(&dir, &["call", "-y", "demo", "echo", "text=hi"]).assert_exit(4);
     assert_eq!(out.stdout, "");
@@ -162,7 +147,7 @@ fn missing_command_is_reported_as_not_found() {
 
 #[test]
 fn non_json_line_on_stdout_is_a_server_error() {
-    let (dir, pids) = demo("stdio_garbage", &["--garbage"]);
+    let (dir, pids) = demo_with_pids("stdio_garbage", &["--garbage"]);
     let out = run(&dir, &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -176,7 +161,8 @@ fn non_json_line_on_stdout_is_a_server_error() {
 
 #[test]
 fn line_longer_than_the_default_cap_is_refused() {
-    let (dir, pids) = demo("stdio_huge_line", &["--huge-line", "20000000"]);
+    let (dir, pids) =
+        demo_with_pids("stdio_huge_line", &["--huge-line", "20000000"]);
     let out = run(&dir, &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -194,7 +180,7 @@ fn max_message_raises_the_line_cap() {
     // read whole, and then refused for what it is (not JSON), not for
     // its length.
     let (dir, pids) =
-        demo("stdio_huge_line_32m", &["--huge-line", "20000000"]);
+        demo_with_pids("stdio_huge_line_32m", &["--huge-line", "20000000"]);
     let out = run(&dir, &["list", "--max-message", "32M"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert!(
@@ -214,7 +200,7 @@ fn max_message_raises_the_line_cap() {
 fn stderr_flood_is_drained_promptly_in_bounded_memory() {
     // 50 MB of stderr while the server waits half a second before
     // reading: a client that kept it would grow by that much.
-    let (dir, pids) = demo(
+    let (dir, pids) = demo_with_pids(
         "stdio_stderr_flood",
         &["--stderr-flood", "50000000", "--slow-start", "500"],
     );
@@ -245,7 +231,7 @@ fn stderr_flood_is_drained_promptly_in_bounded_memory() {
 
 #[test]
 fn verbose_shows_server_stderr_and_log_notifications() {
-    let (dir, _) = demo(
+    let (dir, _) = demo_with_pids(
         "stdio_verbose",
         &["--stderr-flood", "200", "--slow-start", "200"],
     );
@@ -272,7 +258,7 @@ fn verbose_shows_server_stderr_and_log_notifications() {
 #[test]
 fn grandchild_is_gone_after_a_call_timeout() {
     let (dir, pids) =
-        demo("stdio_grandchild", &["--hang-call", "--grandchild"]);
+        demo_with_pids("stdio_grandchild", &["--hang-call", "--grandchild"]);
     let out = run(
         &dir,
         &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
@@ -289,7 +275,7 @@ fn grandchild_is_gone_after_a_call_timeout() {
 
 #[test]
 fn server_ignoring_sigterm_is_killed() {
-    let (dir, pids) = demo(
+    let (dir, pids) = demo_with_pids(
         "stdio_ignore_sigterm",
         &["--hang-call", "--ignore-sigterm", "--grandchild"],
     );
@@ -314,7 +300,7 @@ fn server_ignoring_sigterm_is_killed() {
 fn server_starts_with_no_signals_blocked() {
     // rivumi-mcp blocks SIGINT/SIGTERM/SIGHUP for its signal thread; the
     // server must not inherit that mask, or SIGTERM cannot end it.
-    let (dir, pids) = demo("stdio_sigmask", &["--hang-call"]);
+    let (dir, pids) = demo_with_pids("stdio_sigmask", &["--hang-call"]);
     let cmd = run(
         &dir,
         &["call", "-y", "demo", "echo", "text=hi", "--timeout", "1"],
@@ -340,7 +326,7 @@ fn server_starts_with_no_signals_blocked() {
 fn hung_server_is_ended_by_sigterm_before_sigkill() {
     // The fixture does not handle SIGTERM, so the default action ends it:
     // SIGKILL must not be needed (and its extra grace not spent).
-    let (dir, pids) = demo("stdio_sigterm_close", &["--hang-call"]);
+    let (dir, pids) = demo_with_pids("stdio_sigterm_close", &["--hang-call"]);
     let start = Instant::now();
     let out = run(
         &dir,
@@ -409,7 +395,7 @@ fn sigterm_closes_the_server_and_exits_143() {
 #[test]
 fn unsupported_protocol_version_is_refused() {
     let (dir, pids) =
-        demo("stdio_protocol_old", &["--protocol", "1999-01-01"]);
+        demo_with_pids("stdio_protocol_old", &["--protocol", "1999-01-01"]);
     let out = run(&dir, &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -424,7 +410,7 @@ fn unsupported_protocol_version_is_refused() {
 #[test]
 fn protocol_2025_03_26_is_spoken() {
     let (dir, pids) =
-        demo("stdio_protocol_0326", &["--protocol", "2025-03-26"]);
+        demo_with_pids("stdio_protocol_0326", &["--protocol", "2025-03-26"]);
     let out = run(&dir, &["list"]).assert_exit(0);
     assert_eq!(
         out.stdout.lines().next(),
@@ -439,7 +425,7 @@ fn protocol_2025_03_26_is_spoken() {
 
 #[test]
 fn batch_reply_is_refused_on_2025_11_25() {
-    let (dir, pids) = demo("stdio_batch", &["--batch-reply"]);
+    let (dir, pids) = demo_with_pids("stdio_batch", &["--batch-reply"]);
     let out = run(&dir, &["list"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -452,7 +438,7 @@ fn batch_reply_is_refused_on_2025_11_25() {
 
 #[test]
 fn batch_reply_is_accepted_on_2025_03_26() {
-    let (dir, pids) = demo(
+    let (dir, pids) = demo_with_pids(
         "stdio_batch_0326",
         &["--batch-reply", "--protocol", "2025-03-26"],
     );
@@ -464,7 +450,7 @@ fn batch_reply_is_accepted_on_2025_03_26() {
 
 #[test]
 fn responses_with_wrong_ids_are_ignored() {
-    let (dir, pids) = demo("stdio_wrong_ids", &["--wrong-ids"]);
+    let (dir, pids) = demo_with_pids("stdio_wrong_ids", &["--wrong-ids"]);
     let out =
         run(&dir, &["call", "-y", "demo", "add", "a=1", "b=2", "--json"])
             .assert_exit(0);
@@ -517,7 +503,7 @@ fn server_requests_get_ping_answered_and_the_rest_refused() {
 
 #[test]
 fn notifications_do_not_disturb_requests() {
-    let (dir, pids) = demo("stdio_notify", &["--notify"]);
+    let (dir, pids) = demo_with_pids("stdio_notify", &["--notify"]);
     let out =
         run(&dir, &["call", "-y", "demo", "echo", "text=hi"]).assert_exit(0);
     assert_eq!(out.stdout, "hi\n");

@@ -270,18 +270,29 @@ fn serve(
     }
 }
 
+/// Reads one line of a request's head into `line` and counts it in
+/// `head`; `None` at EOF or on an error.
+fn head_line(
+    r: &mut BufReader<TcpStream>,
+    line: &mut String,
+    head: &mut usize,
+) -> Option<()> {
+    line.clear();
+    let n = r.read_line(line).ok()?;
+    if n == 0 {
+        return None;
+    }
+    *head += n;
+    Some(())
+}
+
 /// Reads one request; `None` at EOF or on anything malformed.
 fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut head = 0;
     let mut line = String::new();
     // Tolerate stray empty lines before a request line (RFC 9112 §2.2).
     loop {
-        line.clear();
-        let n = r.read_line(&mut line).ok()?;
-        if n == 0 {
-            return None;
-        }
-        head += n;
+        head_line(r, &mut line, &mut head)?;
         if !line.trim().is_empty() {
             break;
         }
@@ -294,12 +305,7 @@ fn read_request(r: &mut BufReader<TcpStream>) -> Option<Request> {
     let path = parts.next()?.to_string();
     let mut headers = vec![];
     loop {
-        line.clear();
-        let n = r.read_line(&mut line).ok()?;
-        if n == 0 {
-            return None;
-        }
-        head += n;
+        head_line(r, &mut line, &mut head)?;
         if head > MAX_HEAD {
             return None;
         }

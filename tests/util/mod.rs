@@ -39,10 +39,16 @@ const POLL: Duration = Duration::from_millis(5);
 
 // The in-process scripted HTTP server (tests/http.rs).
 pub mod http;
+// What the interop tests over stdio and over HTTP share (tests/interop.rs,
+// tests/interop_http.rs).
+pub mod interop;
 // The authorization server and protected MCP server (tests/login.rs).
 pub mod oauth;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
+/// The environment variable that names the servers `rivumi-mcp` may start.
+pub const ALLOWLIST: &str = "RIVUMI_MCP_ALLOWLIST";
 
 /// The `rivumi-mcp` binary under test.
 pub fn bin() -> PathBuf {
@@ -592,6 +598,57 @@ pub fn write_mcp_json(
     let text =
         format!("{{\"mcpServers\": {{\n{}\n}}}}\n", entries.join(",\n"));
     dir.write(".mcp.json", text)
+}
+
+/// A directory whose `.mcp.json` has one server `demo`: the fixture,
+/// recording what it receives in `<dir>/rec`. Returns the record file too
+/// (read it with [`received`]).
+pub fn demo_recording(test: &str) -> (Dir, PathBuf) {
+    let dir = Dir::new(test);
+    let rec = dir.path("rec");
+    let rec_arg = format!("--record={}", rec.display());
+    write_mcp_json(&dir, &[("demo", fixture_server(&[&rec_arg]))]);
+    (dir, rec)
+}
+
+/// A directory whose `.mcp.json` has one server `demo`: the fixture with
+/// `args` plus `--pid-file <dir>/pids`. Returns the pid file too.
+pub fn demo_with_pids(test: &str, args: &[&str]) -> (Dir, PathBuf) {
+    let dir = Dir::new(test);
+    let pids = dir.path("pids");
+    let pid_arg = format!("--pid-file={}", pids.display());
+    let mut all = args.to_vec();
+    all.push(&pid_arg);
+    write_mcp_json(&dir, &[("demo", fixture_server(&all))]);
+    (dir, pids)
+}
+
+/// `rivumi-mcp ARGS` in `dir` with [`ALLOWLIST`] set to `allow`.
+pub fn run_allowed(dir: &Dir, allow: &str, args: &[&str]) -> TestCommand {
+    let mut cmd = dir.command(args);
+    cmd.env(ALLOWLIST, allow);
+    cmd
+}
+
+/// The `params` of every `method` request a fixture run with `--record`
+/// received, in order.
+pub fn received(rec: &Path, method: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(rec)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|m| m["method"] == method)
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+/// The `arguments` of every `tools/call` a fixture run with `--record`
+/// received, in order.
+pub fn call_arguments(rec: &Path) -> Vec<serde_json::Value> {
+    received(rec, "tools/call")
+        .iter()
+        .map(|p| p["arguments"].clone())
+        .collect()
 }
 
 /// The pids a fixture wrote with `--pid-file` (its own, then its

@@ -1,0 +1,389 @@
+//! What the interop tests with real MCP servers share, over stdio
+//! (tests/interop.rs) and over Streamable HTTP (tests/interop_http.rs).
+//!
+//! - [`installed`]: where `scripts/interop-setup.sh` put the servers
+//!   (`.interop/`), and what happens when they are missing: the test fails
+//!   and says how to install them, unless [`SKIP_VAR`] is `1`, when it says
+//!   so on stderr and passes.
+//! - [`Turn`]: one test's hold on the one lock all interop tests share (on
+//!   a small machine, tests starting Node and Python at once take seconds a
+//!   command, which would make [`LIMIT`] measure the load rather than
+//!   `rivumi-mcp`), its directory and the unique marker its servers carry
+//!   on their command lines. [`Turn::run`] times every command (the times
+//!   are printed on stderr; see them with `--nocapture`).
+//! - [`assert_no_leftovers`]: no process with a marker is left (`/proc`).
+//! - Readers of `list` output and the servers' expected tools.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::{ALLOWLIST, Dir, Output, TestCommand, repo_root};
+
+/// Set to `1` to let these tests pass when `.interop/` is not installed.
+pub const SKIP_VAR: &str = "RIVUMI_MCP_SKIP_INTEROP";
+
+/// The longest any one command may take, start-up and shutdown included.
+/// Over stdio a `list` takes about 0.6 s here, and both servers exit
+/// within about 0.4 s of stdin EOF (fixtures/interop/README.md); over HTTP
+/// there is no server to start, and a `list` takes about 60 ms.
+pub const LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a server process may outlive what ended it: the command that
+/// started it (stdio) or the kill of its process group (HTTP).
+pub const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
+
+const EVERYTHING_JS: &str = ".interop/node/node_modules/\
+                             @modelcontextprotocol/server-everything/dist/\
+                             index.js";
+const VENV_PYTHON: &str = ".interop/venv/bin/python";
+const PY_SERVER: &str = "fixtures/interop/py_server.py";
+
+/// server-everything's tools (client capabilities `{}`), in its order,
+/// with the classification its annotations give: `read` for
+/// `readOnlyHint: true, destructiveHint: false`.
+pub const EVERYTHING_TOOLS: &[(&str, &str)] = &[
+    ("echo", "read"),
+    ("get-annotated-message", "read"),
+    ("get-env", "read"),
+    ("get-resource-links", "read"),
+    ("get-resource-reference", "read"),
+    ("get-structured-content", "read"),
+    ("get-sum", "read"),
+    ("get-tiny-image", "read"),
+    ("gzip-file-as-resource", "execute"),
+    ("toggle-simulated-logging", "execute"),
+    ("toggle-subscriber-updates", "execute"),
+    ("trigger-long-running-operation", "read"),
+    ("simulate-research-query", "execute"),
+];
+
+/// `py_server.py`'s tools, served 2 per `tools/list` page (4 pages).
+pub const PY_TOOLS: &[(&str, &str)] = &[
+    ("echo", "read"),
+    ("add", "read"),
+    ("greet", "execute"),
+    ("get_weather", "execute"),
+    ("sleep_ms", "read"),
+    ("fail", "execute"),
+    // readOnlyHint false, destructiveHint true.
+    ("reset_counter", "execute"),
+];
+
+/// Held by each interop test, stdio and HTTP alike, for its whole run
+/// (through its [`Turn`]).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+// ---- the servers ----------------------------------------------------------
+
+/// Where the installed servers are.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub node: PathBuf,
+    pub everything_js: PathBuf,
+    pub python: PathBuf,
+    pub py_server: PathBuf,
+}
+
+/// The first executable `name` on the test process's PATH (`which`).
+fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// The servers, or `None` (after a line on stderr) when they are missing
+/// and [`SKIP_VAR`] is `1`. Panics when they are missing otherwise.
+/// `extra`: more files (relative to the repository root) the test needs,
+/// checked with the servers.
+pub fn installed(test: &str, extra: &[&str]) -> Option<Installed> {
+    let root = repo_root();
+    let everything_js = root.join(EVERYTHING_JS);
+    let python = root.join(VENV_PYTHON);
+    let py_server = root.join(PY_SERVER);
+    let node = which("node");
+    let mut missing = vec![];
+    if node.is_none() {
+        missing.push("node (not on PATH)".to_string());
+    }
+    let extra: Vec<PathBuf> = extra.iter().map(|p| root.join(p)).collect();
+    for p in [&everything_js, &python, &py_server].into_iter().chain(&extra) {
+        if !p.is_file() {
+            missing.push(p.display().to_string());
+        }
+    }
+    if missing.is_empty() {
+        let node = node.expect("checked above");
+        return Some(Installed { node, everything_js, python, py_server });
+    }
+    let missing = missing.join(", ");
+    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
+        eprintln!(
+            "{test}: SKIPPED ({SKIP_VAR}=1): interop servers missing: \
+             {missing}"
+        );
+        return None;
+    }
+    panic!(
+        "{test}: the interop servers are not installed (missing: \
+         {missing}).\nRun scripts/interop-setup.sh (or make test) first; \
+         set {SKIP_VAR}=1 to skip the interop tests."
+    );
+}
+
+// ---- one test's turn ------------------------------------------------------
+
+/// One interop test's turn: the shared lock (let go when this drops), the
+/// test's directory and the marker for its servers' command lines.
+#[derive(Debug)]
+pub struct Turn {
+    pub test: String,
+    pub dir: Dir,
+    /// Unique to this run of this test.
+    pub marker: String,
+    /// `interop` or `interop_http`: in the marker and the timing lines.
+    area: &'static str,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Turn {
+    /// Waits for the other interop tests to finish, then makes the test's
+    /// directory and marker.
+    pub fn take(area: &'static str, test: &str) -> Turn {
+        // A test that panicked let go of the lock; that is fine here.
+        let lock = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = Dir::new(test);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let marker = format!(
+            "rivumi-{area}-marker-{test}-{}-{nanos}",
+            std::process::id()
+        );
+        Turn { test: test.to_string(), dir, marker, area, _lock: lock }
+    }
+
+    /// `rivumi-mcp ARGS` in the test's directory, with `allow` as the
+    /// allowlist and a deadline well past [`LIMIT`].
+    pub fn command(&self, allow: &str, args: &[&str]) -> TestCommand {
+        let mut cmd = self.dir.command(args);
+        cmd.env(ALLOWLIST, allow).timeout(LIMIT * 4);
+        cmd
+    }
+
+    /// Prints how long `rivumi-mcp WHAT` took.
+    pub fn print_time(&self, what: &str, took: Duration) {
+        eprintln!(
+            "{} timing: {}: rivumi-mcp {what}: {} ms",
+            self.area,
+            self.test,
+            took.as_millis()
+        );
+    }
+
+    /// Runs `rivumi-mcp ARGS` (see [`Turn::command`]) and checks the exit
+    /// code and that it took less than [`LIMIT`]; `context` is added to
+    /// the message of either failure. Returns the command too.
+    #[track_caller]
+    pub fn run(
+        &self,
+        allow: &str,
+        args: &[&str],
+        code: i32,
+        context: impl Fn() -> String,
+    ) -> (Output, TestCommand) {
+        let cmd = self.command(allow, args);
+        let start = Instant::now();
+        let out = cmd.run();
+        let took = start.elapsed();
+        self.print_time(&args.join(" "), took);
+        if out.code != Some(code) {
+            panic!(
+                "expected exit code {code}, got {:?}\n{}{}",
+                out.status,
+                cmd.report(&out),
+                context()
+            );
+        }
+        assert!(
+            took < LIMIT,
+            "took {took:?} (limit {LIMIT:?}, start-up and shutdown \
+             included)\n{}{}",
+            cmd.report(&out),
+            context()
+        );
+        (out, cmd)
+    }
+}
+
+// ---- leftover processes ---------------------------------------------------
+
+/// No process carrying `marker` is alive, allowing [`LEFTOVER_GRACE`] for
+/// it to go. Leftovers are killed (the test started them) and fail the
+/// test with a message that they are still alive after `after`, then
+/// `what` (if any).
+#[track_caller]
+pub fn assert_no_leftovers(marker: &str, after: &str, what: &str) {
+    if !Path::new("/proc/self/cmdline").exists() {
+        return; // Not Linux: nothing to scan.
+    }
+    let start = Instant::now();
+    let mut left = processes_with(marker);
+    while !left.is_empty() && start.elapsed() < LEFTOVER_GRACE {
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_with(marker);
+    }
+    if left.is_empty() {
+        return;
+    }
+    for (pid, _) in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let mut list: Vec<String> =
+        left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
+    if !what.is_empty() {
+        list.push(what.to_string());
+    }
+    panic!(
+        "server processes still alive {LEFTOVER_GRACE:?} after {after} \
+         (now killed):\n{}",
+        list.join("\n")
+    );
+}
+
+/// Live processes whose command line contains `marker`: (pid, cmdline).
+/// Zombies have an empty cmdline, so they do not count.
+fn processes_with(marker: &str) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+    let mut found = vec![];
+    for e in entries.flatten() {
+        let Some(pid) =
+            e.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push((pid, cmdline.trim_end().to_string()));
+        }
+    }
+    found
+}
+
+// ---- reading the output ---------------------------------------------------
+
+/// The `  mcp__<server>__<tool>  <class>  ...` rows of a human `list`,
+/// for one server's section.
+pub fn tool_rows(stdout: &str, server: &str) -> Vec<(String, String)> {
+    let prefix = format!("mcp__{server}__");
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?;
+            let class = words.next()?;
+            name.starts_with(&prefix).then(|| (name.into(), class.into()))
+        })
+        .collect()
+}
+
+/// The expected rows for `tools` of `server`.
+pub fn expected_rows(
+    server: &str,
+    tools: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    tools
+        .iter()
+        .map(|(t, c)| (format!("mcp__{server}__{t}"), c.to_string()))
+        .collect()
+}
+
+/// The classification the annotations of a tool definition call for.
+fn class_of(def: &Value) -> &'static str {
+    let a = &def["annotations"];
+    let ro = a["readOnlyHint"] == json!(true);
+    let destructive = a["destructiveHint"] == json!(true);
+    if ro && !destructive { "read" } else { "execute" }
+}
+
+/// Checks one server's entry in `list --json` against its expected tools.
+#[track_caller]
+pub fn check_json_listing(
+    s: &Value,
+    server: &str,
+    server_name: &str,
+    tools: &[(&str, &str)],
+) {
+    assert_eq!(s["server"], json!(server), "{s:#}");
+    assert_eq!(s["ok"], json!(true), "{s:#}");
+    assert_eq!(s["complete"], json!(true), "{s:#}");
+    assert_eq!(s["protocol"], json!("2025-11-25"), "{s:#}");
+    assert_eq!(s["serverInfo"]["name"], json!(server_name), "{s:#}");
+    let items = s["tools"].as_array().expect("a tools array");
+    let got: Vec<(&str, &str)> = items
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or("?"),
+                t["classification"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(got, tools, "tools of {server}");
+    for t in items {
+        let name = t["name"].as_str().unwrap_or("?");
+        assert_eq!(
+            t["qualified_name"],
+            json!(format!("mcp__{server}__{name}")),
+            "{t:#}"
+        );
+        assert_eq!(t["server"], json!(server), "{t:#}");
+        assert_eq!(t["classification"], json!(class_of(t)), "{t:#}");
+        assert!(t["inputSchema"].is_object(), "{t:#}");
+    }
+}
+
+/// The lines of `stdout` that start (after indentation) with `start`.
+pub fn lines_with<'a>(stdout: &'a str, start: &str) -> Vec<&'a str> {
+    stdout.lines().filter(|l| l.trim_start().starts_with(start)).collect()
+}
+
+/// The first word after `start` on `line`.
+pub fn first_word_after<'a>(line: &'a str, start: &str) -> &'a str {
+    let rest = line.trim_start().strip_prefix(start).unwrap_or("");
+    rest.split_whitespace().next().unwrap_or("")
+}
+
+/// The first word after `start` on each line of `stdout` that starts with
+/// it: the names in a `resources` or `prompts` listing.
+pub fn first_words<'a>(stdout: &'a str, start: &str) -> Vec<&'a str> {
+    lines_with(stdout, start)
+        .into_iter()
+        .map(|l| first_word_after(l, start))
+        .collect()
+}
+
+/// The URI and MIME type of each `resource` line of a `resources`
+/// listing.
+pub fn resource_rows(stdout: &str) -> Vec<(&str, &str)> {
+    lines_with(stdout, "resource ")
+        .into_iter()
+        .map(|l| {
+            let mut w = l.split_whitespace().skip(1);
+            (w.next().unwrap_or(""), w.next().unwrap_or(""))
+        })
+        .collect()
+}
