@@ -31,30 +31,32 @@
 //! with a new ephemeral callback port is refused (`Unregistered
 //! redirect_uri`). The reuse is tested with a fixed `redirect_port`.
 //!
-//! Conventions of `interop_http.rs`: missing servers fail the test with the
-//! setup hint unless `RIVUMI_MCP_SKIP_INTEROP=1`; every command is timed
-//! and bounded by [`LIMIT`]; the server runs in its own process group,
-//! killed when the test ends (on panic too, [`OAuthDemo`]'s `Drop`), and
-//! no process with its marker may be left.
+//! Conventions of `interop_http.rs`, with its helpers
+//! (`tests/util/interop.rs`): missing servers fail the test with the setup
+//! hint unless `RIVUMI_MCP_SKIP_INTEROP=1`; the test holds the [`Turn`]
+//! lock all interop tests share; every command is timed and bounded by
+//! [`LIMIT`] (this file's, longer than the shared one); the server runs in
+//! its own process group, killed when the test ends (on panic too,
+//! [`OAuthDemo`]'s `Drop`), and no process with its marker may be left.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::util::interop::{
+    Turn, assert_no_leftovers, expected_rows, node_and, tool_rows,
+};
 use crate::util::{
     Dir, Output, TestCommand, assert_contains, repo_root, write_mcp_json,
 };
-
-/// Set to `1` to let this test pass when `.interop/` is not installed.
-const SKIP_VAR: &str = "RIVUMI_MCP_SKIP_INTEROP";
 
 /// The SDK version whose example this test was written against.
 const SDK_VERSION: &str = "1.32.2";
@@ -65,14 +67,12 @@ const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
 const BROWSER_JS: &str = "tests/conformance/browser.js";
 
 /// The longest any one command may take (a login about 0.3 s here, the
-/// `multi-greet` call 2 s by design).
+/// `multi-greet` call 2 s by design): longer than the shared
+/// [`crate::util::interop::LIMIT`].
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// How long the demo may take to listen on both ports.
 const START_LIMIT: Duration = Duration::from_secs(15);
-
-/// How long a killed server's processes may take to go.
-const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
 
 /// The demo's tools, in its order, with their classification.
 const DEMO_TOOLS: &[(&str, &str)] = &[
@@ -95,66 +95,30 @@ struct Installed {
     browser_js: PathBuf,
 }
 
-/// The first executable `name` on the test process's PATH.
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
-
-/// The installed pieces, or `None` (after a line on stderr) when they are
-/// missing and [`SKIP_VAR`] is `1`. Panics when they are missing otherwise,
-/// and when the SDK is not the pinned version.
+/// The installed pieces, or `None` when they are missing and
+/// `RIVUMI_MCP_SKIP_INTEROP=1` (see [`node_and`]). Panics when they are
+/// missing otherwise, and when the SDK is not the pinned version.
 fn installed(test: &str) -> Option<Installed> {
     let root = repo_root();
     let sdk = root.join(SDK_DIR);
     let example_js = sdk.join(EXAMPLE_JS);
     let loopback_only = root.join(LOOPBACK_ONLY);
     let browser_js = root.join(BROWSER_JS);
-    let node = which("node");
-    let mut missing = vec![];
-    if node.is_none() {
-        missing.push("node (not on PATH)".to_string());
-    }
-    for p in [&example_js, &loopback_only, &browser_js] {
-        if !p.is_file() {
-            missing.push(p.display().to_string());
-        }
-    }
-    if missing.is_empty() {
-        let pkg = sdk.join("package.json");
-        let text = std::fs::read_to_string(&pkg)
-            .unwrap_or_else(|e| panic!("{}: {e}", pkg.display()));
-        let v: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", pkg.display()));
-        assert_eq!(
-            v["version"],
-            json!(SDK_VERSION),
-            "{test}: {} is not the pinned SDK; run scripts/interop-setup.sh",
-            pkg.display()
-        );
-        return Some(Installed {
-            node: node.expect("checked above"),
-            example_js,
-            loopback_only,
-            browser_js,
-        });
-    }
-    let missing = missing.join(", ");
-    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
-        eprintln!(
-            "{test}: SKIPPED ({SKIP_VAR}=1): interop servers missing: \
-             {missing}"
-        );
-        return None;
-    }
-    panic!(
-        "{test}: the interop servers are not installed (missing: \
-         {missing}).\nRun scripts/interop-setup.sh (or make test) first; \
-         set {SKIP_VAR}=1 to skip the interop tests."
+    let files =
+        [example_js.clone(), loopback_only.clone(), browser_js.clone()];
+    let node = node_and(test, &files)?;
+    let pkg = sdk.join("package.json");
+    let text = std::fs::read_to_string(&pkg)
+        .unwrap_or_else(|e| panic!("{}: {e}", pkg.display()));
+    let v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", pkg.display()));
+    assert_eq!(
+        v["version"],
+        json!(SDK_VERSION),
+        "{test}: {} is not the pinned SDK; run scripts/interop-setup.sh",
+        pkg.display()
     );
+    Some(Installed { node, example_js, loopback_only, browser_js })
 }
 
 /// A port that was free on 127.0.0.1 a moment ago.
@@ -308,33 +272,14 @@ impl OAuthDemo {
     }
 
     /// Kills the demo and checks that no process with its marker is left
-    /// after [`LEFTOVER_GRACE`].
+    /// (see [`assert_no_leftovers`]).
     #[track_caller]
     fn stop(&mut self) {
         self.kill();
-        if !Path::new("/proc/self/cmdline").exists() {
-            return; // Not Linux: nothing to scan.
-        }
-        let start = Instant::now();
-        let mut left = processes_with(&self.marker);
-        while !left.is_empty() && start.elapsed() < LEFTOVER_GRACE {
-            std::thread::sleep(Duration::from_millis(20));
-            left = processes_with(&self.marker);
-        }
-        if left.is_empty() {
-            return;
-        }
-        for (pid, _) in &left {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-        let list: Vec<String> =
-            left.iter().map(|(pid, cmd)| format!("  {pid}: {cmd}")).collect();
-        panic!(
-            "demo processes still alive {LEFTOVER_GRACE:?} after its \
-             process group was killed (now killed):\n{}",
-            list.join("\n")
+        assert_no_leftovers(
+            &self.marker,
+            "the demo's process group was killed",
+            "",
         );
     }
 }
@@ -376,103 +321,55 @@ fn listening_port(line: &str) -> Option<u16> {
     rest.trim_end().parse().ok()
 }
 
-/// Live processes whose command line contains `marker`: (pid, cmdline).
-fn processes_with(marker: &str) -> Vec<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
-    let mut found = vec![];
-    for e in entries.flatten() {
-        let Some(pid) =
-            e.file_name().to_str().and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if cmdline.contains(marker) {
-            found.push((pid, cmdline.trim_end().to_string()));
-        }
-    }
-    found
-}
-
 // ---- the test's directory and commands -------------------------------------
 
-/// The test: its directory and the demo. The demo drops (is killed)
-/// first.
+/// The test: its turn (directory and marker, holding the lock all interop
+/// tests share) and the demo. Fields drop in order: the demo is killed
+/// before the turn lets go of the lock.
 struct OAuthInterop {
-    test: String,
     demo: OAuthDemo,
     browser: PathBuf,
-    dir: Dir,
+    turn: Turn,
 }
 
 impl OAuthInterop {
     fn new(test: &str) -> Option<OAuthInterop> {
         let s = installed(test)?;
-        let dir = Dir::new(test);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let marker = format!(
-            "rivumi-interop-oauth-marker-{test}-{}-{nanos}",
-            std::process::id()
-        );
-        let demo = OAuthDemo::start(&s, &dir, &marker);
-        Some(OAuthInterop {
-            test: test.to_string(),
-            demo,
-            browser: s.browser_js,
-            dir,
-        })
+        let turn = Turn::take("interop_oauth", test);
+        let demo = OAuthDemo::start(&s, &turn.dir, &turn.marker);
+        Some(OAuthInterop { demo, browser: s.browser_js, turn })
+    }
+
+    fn dir(&self) -> &Dir {
+        &self.turn.dir
     }
 
     fn creds(&self) -> PathBuf {
-        self.dir.path("store/credentials.json")
+        self.dir().path("store/credentials.json")
     }
 
     /// `rivumi-mcp ARGS` with every server allowlisted, the test browser
     /// and the credential file in the test's directory.
     fn command(&self, args: &[&str]) -> TestCommand {
-        let mut cmd = self.dir.command(args);
-        cmd.env("RIVUMI_MCP_ALLOWLIST", "demo,step,fixed")
-            .env("RIVUMI_MCP_BROWSER", &self.browser)
+        let mut cmd = self.turn.command("demo,step,fixed", args);
+        cmd.env("RIVUMI_MCP_BROWSER", &self.browser)
             .env("RIVUMI_MCP_CREDENTIALS", self.creds())
             .timeout(LIMIT * 3);
         cmd
     }
 
-    /// Runs `rivumi-mcp ARGS`, checks the exit code and the time taken.
+    /// Runs `rivumi-mcp ARGS`, checks the exit code and the time taken
+    /// (within this file's [`LIMIT`]).
     #[track_caller]
     fn run(&self, args: &[&str], code: i32) -> Output {
         let cmd = self.command(args);
-        let start = Instant::now();
-        let out = cmd.run();
-        let took = start.elapsed();
-        eprintln!(
-            "interop_oauth timing: {}: rivumi-mcp {}: {} ms",
-            self.test,
-            args.join(" "),
-            took.as_millis()
-        );
-        if out.code != Some(code) {
-            panic!(
-                "expected exit code {code}, got {:?}\n{}\n--- demo stdout \
-                 ---\n{}\n--- demo stderr ---\n{}",
-                out.status,
-                cmd.report(&out),
+        self.turn.run_within(&cmd, args, code, LIMIT, || {
+            format!(
+                "\n--- demo stdout ---\n{}\n--- demo stderr ---\n{}",
                 self.demo.stdout(),
                 self.demo.stderr()
-            );
-        }
-        assert!(
-            took < LIMIT,
-            "took {took:?} (limit {LIMIT:?})\n{}",
-            cmd.report(&out)
-        );
-        out
+            )
+        })
     }
 
     /// The stored credential file.
@@ -483,20 +380,6 @@ impl OAuthInterop {
         serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
     }
-}
-
-/// The `  mcp__<server>__<tool>  <class>  ...` rows of a human `list`.
-fn tool_rows(stdout: &str, server: &str) -> Vec<(String, String)> {
-    let prefix = format!("mcp__{server}__");
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            let name = words.next()?;
-            let class = words.next()?;
-            name.starts_with(&prefix).then(|| (name.into(), class.into()))
-        })
-        .collect()
 }
 
 /// What `login SERVER` prints on success.
@@ -542,7 +425,7 @@ fn interop_oauth_ts_demo() {
     // Discovery from the MCP server, dynamic registration; `step` also
     // logs in inline; `fixed` keeps its callback port across logins.
     write_mcp_json(
-        &t.dir,
+        t.dir(),
         &[
             (
                 "demo",
@@ -628,10 +511,7 @@ fn interop_oauth_ts_demo() {
         "{}",
         out.stdout
     );
-    let want: Vec<(String, String)> = DEMO_TOOLS
-        .iter()
-        .map(|(n, c)| (format!("mcp__demo__{n}"), c.to_string()))
-        .collect();
+    let want = expected_rows("demo", DEMO_TOOLS);
     assert_eq!(tool_rows(&out.stdout, "demo"), want, "{}", out.stdout);
     assert_eq!(out.stderr, "");
 

@@ -1,16 +1,19 @@
 //! What the interop tests with real MCP servers share, over stdio
-//! (tests/interop.rs) and over Streamable HTTP (tests/interop_http.rs).
+//! (tests/interop.rs), over Streamable HTTP (tests/interop_http.rs) and
+//! with an SDK's OAuth demo (tests/interop_oauth.rs).
 //!
 //! - [`installed`]: where `scripts/interop-setup.sh` put the servers
 //!   (`.interop/`), and what happens when they are missing: the test fails
 //!   and says how to install them, unless [`SKIP_VAR`] is `1`, when it says
-//!   so on stderr and passes.
+//!   so on stderr and passes. [`node_and`]: the same check for `node` and
+//!   any other files.
 //! - [`Turn`]: one test's hold on the one lock all interop tests share (on
 //!   a small machine, tests starting Node and Python at once take seconds a
 //!   command, which would make [`LIMIT`] measure the load rather than
 //!   `rivumi-mcp`), its directory and the unique marker its servers carry
-//!   on their command lines. [`Turn::run`] times every command (the times
-//!   are printed on stderr; see them with `--nocapture`).
+//!   on their command lines. [`Turn::run`] (or [`Turn::run_within`], with
+//!   another limit) times every command (the times are printed on stderr;
+//!   see them with `--nocapture`).
 //! - [`assert_no_leftovers`]: no process with a marker is left (`/proc`).
 //! - Readers of `list` output and the servers' expected tools.
 
@@ -72,7 +75,7 @@ pub const PY_TOOLS: &[(&str, &str)] = &[
     ("reset_counter", "execute"),
 ];
 
-/// Held by each interop test, stdio and HTTP alike, for its whole run
+/// Held by each interop test, stdio, HTTP and OAuth alike, for its whole run
 /// (through its [`Turn`]).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -106,20 +109,29 @@ pub fn installed(test: &str, extra: &[&str]) -> Option<Installed> {
     let everything_js = root.join(EVERYTHING_JS);
     let python = root.join(VENV_PYTHON);
     let py_server = root.join(PY_SERVER);
+    let mut files =
+        vec![everything_js.clone(), python.clone(), py_server.clone()];
+    files.extend(extra.iter().map(|p| root.join(p)));
+    let node = node_and(test, &files)?;
+    Some(Installed { node, everything_js, python, py_server })
+}
+
+/// `node` (from PATH), when it and every one of `files` are there; `None`
+/// (after a line on stderr) when some are missing and [`SKIP_VAR`] is `1`.
+/// Panics when they are missing otherwise, with the setup hint.
+pub fn node_and(test: &str, files: &[PathBuf]) -> Option<PathBuf> {
     let node = which("node");
     let mut missing = vec![];
     if node.is_none() {
         missing.push("node (not on PATH)".to_string());
     }
-    let extra: Vec<PathBuf> = extra.iter().map(|p| root.join(p)).collect();
-    for p in [&everything_js, &python, &py_server].into_iter().chain(&extra) {
+    for p in files {
         if !p.is_file() {
             missing.push(p.display().to_string());
         }
     }
     if missing.is_empty() {
-        let node = node.expect("checked above");
-        return Some(Installed { node, everything_js, python, py_server });
+        return node;
     }
     let missing = missing.join(", ");
     if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
@@ -201,6 +213,22 @@ impl Turn {
         context: impl Fn() -> String,
     ) -> (Output, TestCommand) {
         let cmd = self.command(allow, args);
+        let out = self.run_within(&cmd, args, code, LIMIT, context);
+        (out, cmd)
+    }
+
+    /// Runs `cmd` (`rivumi-mcp ARGS`, made from [`Turn::command`]), prints
+    /// the time it took and checks the exit code and that it took less
+    /// than `limit`; `context` is added to the message of either failure.
+    #[track_caller]
+    pub fn run_within(
+        &self,
+        cmd: &TestCommand,
+        args: &[&str],
+        code: i32,
+        limit: Duration,
+        context: impl Fn() -> String,
+    ) -> Output {
         let start = Instant::now();
         let out = cmd.run();
         let took = start.elapsed();
@@ -214,13 +242,13 @@ impl Turn {
             );
         }
         assert!(
-            took < LIMIT,
-            "took {took:?} (limit {LIMIT:?}, start-up and shutdown \
+            took < limit,
+            "took {took:?} (limit {limit:?}, start-up and shutdown \
              included)\n{}{}",
             cmd.report(&out),
             context()
         );
-        (out, cmd)
+        out
     }
 }
 
