@@ -232,10 +232,23 @@ impl Context {
             Transport::Http(spec) => {
                 let mut headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
-                if let Some(b) =
-                    crate::auth::stored_bearer(name, spec, &self.lookup)?
-                {
-                    headers.push(("authorization".to_string(), b));
+                let step_up = spec
+                    .oauth
+                    .as_ref()
+                    .is_some_and(|o| o.step_up || self.step_up);
+                match crate::auth::stored_bearer(name, spec, &self.lookup) {
+                    Ok(Some(b)) => {
+                        headers.push(("authorization".to_string(), b))
+                    }
+                    Ok(None) => {}
+                    // With step-up, an expired token is not an error: the
+                    // server's 401 starts a new authorization.
+                    Err(e)
+                        if step_up && e.kind() == crate::error::Kind::Auth =>
+                    {
+                        msg::debug(&e.to_string());
+                    }
+                    Err(e) => return Err(e),
                 }
 
                 let limits = http::Limits::new(self.max_message);
