@@ -66,8 +66,8 @@ pub(crate) fn needs_escape(c: char, lines: Lines) -> bool {
 
 /// Makes JSON text safe for a terminal: characters a terminal would act on
 /// (DEL, C1 controls, bidi and zero-width characters; serde_json already
-/// escapes C0 controls) become `\uXXXX` escapes. They can only occur inside
-/// JSON strings, so the result is the same JSON value.
+/// escapes C0 controls) become `\u` escapes of four hex digits. They occur
+/// only inside JSON strings, so the result is the same JSON value.
 pub(crate) fn json_escape(s: &str) -> Cow<'_, str> {
     if !s.chars().any(|c| needs_escape(c, Lines::Keep)) {
         return Cow::Borrowed(s);
