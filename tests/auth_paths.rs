@@ -6,7 +6,6 @@
 //! client-credentials grant. Each test asserts the outcome and what the
 //! fixtures saw on the wire.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine;
@@ -14,20 +13,12 @@ use serde_json::{Value, json};
 
 use crate::util::http::Request;
 use crate::util::oauth::{
-    HINTED_PRM_PATH, OAuthSite, PrmAt, SiteOptions, browser_url, form_decode,
-    param, query, read_json, wait_until, write_browser,
+    CLIENT, HINTED_PRM_PATH, LIST_OUT, LOGIN_ARGS, OAuthSite, PrmAt,
+    SiteOptions, browser_url, config, creds, form_decode, last_line,
+    open_this, param, query, read_json, wait_until, web_command,
+    write_browser,
 };
-use crate::util::{Dir, Output, TestCommand, assert_contains, write_mcp_json};
-
-/// What `list web` prints for the script's one tool.
-const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
-                        mcp__web__echo  read  Echoes its text\n";
-
-/// A deadline for every command.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// The configured client id.
-const CLIENT: &str = "rivumi-test";
+use crate::util::{Dir, Output, TestCommand, assert_contains};
 
 /// A client secret that needs form-encoding inside HTTP Basic.
 const SECRET: &str = "sec:ret/+1";
@@ -38,36 +29,31 @@ const SECRET_VAR: &str = "RIVUMI_TEST_SECRET";
 /// An https client id (a client metadata document URL).
 const CIMD_ID: &str = "https://client.example/rivumi-mcp.json";
 
-fn creds(dir: &Dir) -> PathBuf {
-    dir.path("store/credentials.json")
-}
-
 /// `rivumi-mcp ARGS` with `web` allowed, the test browser, the secret and
 /// the credential file in the Dir.
 fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut c = dir.command(args);
-    c.env("RIVUMI_MCP_ALLOWLIST", "web")
-        .env("RIVUMI_MCP_BROWSER", dir.path("browser.sh"))
-        .env("RIVUMI_MCP_CREDENTIALS", creds(dir))
-        .env(SECRET_VAR, SECRET)
-        .timeout(LIMIT);
+    let mut c = web_command(dir, args);
+    c.env(SECRET_VAR, SECRET);
     c
 }
 
 /// `login web` with a callback deadline that fails fast.
 fn login(dir: &Dir) -> TestCommand {
-    cmd(dir, &["login", "web", "--timeout", "15"])
-}
-
-/// Writes `.mcp.json` with server `web` at `url` and this `oauth` block.
-fn config(dir: &Dir, url: &str, oauth: Value) {
-    write_mcp_json(dir, &[("web", json!({"url": url, "oauth": oauth}))]);
+    cmd(dir, LOGIN_ARGS)
 }
 
 /// A Dir with the scripted browser.
 fn new_dir(test: &str) -> Dir {
     let dir = Dir::new(test);
     write_browser(&dir, "");
+    dir
+}
+
+/// A Dir with the scripted browser and server `web` at `mcp` with this
+/// `oauth` block.
+fn web_dir(test: &str, mcp: &OAuthSite, oauth: Value) -> Dir {
+    let dir = new_dir(test);
+    config(&dir, &mcp.url(), oauth);
     dir
 }
 
@@ -126,19 +112,6 @@ fn assert_browser_runs(dir: &Dir, n: usize) {
     assert_eq!(log.lines().collect::<Vec<_>>(), want);
 }
 
-/// What `login` writes on stderr for an authorization URL.
-fn open_this(url: &str) -> String {
-    format!(
-        "rivumi-mcp: to log in to 'web', open this URL in a browser:\n\n  \
-         {url}\n\n"
-    )
-}
-
-/// The last line of stderr.
-fn last_line(out: &Output) -> String {
-    out.stderr.lines().last().unwrap_or("").to_string()
-}
-
 /// The `scope` parameter of an authorization request.
 fn scope_of(r: &Request) -> Option<String> {
     let q = query(&r.path);
@@ -176,6 +149,23 @@ fn bearers_from(mcp: &OAuthSite, from: usize) -> Vec<Option<String>> {
         .collect()
 }
 
+/// Runs `list web` with the stored token and checks what it prints and
+/// that every MCP POST it made carried `Bearer TOKEN`; returns its output.
+#[track_caller]
+fn list_with_token(dir: &Dir, mcp: &OAuthSite, token: &str) -> Output {
+    let n = mcp.mcp_requests().len();
+    let out = cmd(dir, &["list", "web"]).assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    let sent = bearers_from(mcp, n);
+    assert!(!sent.is_empty());
+    let want = format!("Bearer {token}");
+    assert!(
+        sent.iter().all(|b| b.as_deref() == Some(want.as_str())),
+        "{sent:?}"
+    );
+    out
+}
+
 /// Every response status the site gave for `METHOD path` lines.
 fn statuses(site: &OAuthSite) -> Vec<(String, Option<u16>)> {
     site.requests()
@@ -198,8 +188,7 @@ fn line(s: &str, status: u16) -> (String, Option<u16>) {
 #[test]
 fn discovery_follows_the_resource_metadata_of_the_401() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_hinted");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_hinted", &mcp, bare());
     let out = login(&dir).assert_exit(0);
     let url = browser_url(&dir).expect("the browser was started");
     assert_eq!(out.stderr, open_this(&url));
@@ -230,16 +219,8 @@ fn discovery_follows_the_resource_metadata_of_the_401() {
     assert_eq!(e["token_endpoint"], json!(format!("{}/token", auth.issuer())));
     assert_eq!(e["access_token"], json!("at-1"));
 
-    let n = mcp.mcp_requests().len();
-    let out = cmd(&dir, &["list", "web"]).assert_exit(0);
-    assert_eq!(out.stdout, LIST_OUT);
+    let out = list_with_token(&dir, &mcp, "at-1");
     assert_eq!(out.stderr, "");
-    let sent = bearers_from(&mcp, n);
-    assert!(!sent.is_empty());
-    assert!(
-        sent.iter().all(|b| b.as_deref() == Some("Bearer at-1")),
-        "{sent:?}"
-    );
 }
 
 #[test]
@@ -252,8 +233,7 @@ fn discovery_tries_the_path_suffixed_then_the_root_well_known_url() {
     ] {
         let (auth, mcp) =
             pair(SiteOptions::auth_server(), |m| SiteOptions { prm: at, ..m });
-        let dir = new_dir("auth_paths_well_known");
-        config(&dir, &mcp.url(), bare());
+        let dir = web_dir("auth_paths_well_known", &mcp, bare());
         login(&dir).assert_exit(0);
         let mut all = vec![line("POST /mcp", 401)];
         all.extend(want);
@@ -283,8 +263,7 @@ fn metadata_for_another_resource_is_refused_before_authorizing() {
             ..SiteOptions::mcp_for(&auth)
         });
         let resource = resource.replace("{base}", &mcp.issuer());
-        let dir = new_dir("auth_paths_other_resource");
-        config(&dir, &mcp.url(), bare());
+        let dir = web_dir("auth_paths_other_resource", &mcp, bare());
         if !refused {
             login(&dir).assert_exit(0);
             assert_eq!(auth.authorize_requests().len(), 1);
@@ -329,8 +308,7 @@ fn discovered_authorization_server_must_name_its_issuer_and_support_s256() {
             SiteOptions { s256: false, ..SiteOptions::auth_server() }
         };
         let (auth, mcp) = pair(opts, |m| m);
-        let dir = new_dir("auth_paths_as_checks");
-        config(&dir, &mcp.url(), bare());
+        let dir = web_dir("auth_paths_as_checks", &mcp, bare());
         let out = login(&dir).assert_exit(4);
         let iss = auth.issuer();
         let what = format!(
@@ -367,8 +345,7 @@ fn a_2025_03_26_server_with_metadata_at_its_origin() {
         prm: PrmAt::Nowhere,
         ..SiteOptions::default()
     });
-    let dir = new_dir("auth_paths_2025_03_26");
-    config(&dir, &site.url(), bare());
+    let dir = web_dir("auth_paths_2025_03_26", &site, bare());
     login(&dir).assert_exit(0);
     assert_browser_runs(&dir, 1);
     assert_eq!(
@@ -403,8 +380,11 @@ fn no_metadata_at_all_uses_the_default_endpoints() {
         prm: PrmAt::Nowhere,
         ..SiteOptions::default()
     });
-    let dir = new_dir("auth_paths_defaults");
-    config(&dir, &site.url(), json!({"registration": "dynamic"}));
+    let dir = web_dir(
+        "auth_paths_defaults",
+        &site,
+        json!({"registration": "dynamic"}),
+    );
     login(&dir).assert_exit(0);
     assert_browser_runs(&dir, 1);
     assert_eq!(
@@ -452,8 +432,7 @@ fn scope_sent(
     extra: Value,
 ) -> Option<String> {
     let (auth, mcp) = pair(auth, mcp);
-    let dir = new_dir(test);
-    config(&dir, &mcp.url(), with(bare(), extra));
+    let dir = web_dir(test, &mcp, with(bare(), extra));
     login(&dir).assert_exit(0);
     let a = auth.authorize_requests();
     assert_eq!(a.len(), 1, "{}", auth.summary());
@@ -553,8 +532,7 @@ fn offline_access_only_with_the_opt_in_and_when_listed() {
 #[test]
 fn without_the_opt_in_a_401_is_an_error_with_a_hint() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_no_step_up");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_no_step_up", &mcp, bare());
     let out = cmd(&dir, &["list", "web"]).assert_exit(6);
     assert_eq!(out.stdout, "");
     let want = format!(
@@ -603,8 +581,7 @@ fn assert_inline_list(
 #[test]
 fn step_up_flag_authorizes_inline_and_retries() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_step_up_flag");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_step_up_flag", &mcp, bare());
     let out = cmd(&dir, &["list", "--step-up", "web"]).assert_exit(0);
     assert_inline_list(&dir, &auth, &mcp, &out);
 }
@@ -612,8 +589,11 @@ fn step_up_flag_authorizes_inline_and_retries() {
 #[test]
 fn step_up_in_the_config_authorizes_inline_and_retries() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_step_up_config");
-    config(&dir, &mcp.url(), with(bare(), json!({"step_up": true})));
+    let dir = web_dir(
+        "auth_paths_step_up_config",
+        &mcp,
+        with(bare(), json!({"step_up": true})),
+    );
     let out = cmd(&dir, &["list", "web"]).assert_exit(0);
     assert_inline_list(&dir, &auth, &mcp, &out);
 }
@@ -624,8 +604,7 @@ fn insufficient_scope_on_a_call_runs_a_second_authorization() {
         call_scopes: vec!["a".into(), "b".into()],
         ..m
     });
-    let dir = new_dir("auth_paths_insufficient_scope");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_insufficient_scope", &mcp, bare());
     login(&dir).assert_exit(0);
     assert_eq!(entry(&dir)["scope"], json!("mcp:tools"));
     // Without the opt-in the 403 is an error.
@@ -672,8 +651,7 @@ fn a_server_that_always_refuses_gets_three_authorizations_then_an_error() {
         refuse_all: true,
         ..m
     });
-    let dir = new_dir("auth_paths_step_up_limit");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_step_up_limit", &mcp, bare());
     let out = cmd(&dir, &["list", "--step-up", "web"]).assert_exit(6);
     assert_eq!(out.stdout, "");
     assert_eq!(
@@ -711,8 +689,11 @@ fn dynamic_registration_by_the_servers_auth_method() {
             },
             |m| m,
         );
-        let dir = new_dir("auth_paths_dcr");
-        config(&dir, &mcp.url(), json!({"registration": "dynamic"}));
+        let dir = web_dir(
+            "auth_paths_dcr",
+            &mcp,
+            json!({"registration": "dynamic"}),
+        );
         login(&dir).assert_exit(0);
         assert_browser_runs(&dir, 1);
         let r = auth.register_requests();
@@ -855,10 +836,9 @@ fn https_client_id(test: &str, cimd: bool) -> (OAuthSite, Request) {
         },
         |m| m,
     );
-    let dir = new_dir(test);
-    config(
-        &dir,
-        &mcp.url(),
+    let dir = web_dir(
+        test,
+        &mcp,
         json!({"client_id": CIMD_ID, "client_secret_env_var": SECRET_VAR,
                "registration": "dynamic"}),
     );
@@ -911,8 +891,7 @@ fn refresh(dir: &Dir) -> TestCommand {
 #[test]
 fn refresh_without_a_stored_credential() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_refresh_none");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_refresh_none", &mcp, bare());
     let out = refresh(&dir).assert_exit(6);
     assert_eq!(
         out.stderr,
@@ -927,8 +906,7 @@ fn refresh_without_a_stored_credential() {
 #[test]
 fn refresh_without_a_refresh_token() {
     let (auth, mcp) = default_pair();
-    let dir = new_dir("auth_paths_refresh_no_rt");
-    config(&dir, &mcp.url(), bare());
+    let dir = web_dir("auth_paths_refresh_no_rt", &mcp, bare());
     login(&dir).assert_exit(0);
     let before = std::fs::read(creds(&dir)).unwrap();
     let out = refresh(&dir).assert_exit(6);
@@ -956,8 +934,7 @@ fn logged_in_with_refresh(
         }),
         |m| m,
     );
-    let dir = new_dir(test);
-    config(&dir, &mcp.url(), oauth);
+    let dir = web_dir(test, &mcp, oauth);
     login(&dir).assert_exit(0);
     let e = entry(&dir);
     assert_eq!(e["access_token"], json!("at-1"));
@@ -1006,15 +983,7 @@ fn refresh_exchanges_the_refresh_token_and_stores_the_rotation() {
     assert_eq!(e["refresh_token"], json!("rt-2"));
     assert_eq!(e["client_id"], json!(CLIENT));
 
-    let n = mcp.mcp_requests().len();
-    let out = cmd(&dir, &["list", "web"]).assert_exit(0);
-    assert_eq!(out.stdout, LIST_OUT);
-    let sent = bearers_from(&mcp, n);
-    assert!(!sent.is_empty());
-    assert!(
-        sent.iter().all(|b| b.as_deref() == Some("Bearer at-2")),
-        "{sent:?}"
-    );
+    list_with_token(&dir, &mcp, "at-2");
 }
 
 #[test]
@@ -1154,10 +1123,9 @@ fn client_credentials(
         },
         |m| m,
     );
-    let dir = new_dir(test);
-    config(
-        &dir,
-        &mcp.url(),
+    let dir = web_dir(
+        test,
+        &mcp,
         json!({"client_id": CLIENT, "client_secret_env_var": SECRET_VAR,
                "grant": "client_credentials", "scopes": ["mcp:tools"]}),
     );
@@ -1196,15 +1164,7 @@ fn client_credentials_login(
     let e = entry(dir);
     assert_eq!(e["access_token"], json!("at-1"));
     assert_eq!(e["refresh_token"], Value::Null);
-    let n = mcp.mcp_requests().len();
-    let out = cmd(dir, &["list", "web"]).assert_exit(0);
-    assert_eq!(out.stdout, LIST_OUT);
-    let sent = bearers_from(mcp, n);
-    assert!(!sent.is_empty());
-    assert!(
-        sent.iter().all(|b| b.as_deref() == Some("Bearer at-1")),
-        "{sent:?}"
-    );
+    list_with_token(dir, mcp, "at-1");
     t
 }
 

@@ -8,7 +8,7 @@
 //! learns the real port from the server's "listening" line on stderr and
 //! points `.mcp.json` at `http://127.0.0.1:PORT/mcp`. The server runs in
 //! its own process group, which is killed when the test ends, on panic
-//! too ([`HttpServer`]'s `Drop`).
+//! too ([`ServerProcess`]'s `Drop`).
 //!
 //! The conventions are those of `interop.rs`, and so is what implements
 //! them (`util/interop.rs`): the servers come from `.interop/`
@@ -21,17 +21,14 @@
 //! stopped it no process with that marker may be left.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::util::interop::{
-    EVERYTHING_TOOLS, Installed, LIMIT, PY_TOOLS, Turn, assert_no_leftovers,
-    check_json_listing, expected_rows, first_word_after, first_words,
+    EVERYTHING_TOOLS, Installed, LIMIT, NotListening, PY_TOOLS, ServerProcess,
+    Turn, check_json_listing, expected_rows, first_word_after, first_words,
     installed, lines_with, resource_rows, tool_rows,
 };
 use crate::util::{
@@ -80,19 +77,15 @@ impl Kind {
     }
 }
 
-/// A server process started by a test. Dropping it kills its process
-/// group; [`HttpServer::stop`] does the same and then checks that nothing
-/// is left.
+/// A server started by a test, and the port it listens on. Dropping it
+/// kills its process group; [`HttpServer::stop`] does the same and then
+/// checks that nothing is left.
 #[derive(Debug)]
 struct HttpServer {
-    child: Child,
+    /// stdout: server-everything's log lines; stderr: the "listening" line
+    /// included.
+    process: ServerProcess,
     port: u16,
-    marker: String,
-    /// What the server wrote on stdout (server-everything's log lines).
-    stdout: Arc<Mutex<String>>,
-    /// What it wrote on stderr, the "listening" line included.
-    stderr: Arc<Mutex<String>>,
-    stopped: bool,
 }
 
 impl HttpServer {
@@ -104,7 +97,7 @@ impl HttpServer {
         port: u16,
         marker: &str,
     ) -> HttpServer {
-        let mut cmd = match kind {
+        let cmd = match kind {
             // Arguments after the transport name are ignored.
             Kind::Everything => {
                 let mut c = dir.program(&s.node);
@@ -125,61 +118,35 @@ impl HttpServer {
                     .args(["--port", &port.to_string()]);
                 c
             }
-        }
-        .std_command();
-        cmd.process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {kind:?}: {e}\n{cmd:?}"));
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let out_pipe = child.stdout.take().expect("piped stdout");
-        let err_pipe = child.stderr.take().expect("piped stderr");
-        collect_lines(out_pipe, Arc::clone(&stdout), None);
-        let (tx, rx) = mpsc::channel();
-        collect_lines(err_pipe, Arc::clone(&stderr), Some(tx));
-        // From here on, a panic kills the server.
-        let mut server = HttpServer {
-            child,
-            port: 0,
-            marker: marker.to_string(),
-            stdout,
-            stderr,
-            stopped: false,
         };
-        let start = Instant::now();
-        loop {
-            let left = START_LIMIT.saturating_sub(start.elapsed());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(p) = listening_port(&line) {
-                        server.port = p;
-                        break;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "{kind:?}: no \"listening\" line within \
-                     {START_LIMIT:?}; stderr:\n{}",
-                    server.stderr()
-                ),
-                Err(RecvTimeoutError::Disconnected) => panic!(
-                    "{kind:?} closed stderr without a \"listening\" line \
-                     (exit: {:?}); stderr:\n{}",
-                    server.child.try_wait(),
-                    server.stderr()
-                ),
-            }
-        }
+        let mut process =
+            ServerProcess::spawn(&cmd, marker, &format!("{kind:?}"));
+        let mut found = 0;
+        let took = process.wait_for(START_LIMIT, |line| {
+            listening_port(line).map(|p| found = p).is_some()
+        });
+        let took = match took {
+            Ok(took) => took,
+            Err(NotListening::Timeout) => panic!(
+                "{kind:?}: no \"listening\" line within \
+                 {START_LIMIT:?}; stderr:\n{}",
+                process.stderr()
+            ),
+            Err(NotListening::Closed) => panic!(
+                "{kind:?} closed stderr without a \"listening\" line \
+                 (exit: {:?}); stderr:\n{}",
+                process.try_wait(),
+                process.stderr()
+            ),
+        };
+        let server = HttpServer { process, port: found };
         if port != 0 {
-            assert_eq!(server.port, port, "{}", server.stderr());
+            assert_eq!(server.port, port, "{}", server.process.stderr());
         }
         eprintln!(
             "interop_http: {kind:?} listening on port {} after {} ms",
             server.port,
-            start.elapsed().as_millis()
+            took.as_millis()
         );
         server
     }
@@ -188,73 +155,12 @@ impl HttpServer {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    fn stdout(&self) -> String {
-        self.stdout.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Kills the whole process group, then reaps the server.
-    fn kill(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        let pgid = self.child.id();
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Kills the server and checks that no process with its marker is
-    /// left (see [`assert_no_leftovers`]).
+    /// Kills the server's process group and checks that no process with
+    /// its marker is left (see [`ServerProcess::stop`]).
     #[track_caller]
     fn stop(&mut self) {
-        self.kill();
-        assert_no_leftovers(
-            &self.marker,
-            "the server's process group was killed",
-            "",
-        );
+        self.process.stop("the server's process group was killed");
     }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Reads `pipe` line by line into `into` (and to `tx`, while it listens)
-/// in a thread.
-fn collect_lines<R: Read + Send + 'static>(
-    pipe: R,
-    into: Arc<Mutex<String>>,
-    tx: Option<mpsc::Sender<String>>,
-) {
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(pipe);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if let Ok(mut s) = into.lock() {
-                s.push_str(&line);
-            }
-            if let Some(tx) = &tx {
-                let _ = tx.send(line.clone());
-            }
-        }
-    });
 }
 
 /// The port of a `... listening on ...127.0.0.1:PORT...` line:
@@ -302,7 +208,10 @@ impl HttpInterop {
     #[track_caller]
     fn run(&self, args: &[&str], code: i32) -> Output {
         let (out, cmd) = self.turn.run(self.kind.name(), args, code, || {
-            format!("\n--- server stderr ---\n{}", self.server.stderr())
+            format!(
+                "\n--- server stderr ---\n{}",
+                self.server.process.stderr()
+            )
         });
         if self.kind == Kind::Everything {
             self.assert_sessions_ended(&cmd.describe());
@@ -317,7 +226,7 @@ impl HttpInterop {
     fn assert_sessions_ended(&self, what: &str) {
         let start = Instant::now();
         loop {
-            let log = self.server.stdout();
+            let log = self.server.process.stdout();
             let opened = ids_after(&log, "Session initialized with ID: ");
             let ended = ids_after(
                 &log,
@@ -749,7 +658,7 @@ fn py_suite(test: &str, mode: &'static str) {
 
     // Nothing went wrong on the server's side: no traceback, nothing but
     // the "listening" line on its stderr.
-    let err = t.server.stderr();
+    let err = t.server.process.stderr();
     assert_eq!(err.lines().count(), 1, "server stderr:\n{err}");
     assert_contains(&err, "py_server: listening on http://127.0.0.1:");
     t.finish();
@@ -815,7 +724,7 @@ fn batch_across_restart(t: &mut HttpInterop) -> (Value, Value, Output) {
 
     let port = t.server.port;
     t.server.stop();
-    let marker = t.server.marker.clone();
+    let marker = t.server.process.marker().to_string();
     t.server =
         HttpServer::start(&t.installed, &t.turn.dir, t.kind, port, &marker);
 

@@ -37,22 +37,17 @@
 //! lock all interop tests share; every command is timed and bounded by
 //! [`LIMIT`] (this file's, longer than the shared one); the server runs in
 //! its own process group, killed when the test ends (on panic too,
-//! [`OAuthDemo`]'s `Drop`), and no process with its marker may be left.
+//! [`ServerProcess`]'s `Drop`), and no process with its marker may be left.
 
-use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::util::interop::{
-    Turn, assert_no_leftovers, expected_rows, node_and, tool_rows,
+    NotListening, ServerProcess, Turn, expected_rows, node_and, tool_rows,
 };
 use crate::util::{
     Dir, Output, TestCommand, assert_contains, repo_root, write_mcp_json,
@@ -127,17 +122,13 @@ fn free_port() -> u16 {
     l.local_addr().expect("local address").port()
 }
 
-/// The demo process (MCP server and authorization server). Dropping it
-/// kills its process group; [`OAuthDemo::stop`] does the same and then
-/// checks that nothing is left.
+/// The demo process (MCP server and authorization server) and its ports.
+/// Dropping it kills its process group; [`OAuthDemo::stop`] does the same
+/// and then checks that nothing is left.
 struct OAuthDemo {
-    child: Child,
+    process: ServerProcess,
     mcp_port: u16,
     auth_port: u16,
-    marker: String,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-    stopped: bool,
 }
 
 impl OAuthDemo {
@@ -169,72 +160,47 @@ impl OAuthDemo {
         auth_port: u16,
     ) -> Result<OAuthDemo, String> {
         // The example ignores arguments other than its flags.
-        let mut cmd = dir
-            .program(&s.node)
-            .arg("--require")
+        let mut cmd = dir.program(&s.node);
+        cmd.arg("--require")
             .arg(&s.loopback_only)
             .arg(&s.example_js)
             .args(["--oauth", "--oauth-strict", marker])
             .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .std_command();
-        cmd.process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting the demo: {e}\n{cmd:?}"));
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let out_pipe = child.stdout.take().expect("piped stdout");
-        let err_pipe = child.stderr.take().expect("piped stderr");
-        collect_lines(out_pipe, Arc::clone(&stdout), None);
-        let (tx, rx) = mpsc::channel();
-        collect_lines(err_pipe, Arc::clone(&stderr), Some(tx));
-        // From here on, a panic kills the demo.
-        let mut demo = OAuthDemo {
-            child,
-            mcp_port,
-            auth_port,
-            marker: marker.to_string(),
-            stdout,
-            stderr,
-            stopped: false,
-        };
-        let start = Instant::now();
+            .env("MCP_AUTH_PORT", auth_port.to_string());
+        let mut process = ServerProcess::spawn(&cmd, marker, "the demo");
         let mut listening = vec![];
-        while listening.len() < 2 {
-            let left = START_LIMIT.saturating_sub(start.elapsed());
-            match rx.recv_timeout(left) {
-                Ok(line) => listening.extend(listening_port(&line)),
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "the demo did not listen on both ports within \
-                     {START_LIMIT:?}; stderr:\n{}",
-                    demo.stderr()
-                ),
-                Err(RecvTimeoutError::Disconnected) => {
-                    let err = format!(
-                        "ports {mcp_port}, {auth_port}: exit {:?}; \
-                         stderr:\n{}",
-                        demo.child.wait(),
-                        demo.stderr()
-                    );
-                    demo.kill();
-                    return Err(err);
-                }
+        let took = process.wait_for(START_LIMIT, |line| {
+            listening.extend(listening_port(line));
+            listening.len() >= 2
+        });
+        let took = match took {
+            Ok(took) => took,
+            Err(NotListening::Timeout) => panic!(
+                "the demo did not listen on both ports within \
+                 {START_LIMIT:?}; stderr:\n{}",
+                process.stderr()
+            ),
+            Err(NotListening::Closed) => {
+                let err = format!(
+                    "ports {mcp_port}, {auth_port}: exit {:?}; \
+                     stderr:\n{}",
+                    process.wait(),
+                    process.stderr()
+                );
+                process.kill();
+                return Err(err);
             }
-        }
+        };
         listening.sort_unstable();
         let mut want = vec![mcp_port, auth_port];
         want.sort_unstable();
-        assert_eq!(listening, want, "{}", demo.stderr());
+        assert_eq!(listening, want, "{}", process.stderr());
         eprintln!(
             "interop_oauth: demo listening on 127.0.0.1:{mcp_port} (MCP) \
              and 127.0.0.1:{auth_port} (AS) after {} ms",
-            start.elapsed().as_millis()
+            took.as_millis()
         );
-        Ok(demo)
+        Ok(OAuthDemo { process, mcp_port, auth_port })
     }
 
     /// The MCP server's URL, as the demo names it.
@@ -247,72 +213,12 @@ impl OAuthDemo {
         format!("http://localhost:{}/", self.auth_port)
     }
 
-    fn stdout(&self) -> String {
-        self.stdout.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Kills the whole process group, then reaps the demo.
-    fn kill(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        let pgid = self.child.id();
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Kills the demo and checks that no process with its marker is left
-    /// (see [`assert_no_leftovers`]).
+    /// Kills the demo's process group and checks that no process with its
+    /// marker is left (see [`ServerProcess::stop`]).
     #[track_caller]
     fn stop(&mut self) {
-        self.kill();
-        assert_no_leftovers(
-            &self.marker,
-            "the demo's process group was killed",
-            "",
-        );
+        self.process.stop("the demo's process group was killed");
     }
-}
-
-impl Drop for OAuthDemo {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Reads `pipe` line by line into `into` (and to `tx`) in a thread.
-fn collect_lines<R: Read + Send + 'static>(
-    pipe: R,
-    into: Arc<Mutex<String>>,
-    tx: Option<mpsc::Sender<String>>,
-) {
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(pipe);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if let Ok(mut s) = into.lock() {
-                s.push_str(&line);
-            }
-            if let Some(tx) = &tx {
-                let _ = tx.send(line.clone());
-            }
-        }
-    });
 }
 
 /// The port of the preload's `loopback-only: listening on 127.0.0.1:PORT`.
@@ -366,8 +272,8 @@ impl OAuthInterop {
         self.turn.run_within(&cmd, args, code, LIMIT, || {
             format!(
                 "\n--- demo stdout ---\n{}\n--- demo stderr ---\n{}",
-                self.demo.stdout(),
-                self.demo.stderr()
+                self.demo.process.stdout(),
+                self.demo.process.stderr()
             )
         })
     }
@@ -548,7 +454,10 @@ fn interop_oauth_ts_demo() {
     );
     assert!(!out.all().contains(token), "-v shows the token");
     // The demo saw the registered client (it logs the verified token).
-    assert_contains(&t.demo.stdout(), &format!("clientId: '{client_id}'"));
+    assert_contains(
+        &t.demo.process.stdout(),
+        &format!("clientId: '{client_id}'"),
+    );
 
     // Step-up: no credential for `step`, so the call logs in inline
     // (a registration of its own) and is retried.

@@ -13,48 +13,19 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::util::oauth::{
-    AsOptions, AuthServer, FAVICON, Iss, POST, ProtectedMcp, TAMPERED_STATE,
-    TokenAnswer, WRONG_HOST, browser_log, browser_url, form_decode, param,
-    query, read_json, s256, wait_until, write_browser, write_idle_browser,
+    AsOptions, AuthServer, CLIENT, FAVICON, Iss, LIST_OUT, LOGIN_ARGS, POST,
+    ProtectedMcp, TAMPERED_STATE, TokenAnswer, WRONG_HOST, browser_log,
+    browser_url, config, creds, form_decode, last_line, open_this, param,
+    query, read_json, s256, wait_until, web_command as cmd, write_browser,
+    write_idle_browser,
 };
 use crate::util::{
-    Dir, Output, TestCommand, assert_absent, assert_contains, write_mcp_json,
+    Dir, TestCommand, assert_absent, assert_contains, write_mcp_json,
 };
-
-/// What `list web` prints for the script's one tool.
-const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
-                        mcp__web__echo  read  Echoes its text\n";
-
-/// A deadline for every command.
-const LIMIT: Duration = Duration::from_secs(30);
-
-/// The client id every test configures.
-const CLIENT: &str = "rivumi-test";
-
-/// The credential file of the tests that set RIVUMI_MCP_CREDENTIALS.
-fn creds(dir: &Dir) -> PathBuf {
-    dir.path("store/credentials.json")
-}
-
-/// `rivumi-mcp ARGS` with `web` allowed, the test browser and the
-/// credential file in the Dir.
-fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut c = dir.command(args);
-    c.env("RIVUMI_MCP_ALLOWLIST", "web")
-        .env("RIVUMI_MCP_BROWSER", dir.path("browser.sh"))
-        .env("RIVUMI_MCP_CREDENTIALS", creds(dir))
-        .timeout(LIMIT);
-    c
-}
 
 /// `login web` with a callback deadline that fails fast.
 fn login(dir: &Dir) -> TestCommand {
-    cmd(dir, &["login", "web", "--timeout", "15"])
-}
-
-/// Writes `.mcp.json` with server `web` at `url` and this `oauth` block.
-fn config(dir: &Dir, url: &str, oauth: Value) {
-    write_mcp_json(dir, &[("web", json!({"url": url, "oauth": oauth}))]);
+    cmd(dir, LOGIN_ARGS)
 }
 
 /// The usual `oauth` block: discovery from the issuer, two scopes.
@@ -80,21 +51,6 @@ fn setup(
     config(&dir, &mcp.url(), discovered(&auth));
     write_browser(&dir, before);
     (dir, auth, mcp)
-}
-
-/// What `login` writes on stderr for an authorization URL.
-fn open_this(url: &str) -> String {
-    format!(
-        "rivumi-mcp: to log in to 'web', open this URL in a browser:\n\n  \
-         {url}\n\n"
-    )
-}
-
-/// The single `rivumi-mcp: ...` error line (after the URL banner, if
-/// there is one).
-#[track_caller]
-fn last_line(out: &Output) -> String {
-    out.stderr.lines().last().unwrap_or("").to_string()
 }
 
 /// What a login that stored no expiry prints.

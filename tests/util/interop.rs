@@ -14,11 +14,17 @@
 //!   on their command lines. [`Turn::run`] (or [`Turn::run_within`], with
 //!   another limit) times every command (the times are printed on stderr;
 //!   see them with `--nocapture`).
+//! - [`ServerProcess`]: a server a test starts itself (HTTP, OAuth), in
+//!   its own process group, with its output collected; killed on drop.
 //! - [`assert_no_leftovers`]: no process with a marker is left (`/proc`).
 //! - Readers of `list` output and the servers' expected tools.
 
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -250,6 +256,177 @@ impl Turn {
         );
         out
     }
+}
+
+// ---- server processes started by a test -----------------------------------
+
+/// A server process started by a test (the HTTP servers, the OAuth demo)
+/// in its own process group, stdin empty, its stdout and stderr collected
+/// line by line. Dropping it kills the process group;
+/// [`ServerProcess::stop`] does the same and then checks that nothing with
+/// its marker is left.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    marker: String,
+    /// What the server wrote on stdout.
+    stdout: Arc<Mutex<String>>,
+    /// What it wrote on stderr.
+    stderr: Arc<Mutex<String>>,
+    /// The stderr lines, as they come (see [`ServerProcess::wait_for`]).
+    stderr_lines: mpsc::Receiver<String>,
+    stopped: bool,
+}
+
+/// Why [`ServerProcess::wait_for`] gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotListening {
+    /// No such line within the limit.
+    Timeout,
+    /// The server closed stderr first (it has most likely exited).
+    Closed,
+}
+
+impl ServerProcess {
+    /// Starts `cmd` (whose command line carries `marker`) in a process
+    /// group of its own; panics naming `what` if it cannot be started.
+    pub fn spawn(
+        cmd: &TestCommand,
+        marker: &str,
+        what: &str,
+    ) -> ServerProcess {
+        let mut cmd = cmd.std_command();
+        cmd.process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {what}: {e}\n{cmd:?}"));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let out_pipe = child.stdout.take().expect("piped stdout");
+        let err_pipe = child.stderr.take().expect("piped stderr");
+        collect_lines(out_pipe, Arc::clone(&stdout), None);
+        let (tx, stderr_lines) = mpsc::channel();
+        collect_lines(err_pipe, Arc::clone(&stderr), Some(tx));
+        // From here on, a panic kills the server.
+        ServerProcess {
+            child,
+            marker: marker.to_string(),
+            stdout,
+            stderr,
+            stderr_lines,
+            stopped: false,
+        }
+    }
+
+    /// Hands each stderr line to `done` until it returns `true`, within
+    /// `limit`; returns how long that took.
+    pub fn wait_for(
+        &self,
+        limit: Duration,
+        mut done: impl FnMut(&str) -> bool,
+    ) -> Result<Duration, NotListening> {
+        let start = Instant::now();
+        loop {
+            let left = limit.saturating_sub(start.elapsed());
+            match self.stderr_lines.recv_timeout(left) {
+                Ok(line) => {
+                    if done(&line) {
+                        return Ok(start.elapsed());
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(NotListening::Timeout);
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(NotListening::Closed);
+                }
+            }
+        }
+    }
+
+    /// The marker on the server's command line.
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    /// What the server has written on stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// What the server has written on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The server's exit status, if it has exited.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    /// Waits for the server to exit.
+    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait()
+    }
+
+    /// Kills the whole process group, then reaps the server.
+    pub fn kill(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let pgid = self.child.id();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills the server and checks that no process with its marker is
+    /// left (see [`assert_no_leftovers`]), `after` saying what was done.
+    #[track_caller]
+    pub fn stop(&mut self, after: &str) {
+        self.kill();
+        assert_no_leftovers(&self.marker, after, "");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads `pipe` line by line into `into` (and to `tx`, while it listens)
+/// in a thread.
+fn collect_lines<R: Read + Send + 'static>(
+    pipe: R,
+    into: Arc<Mutex<String>>,
+    tx: Option<mpsc::Sender<String>>,
+) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(pipe);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if let Ok(mut s) = into.lock() {
+                s.push_str(&line);
+            }
+            if let Some(tx) = &tx {
+                let _ = tx.send(line.clone());
+            }
+        }
+    });
 }
 
 // ---- leftover processes ---------------------------------------------------

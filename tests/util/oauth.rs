@@ -16,6 +16,10 @@
 //! (`RIVUMI_MCP_BROWSER`): a `sh` script that records its argv[1], GETs it
 //! from the authorization server without following the redirect, and then
 //! GETs the `Location` (rivumi-mcp's loopback callback) with `curl`.
+//!
+//! [`OAuthSite`] is the configurable site of the opt-in paths
+//! (tests/auth_paths.rs). Both test modules run `rivumi-mcp` through
+//! [`web_command`] against one server `web` written by [`config`].
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -26,8 +30,61 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::Dir;
 use super::http::{Conn, HttpFixture, McpScript, Request};
+use super::{Dir, Output, TestCommand, write_mcp_json};
+
+// ---------------------------------------------------------------------------
+// The commands of the OAuth tests (tests/login.rs, tests/auth_paths.rs)
+// ---------------------------------------------------------------------------
+
+/// What `list web` prints for the script's one tool.
+pub const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
+                            mcp__web__echo  read  Echoes its text\n";
+
+/// A deadline for every command.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The client id the tests configure.
+pub const CLIENT: &str = "rivumi-test";
+
+/// The credential file (`RIVUMI_MCP_CREDENTIALS`) of [`web_command`].
+pub fn creds(dir: &Dir) -> PathBuf {
+    dir.path("store/credentials.json")
+}
+
+/// `rivumi-mcp ARGS` with `web` allowed, the test browser (`browser.sh`,
+/// see [`write_browser`]) and the credential file ([`creds`]) in the Dir.
+pub fn web_command(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut c = dir.command(args);
+    c.env("RIVUMI_MCP_ALLOWLIST", "web")
+        .env("RIVUMI_MCP_BROWSER", dir.path("browser.sh"))
+        .env("RIVUMI_MCP_CREDENTIALS", creds(dir))
+        .timeout(LIMIT);
+    c
+}
+
+/// The arguments of `login web` with a callback deadline that fails fast.
+pub const LOGIN_ARGS: &[&str] = &["login", "web", "--timeout", "15"];
+
+/// Writes `.mcp.json` with server `web` at `url` and this `oauth` block.
+pub fn config(dir: &Dir, url: &str, oauth: Value) {
+    write_mcp_json(dir, &[("web", json!({"url": url, "oauth": oauth}))]);
+}
+
+/// What `login` writes on stderr for an authorization URL.
+pub fn open_this(url: &str) -> String {
+    format!(
+        "rivumi-mcp: to log in to 'web', open this URL in a browser:\n\n  \
+         {url}\n\n"
+    )
+}
+
+/// The last line of stderr: the single `rivumi-mcp: ...` error line (after
+/// the URL banner, if there is one).
+#[track_caller]
+pub fn last_line(out: &Output) -> String {
+    out.stderr.lines().last().unwrap_or("").to_string()
+}
 
 /// What the `iss` parameter of the authorization response is (RFC 9207).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,13 +167,9 @@ pub struct AuthServer {
 
 impl AuthServer {
     pub fn start(opts: AsOptions) -> AuthServer {
-        let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
-        let b = base.clone();
-        let fx = HttpFixture::start(move |req, conn| {
-            let base = b.get().expect("base set after start");
+        let fx = start_with_base(move |base, req, conn| {
             handle_as(&opts, base, req, conn);
         });
-        base.set(format!("http://127.0.0.1:{}", fx.port())).expect("once");
         AuthServer { fx }
     }
 
@@ -149,27 +202,49 @@ impl AuthServer {
 
     /// The GETs of the authorization endpoint.
     pub fn authorize_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.method == "GET" && r.path.starts_with("/auth"))
-            .collect()
+        requests_under(&self.fx, Some("GET"), "/auth")
     }
 
     /// Every request to a token endpoint (`/token`, `/token2`).
     pub fn token_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path.starts_with("/token"))
-            .collect()
+        requests_under(&self.fx, None, "/token")
     }
 
     /// The requests for metadata.
     pub fn metadata_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path.starts_with("/.well-known/"))
-            .collect()
+        requests_under(&self.fx, None, "/.well-known/")
     }
+}
+
+/// An [`HttpFixture`] whose `handler` is also given its base URL,
+/// `http://127.0.0.1:PORT` (known only once it listens).
+fn start_with_base<F>(handler: F) -> HttpFixture
+where
+    F: Fn(&str, &Request, &mut Conn) + Send + Sync + 'static,
+{
+    let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+    let b = base.clone();
+    let fx = HttpFixture::start(move |req, conn| {
+        let base = b.get().expect("base set after start");
+        handler(base, req, conn);
+    });
+    base.set(format!("http://127.0.0.1:{}", fx.port())).expect("once");
+    fx
+}
+
+/// The requests `fx` received (with `method`, if given) whose path starts
+/// with `prefix`, in order.
+fn requests_under(
+    fx: &HttpFixture,
+    method: Option<&str>,
+    prefix: &str,
+) -> Vec<Request> {
+    fx.requests()
+        .into_iter()
+        .filter(|r| {
+            method.is_none_or(|m| r.method == m) && r.path.starts_with(prefix)
+        })
+        .collect()
 }
 
 /// The query of a request target, decoded.
@@ -415,14 +490,11 @@ impl ProtectedMcp {
         issuer: &str,
         resource: Option<&str>,
     ) -> ProtectedMcp {
-        let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
-        let b = base.clone();
         let script = McpScript::new();
         let want = format!("Bearer {token}");
         let issuer = issuer.to_string();
         let resource = resource.map(str::to_string);
-        let fx = HttpFixture::start(move |req, conn| {
-            let base = b.get().expect("base set after start");
+        let fx = start_with_base(move |base, req, conn| {
             let prm =
                 format!("{base}/.well-known/oauth-protected-resource/mcp");
             if req.method == "GET" && req.path == prm[base.len()..] {
@@ -456,7 +528,6 @@ impl ProtectedMcp {
             r.path = "/mcp".into();
             script.handle(&r, conn);
         });
-        base.set(format!("http://127.0.0.1:{}", fx.port())).expect("once");
         ProtectedMcp { fx }
     }
 
@@ -777,17 +848,14 @@ pub struct OAuthSite {
 
 impl OAuthSite {
     pub fn start(opts: SiteOptions) -> OAuthSite {
-        let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
         let ledger = opts.ledger.clone().unwrap_or_default();
         let state = Arc::new(std::sync::Mutex::new(SiteState::default()));
-        let (b, l, st) = (base.clone(), ledger.clone(), state.clone());
+        let (l, st) = (ledger.clone(), state.clone());
         let script = McpScript::new();
-        let fx = HttpFixture::start(move |req, conn| {
-            let base = b.get().expect("base set after start");
+        let fx = start_with_base(move |base, req, conn| {
             let site = Site { opts: &opts, base, ledger: &l, state: &st };
             site.handle(&script, req, conn);
         });
-        base.set(format!("http://127.0.0.1:{}", fx.port())).expect("once");
         OAuthSite { fx, ledger, state }
     }
 
@@ -827,26 +895,17 @@ impl OAuthSite {
 
     /// The GETs of `/authorize`.
     pub fn authorize_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.method == "GET" && r.path.starts_with("/authorize"))
-            .collect()
+        requests_under(&self.fx, Some("GET"), "/authorize")
     }
 
     /// The POSTs to `/token`.
     pub fn token_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path.starts_with("/token"))
-            .collect()
+        requests_under(&self.fx, None, "/token")
     }
 
     /// The requests to `/register`.
     pub fn register_requests(&self) -> Vec<Request> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path.starts_with("/register"))
-            .collect()
+        requests_under(&self.fx, None, "/register")
     }
 
     /// The POSTs to `/mcp`.
