@@ -139,7 +139,7 @@ fn handle(
     let prompt = str_field(req, "prompt")?;
     let (server, kind) = match (server, tool, read, prompt) {
         (s, Some(t), None, None) => match s {
-            Some(s) => (s.to_string(), Kind3::Tool(t.to_string())),
+            Some(s) => (s.to_string(), Ask::Tool(t.to_string())),
             None => {
                 let (s, t) = t
                     .strip_prefix("mcp__")
@@ -150,11 +150,11 @@ fn handle(
                              'server'), not '{t}'"
                         ))
                     })?;
-                (s.to_string(), Kind3::Tool(format!("mcp__{s}__{t}")))
+                (s.to_string(), Ask::Tool(format!("mcp__{s}__{t}")))
             }
         },
-        (Some(s), None, Some(uri), None) => (s.to_string(), Kind3::Read(uri)),
-        (Some(s), None, None, Some(p)) => (s.to_string(), Kind3::Prompt(p)),
+        (Some(s), None, Some(uri), None) => (s.to_string(), Ask::Read(uri)),
+        (Some(s), None, None, Some(p)) => (s.to_string(), Ask::Prompt(p)),
         _ => {
             return Err(Error::usage(
                 "a request needs exactly one of 'tool', 'read' or 'prompt' \
@@ -183,7 +183,7 @@ fn handle(
 }
 
 /// What one request asks for.
-enum Kind3<'a> {
+enum Ask<'a> {
     /// The tool's original or qualified name.
     Tool(String),
     Read(&'a str),
@@ -194,12 +194,12 @@ fn run_one(
     entry: &mut Server,
     exec: &Executor,
     server: &str,
-    kind: &Kind3<'_>,
+    kind: &Ask<'_>,
     arguments: &Map<String, Value>,
     transport: &str,
 ) -> Result<Value> {
     let obs = match kind {
-        Kind3::Tool(name) => {
+        Ask::Tool(name) => {
             let changed = entry.session.take_list_changed();
             if entry.tools.is_none()
                 || changed.contains("notifications/tools/list_changed")
@@ -239,10 +239,10 @@ fn run_one(
                 transport,
             )?
         }
-        Kind3::Read(uri) => {
+        Ask::Read(uri) => {
             exec.run(&mut entry.session, Action::Read { uri }, transport)?
         }
-        Kind3::Prompt(name) => {
+        Ask::Prompt(name) => {
             if let Some((k, _)) =
                 arguments.iter().find(|(_, v)| !v.is_string())
             {
