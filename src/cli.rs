@@ -529,6 +529,16 @@ pub(crate) fn usage(command: Option<&str>) -> &'static str {
     }
 }
 
+/// Whether a failure should also be reported as a JSON object: `--json`,
+/// or `--format json` where it applies (check-config). Decided from the
+/// raw words, since it must hold for errors of parsing itself.
+pub(crate) fn wants_json_errors(argv: &[OsString]) -> bool {
+    let has = |w: &str| argv.iter().any(|a| a == w);
+    let format_json = has("--format=json")
+        || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
+    has("--json") || (format_json && has("check-config"))
+}
+
 /// Parses the process arguments (without the program name).
 pub(crate) fn parse<I>(args: I) -> Result<Parsed>
 where
@@ -895,6 +905,19 @@ mod tests {
         assert!(matches!(parse_raw("help call"),
             Ok(Parsed::Help(h)) if h.contains("rivumi-mcp call")));
         assert!(matches!(parse_raw("--version"), Ok(Parsed::Version)));
+    }
+
+    #[test]
+    fn json_errors_follow_json_and_check_config_format() {
+        let w = |s: &str| {
+            let v: Vec<OsString> =
+                s.split_whitespace().map(OsString::from).collect();
+            wants_json_errors(&v)
+        };
+        assert!(w("list --json"));
+        assert!(w("check-config --format json"));
+        assert!(!w("list --format json"));
+        assert!(!w("list"));
     }
 
     #[test]

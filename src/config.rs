@@ -1003,25 +1003,20 @@ impl Checker<'_> {
             }
         };
         let client_id = string(self, "client_id");
+        // A string from a fixed set: `string`'s check, then membership.
         let choice = |c: &mut Self, key: &str, allowed: &[&str]| {
-            let f = node.get(key)?;
-            match &f.value.kind {
-                J::String(v) if allowed.contains(&v.as_str()) => {
-                    Some(v.clone())
-                }
-                _ => {
-                    c.error(
-                        s.clone(),
-                        &format!("{base}/{key}"),
-                        f.value.pos,
-                        format!(
-                            "'{key}' must be one of: {}",
-                            allowed.join(", ")
-                        ),
-                    );
-                    None
-                }
+            let v = string(c, key)?;
+            if allowed.contains(&v.as_str()) {
+                return Some(v);
             }
+            let pos = node.get(key).map_or(node.pos, |f| f.value.pos);
+            c.error(
+                s.clone(),
+                &format!("{base}/{key}"),
+                pos,
+                format!("'{key}' must be one of: {}", allowed.join(", ")),
+            );
+            None
         };
         let dynamic = choice(self, "registration", &["dynamic", "none"])
             .is_some_and(|v| v == "dynamic");

@@ -44,15 +44,9 @@ fn main() -> ExitCode {
     // First, before any thread exists: see sys.rs.
     sys::install_signal_thread();
     sys::become_subreaper();
-    let args = std::env::args_os().skip(1);
-    let argv: Vec<_> = std::env::args_os().collect();
-    // `--format json` asks for JSON only where it applies (check-config).
-    let format_json = argv.iter().any(|a| a == "check-config")
-        && (argv.iter().any(|a| a == "--format=json")
-            || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json"));
-    let json_errors = format_json || argv.iter().any(|a| a == "--json");
-
-    let result = match cli::parse(args) {
+    let argv: Vec<_> = std::env::args_os().skip(1).collect();
+    let json_errors = cli::wants_json_errors(&argv);
+    let result = match cli::parse(argv) {
         Ok(Parsed::Help(text)) => out::print(&text),
         Ok(Parsed::Version) => {
             out::print(&format!("rivumi-mcp {}\n", env!("CARGO_PKG_VERSION")))
