@@ -22,7 +22,7 @@ use crate::deadline;
 use crate::error::{Error, Kind, Result};
 use crate::naming::Class;
 use crate::session::Session;
-use crate::{journal, msg, sys, term};
+use crate::{journal, mcp, msg, sys, term};
 
 /// The default cap on what one observation prints.
 pub(crate) const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
@@ -67,8 +67,8 @@ impl Action<'_> {
     fn name(&self) -> String {
         match self {
             Action::Tool { tool, .. } => tool.name.clone(),
-            Action::Read { .. } => "resources/read".to_string(),
-            Action::Prompt { .. } => "prompts/get".to_string(),
+            Action::Read { .. } => mcp::method::RESOURCES_READ.to_string(),
+            Action::Prompt { .. } => mcp::method::PROMPTS_GET.to_string(),
         }
     }
 
@@ -76,6 +76,19 @@ impl Action<'_> {
         match self {
             Action::Tool { tool, .. } => tool.qualified.clone(),
             _ => format!("mcp__{server}__{}", self.name().replace('/', "_")),
+        }
+    }
+
+    /// The protocol call this action makes.
+    fn call(&self) -> mcp::Call<'_> {
+        match self {
+            Action::Tool { tool, arguments } => {
+                mcp::Call::Tool { name: &tool.name, arguments }
+            }
+            Action::Read { uri } => mcp::Call::Read { uri },
+            Action::Prompt { name, arguments } => {
+                mcp::Call::Prompt { name, arguments }
+            }
         }
     }
 
@@ -186,23 +199,7 @@ impl Executor {
             return Err(e.for_server(&server));
         }
         let started = Instant::now();
-        let result = match &action {
-            Action::Tool { tool, arguments } => s.request(
-                "tools/call",
-                json!({"name": tool.name, "arguments": arguments}),
-                &format!("tool call '{}'", tool.name),
-            ),
-            Action::Read { uri } => s.request(
-                "resources/read",
-                json!({"uri": uri}),
-                &format!("resources/read '{uri}'"),
-            ),
-            Action::Prompt { name, arguments } => s.request(
-                "prompts/get",
-                json!({"name": name, "arguments": arguments}),
-                &format!("prompts/get '{name}'"),
-            ),
-        };
+        let result = s.call(&action.call());
         let ms = started.elapsed().as_millis() as u64;
         let result = match result {
             Ok(r) => r,

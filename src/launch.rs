@@ -217,7 +217,7 @@ impl Context {
         let server = self.startable(name)?;
         let startup =
             self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
-        let deadline = Deadline::new("initialize", startup);
+        let deadline = Deadline::new(crate::mcp::method::INITIALIZE, startup);
         let transport: Box<dyn crate::transport::Transport> = match &server
             .transport
         {

@@ -20,6 +20,7 @@ mod journal;
 
 mod jsonpos;
 mod launch;
+mod mcp;
 mod msg;
 mod naming;
 mod net;

@@ -23,7 +23,7 @@ use crate::config::{Http, OAuth};
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Url;
-use crate::{journal, msg, net, term, www_auth};
+use crate::{journal, mcp, msg, net, term, www_auth};
 
 /// Each metadata fetch, registration and token request.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -103,8 +103,8 @@ impl std::fmt::Debug for Request<'_> {
 /// Sends one unauthenticated `initialize` and returns the status and the
 /// raw `WWW-Authenticate` header (empty when there is none).
 pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, String)> {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": crate::session::initialize_params()});
+    let init =
+        mcp::request(1, mcp::method::INITIALIZE, mcp::initialize_params());
     let a = net::request(
         "POST",
         url,

@@ -17,7 +17,7 @@ use crate::error::{Error, Kind, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::session::Session;
-use crate::{callargs, journal, out};
+use crate::{callargs, journal, mcp, out};
 
 /// The longest input line read.
 const MAX_LINE: usize = 16 << 20;
@@ -202,9 +202,9 @@ fn run_one(
         Ask::Tool(name) => {
             let changed = entry.session.take_list_changed();
             if entry.tools.is_none()
-                || changed.contains("notifications/tools/list_changed")
+                || changed.contains(mcp::method::TOOLS_LIST_CHANGED)
             {
-                let listing = entry.session.list_all("tools/list", "tools")?;
+                let listing = entry.session.list_all(mcp::List::Tools)?;
                 journal::event(
                     "listed",
                     json!({"server": server, "tools": listing.items.len(),

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
-use crate::{callargs, cli, cmd::list, out};
+use crate::{callargs, cli, cmd::list, mcp, out};
 
 /// The most bytes `--args -` or `--args @file` reads.
 const MAX_ARGS: u64 = 16 << 20;
@@ -73,7 +73,7 @@ pub(crate) fn run(
     };
     let base = args.map(read_args).transpose()?;
     let mut s = ctx.start(&server)?;
-    let listing = s.list_all("tools/list", "tools")?;
+    let listing = s.list_all(mcp::List::Tools)?;
     let tools = list::tools(&server, &listing.items);
     let wanted = format!("mcp__{server}__{tool}");
     let Some(t) =

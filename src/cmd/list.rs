@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::launch::Context;
 use crate::naming::{self, Class};
 use crate::session::{Listing, Session};
-use crate::{msg, out};
+use crate::{mcp, msg, out};
 
 /// One server's answer.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
     };
     if show.tools {
         l.tools = Some(if has("tools") {
-            s.list_all("tools/list", "tools")?
+            s.list_all(mcp::List::Tools)?
         } else {
             Listing { items: vec![], complete: true }
         });
@@ -89,10 +89,8 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
     if show.resources {
         let empty = Listing { items: vec![], complete: true };
         if has("resources") {
-            l.resources = Some(s.list_all("resources/list", "resources")?);
-            l.templates = Some(
-                s.list_all("resources/templates/list", "resourceTemplates")?,
-            );
+            l.resources = Some(s.list_all(mcp::List::Resources)?);
+            l.templates = Some(s.list_all(mcp::List::ResourceTemplates)?);
         } else {
             l.resources = Some(empty.clone());
             l.templates = Some(empty);
@@ -100,7 +98,7 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
     }
     if show.prompts {
         l.prompts = Some(if has("prompts") {
-            s.list_all("prompts/list", "prompts")?
+            s.list_all(mcp::List::Prompts)?
         } else {
             Listing { items: vec![], complete: true }
         });

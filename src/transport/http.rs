@@ -26,7 +26,7 @@ use super::{Closed, Transport};
 use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
-use crate::{journal, msg, sse, term, vars, www_auth};
+use crate::{journal, mcp, msg, sse, term, vars, www_auth};
 
 /// Caps on what a server may send.
 #[derive(Clone, Copy, Debug)]
@@ -433,7 +433,7 @@ impl HttpTransport {
         deadline: &Deadline,
     ) -> Result<()> {
         let body = encode(msg)?;
-        let initialize = method(msg) == Some("initialize");
+        let initialize = mcp::is_initialize(msg);
         let mut resp = self.post(&body, deadline)?;
         let status = resp.status().as_u16();
         if status == 404 && self.session.is_some() && !initialize {
@@ -554,7 +554,7 @@ impl HttpTransport {
         let body = encode(msg)?;
         let mut resp = self.post(&body, deadline)?;
         let mut status = resp.status().as_u16();
-        let restartable = method(msg) != Some("notifications/initialized");
+        let restartable = !mcp::is_initialized(msg);
         if status == 404 && self.session.is_some() && restartable {
             // The session ended under us: start a new one and send the
             // message again, as for a request.
@@ -703,10 +703,6 @@ impl HttpTransport {
     }
 }
 
-fn method(m: &Value) -> Option<&str> {
-    m.get("method").and_then(Value::as_str)
-}
-
 fn encode(m: &Value) -> Result<Vec<u8>> {
     serde_json::to_vec(m)
         .map_err(|e| Error::server(format!("cannot encode: {e}")))
@@ -716,12 +712,10 @@ impl Transport for HttpTransport {
     fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
         let is_request =
             msg.get("method").is_some() && msg.get("id").is_some();
-        match method(msg) {
-            Some("initialize") => self.init = Some(msg.clone()),
-            Some("notifications/initialized") => {
-                self.initialized = Some(msg.clone())
-            }
-            _ => {}
+        if mcp::is_initialize(msg) {
+            self.init = Some(msg.clone());
+        } else if mcp::is_initialized(msg) {
+            self.initialized = Some(msg.clone());
         }
         if is_request {
             self.stream = None;

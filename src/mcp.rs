@@ -1,0 +1,578 @@
+//! The Model Context Protocol itself, without I/O: revisions, method
+//! names, envelopes, and what an incoming message is.
+//!
+//! This is the one module that spells an MCP method name. The session,
+//! both transports, the login probe and every command build their
+//! messages here and ask [`classify`] what a message from a server is, so
+//! that a new protocol revision, method or kind of server request is one
+//! change in one file. Nothing here reads or writes anything; everything
+//! is unit-tested on values.
+
+use serde_json::{Map, Value, json};
+
+use crate::term;
+
+/// A protocol revision, oldest first (so `<` means older).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Version {
+    V2024_11_05,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+}
+
+impl Version {
+    /// Every revision this module knows, newest first.
+    pub(crate) const ALL: [Version; 4] = [
+        Version::V2025_11_25,
+        Version::V2025_06_18,
+        Version::V2025_03_26,
+        Version::V2024_11_05,
+    ];
+
+    /// The revisions this client negotiates in `initialize`, newest first.
+    pub(crate) const HANDSHAKE: [Version; 3] =
+        [Version::V2025_11_25, Version::V2025_06_18, Version::V2025_03_26];
+
+    /// The newest revision of the handshake era, offered in `initialize`.
+    pub(crate) const LATEST_HANDSHAKE: Version = Version::V2025_11_25;
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Version::V2024_11_05 => "2024-11-05",
+            Version::V2025_03_26 => "2025-03-26",
+            Version::V2025_06_18 => "2025-06-18",
+            Version::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// The revision a version string names, if this module knows it.
+    pub(crate) fn parse(s: &str) -> Option<Version> {
+        Version::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether this client speaks it in `initialize`.
+    pub(crate) fn negotiable(self) -> bool {
+        Version::HANDSHAKE.contains(&self)
+    }
+
+    /// Whether a message may be a JSON-RPC batch (an array). Only
+    /// 2025-03-26 allowed them; 2025-06-18 removed them again.
+    pub(crate) fn allows_batches(self) -> bool {
+        self == Version::V2025_03_26
+    }
+
+    /// The versions this client negotiates, for messages: "a, b, c".
+    pub(crate) fn negotiable_list() -> String {
+        Version::HANDSHAKE.map(Version::as_str).join(", ")
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Method names, as the specification spells them.
+pub(crate) mod method {
+    pub(crate) const INITIALIZE: &str = "initialize";
+    pub(crate) const PING: &str = "ping";
+    pub(crate) const TOOLS_LIST: &str = "tools/list";
+    pub(crate) const TOOLS_CALL: &str = "tools/call";
+    pub(crate) const RESOURCES_LIST: &str = "resources/list";
+    pub(crate) const RESOURCE_TEMPLATES_LIST: &str =
+        "resources/templates/list";
+    pub(crate) const RESOURCES_READ: &str = "resources/read";
+    pub(crate) const PROMPTS_LIST: &str = "prompts/list";
+    pub(crate) const PROMPTS_GET: &str = "prompts/get";
+
+    pub(crate) const INITIALIZED: &str = "notifications/initialized";
+    pub(crate) const CANCELLED: &str = "notifications/cancelled";
+    pub(crate) const PROGRESS: &str = "notifications/progress";
+    pub(crate) const MESSAGE: &str = "notifications/message";
+    pub(crate) const TOOLS_LIST_CHANGED: &str =
+        "notifications/tools/list_changed";
+    /// Every `*/list_changed` notification ends so.
+    pub(crate) const LIST_CHANGED_SUFFIX: &str = "/list_changed";
+}
+
+/// JSON-RPC and MCP error codes that this client produces or names.
+pub(crate) mod code {
+    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+}
+
+/// A paged list and the key of its items in each page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum List {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl List {
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            List::Tools => method::TOOLS_LIST,
+            List::Resources => method::RESOURCES_LIST,
+            List::ResourceTemplates => method::RESOURCE_TEMPLATES_LIST,
+            List::Prompts => method::PROMPTS_LIST,
+        }
+    }
+
+    /// The array of items in a page of this list.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            List::Tools => "tools",
+            List::Resources => "resources",
+            List::ResourceTemplates => "resourceTemplates",
+            List::Prompts => "prompts",
+        }
+    }
+
+    /// The params of one page: `{}` first, then `{"cursor": …}`.
+    pub(crate) fn page_params(cursor: Option<&str>) -> Value {
+        match cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        }
+    }
+}
+
+/// What a command asks a server to do once it is running.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Call<'a> {
+    Tool { name: &'a str, arguments: &'a Map<String, Value> },
+    Read { uri: &'a str },
+    Prompt { name: &'a str, arguments: &'a Map<String, Value> },
+}
+
+impl Call<'_> {
+    pub(crate) fn method(&self) -> &'static str {
+        match self {
+            Call::Tool { .. } => method::TOOLS_CALL,
+            Call::Read { .. } => method::RESOURCES_READ,
+            Call::Prompt { .. } => method::PROMPTS_GET,
+        }
+    }
+
+    pub(crate) fn params(&self) -> Value {
+        match self {
+            Call::Tool { name, arguments }
+            | Call::Prompt { name, arguments } => {
+                json!({"name": name, "arguments": arguments})
+            }
+            Call::Read { uri } => json!({"uri": uri}),
+        }
+    }
+
+    /// The deadline's name: "tool call 'add'", "resources/read 'x://y'".
+    pub(crate) fn what(&self) -> String {
+        match self {
+            Call::Tool { name, .. } => format!("tool call '{name}'"),
+            Call::Read { uri } => format!("{} '{uri}'", self.method()),
+            Call::Prompt { name, .. } => format!("{} '{name}'", self.method()),
+        }
+    }
+}
+
+/// What this client tells a server about itself in `initialize`.
+pub(crate) fn client_info() -> Value {
+    json!({"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The `initialize` params: the newest handshake version, no
+/// capabilities, and who we are.
+pub(crate) fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": Version::LATEST_HANDSHAKE.as_str(),
+        "capabilities": {},
+        "clientInfo": client_info(),
+    })
+}
+
+/// A request envelope.
+pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A notification envelope; `params` is left out when `None`.
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Value {
+    let mut m = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(p) = params {
+        m["params"] = p;
+    }
+    m
+}
+
+/// A successful response to a server's request.
+pub(crate) fn response(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// An error response to a server's request.
+pub(crate) fn error_response(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id,
+           "error": {"code": code, "message": message}})
+}
+
+/// Asks for progress notices on `params` (an object), with `token`.
+pub(crate) fn with_progress_token(params: &mut Value, token: u64) {
+    if let Value::Object(p) = params {
+        let meta =
+            p.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = meta {
+            m.insert("progressToken".into(), json!(token));
+        }
+    }
+}
+
+/// Whether a request asks for progress notices (tool calls do).
+pub(crate) fn wants_progress(method: &str) -> bool {
+    method == method::TOOLS_CALL
+}
+
+/// The `notifications/cancelled` for request `id`.
+pub(crate) fn cancelled(id: u64, reason: &str) -> Value {
+    notification(
+        method::CANCELLED,
+        Some(json!({"requestId": id, "reason": reason})),
+    )
+}
+
+/// The `notifications/initialized` that ends the handshake.
+pub(crate) fn initialized() -> Value {
+    notification(method::INITIALIZED, None)
+}
+
+/// The method of a message, if it has one.
+pub(crate) fn method_of(m: &Value) -> Option<&str> {
+    m.get("method").and_then(Value::as_str)
+}
+
+/// Whether a message is the `initialize` request.
+pub(crate) fn is_initialize(m: &Value) -> bool {
+    method_of(m) == Some(method::INITIALIZE)
+}
+
+/// Whether a message is the `notifications/initialized` notification.
+pub(crate) fn is_initialized(m: &Value) -> bool {
+    method_of(m) == Some(method::INITIALIZED)
+}
+
+/// A JSON-RPC error object from a server, bounded for printing.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RpcError {
+    /// `None` when the error object has no integer `code`.
+    pub(crate) code: Option<i64>,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+/// How much of a server's error message and data is shown.
+const ERROR_TEXT: usize = 500;
+
+impl RpcError {
+    fn parse(err: &Value) -> RpcError {
+        RpcError {
+            code: err.get("code").and_then(Value::as_i64),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            data: err.get("data").cloned(),
+        }
+    }
+
+    /// One line for messages: code, message and data, each sanitised and
+    /// bounded (a server decides how long its error is, not us).
+    pub(crate) fn describe(&self) -> String {
+        let mut text = match self.code {
+            Some(c) => format!(
+                "server error {c}: {}",
+                term::clip(&term::line(&self.message), ERROR_TEXT)
+            ),
+            None => "malformed error response (no integer 'code')".to_string(),
+        };
+        if let Some(data) = &self.data {
+            text.push_str(&format!(
+                " ({})",
+                term::clip(&term::line(&data.to_string()), ERROR_TEXT)
+            ));
+        }
+        text
+    }
+}
+
+/// What a message from a server is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Incoming {
+    /// A response to one of our requests.
+    Response { id: Value, outcome: Outcome },
+    /// A request the server makes of us; it wants an answer.
+    Request { id: Value, method: String, params: Value },
+    /// A notification; it wants no answer.
+    Notification { method: String, params: Value },
+    /// Anything else, with the reason (for `-v`).
+    Invalid(&'static str),
+}
+
+/// How a response ended.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Outcome {
+    Result(Value),
+    Error(RpcError),
+    /// A `result` that is not an object.
+    BadResult,
+}
+
+/// Classifies one message (not a batch: see [`split_batch`]).
+pub(crate) fn classify(m: Value) -> Incoming {
+    let Value::Object(mut obj) = m else {
+        return Incoming::Invalid("a message that is not an object");
+    };
+    let id = obj.remove("id");
+    let params = obj.remove("params").unwrap_or(Value::Null);
+    let method = match obj.get("method") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Incoming::Invalid("a message whose method is not a string");
+        }
+        None => None,
+    };
+    match (method, id) {
+        (Some(method), Some(id)) if valid_id(&id) => {
+            Incoming::Request { id, method, params }
+        }
+        (Some(_), Some(_)) => {
+            Incoming::Invalid("a request whose id is not a string or integer")
+        }
+        (Some(method), None) => Incoming::Notification { method, params },
+        (None, Some(id)) => {
+            let outcome = match (obj.remove("result"), obj.get("error")) {
+                (Some(r @ Value::Object(_)), _) => Outcome::Result(r),
+                (Some(_), _) => Outcome::BadResult,
+                (None, Some(e)) => Outcome::Error(RpcError::parse(e)),
+                (None, None) => Outcome::Error(RpcError::parse(&Value::Null)),
+            };
+            Incoming::Response { id, outcome }
+        }
+        (None, None) => Incoming::Invalid("a message without method or id"),
+    }
+}
+
+/// JSON-RPC ids are strings or integers (MCP forbids null).
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// The messages of one JSON-RPC value: an array is a batch, which only
+/// some revisions allow (`Err` names the problem).
+pub(crate) fn split_batch(
+    m: Value,
+    version: Option<Version>,
+) -> Result<Vec<Value>, &'static str> {
+    match m {
+        Value::Array(items) => {
+            if version.is_some_and(Version::allows_batches) {
+                Ok(items)
+            } else {
+                Err("server sent a JSON-RPC batch, which this protocol \
+                     version does not allow")
+            }
+        }
+        m => Ok(vec![m]),
+    }
+}
+
+/// How this client answers a request a server makes of it: `ping` gets
+/// `{}`; everything else is refused as not supported (this client
+/// declares no capabilities). `Err` carries the refusal's message.
+pub(crate) fn answer(method: &str) -> Result<Value, String> {
+    if method == method::PING {
+        Ok(json!({}))
+    } else {
+        Err(format!("method not supported by this client: {method}"))
+    }
+}
+
+/// Whether a notification reports a changed list.
+pub(crate) fn is_list_changed(method: &str) -> bool {
+    method.ends_with(method::LIST_CHANGED_SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_round_trip_and_order() {
+        for v in Version::ALL {
+            assert_eq!(Version::parse(v.as_str()), Some(v));
+        }
+        assert_eq!(Version::parse("2025-11-26"), None);
+        assert!(Version::V2024_11_05 < Version::V2025_11_25);
+        assert!(!Version::V2024_11_05.negotiable());
+        assert!(Version::V2025_03_26.negotiable());
+        assert_eq!(
+            Version::negotiable_list(),
+            "2025-11-25, 2025-06-18, 2025-03-26"
+        );
+        assert!(Version::V2025_03_26.allows_batches());
+        assert!(!Version::V2025_06_18.allows_batches());
+    }
+
+    #[test]
+    fn initialize_offers_the_newest_version_and_no_capabilities() {
+        let p = initialize_params();
+        assert_eq!(p["protocolVersion"], "2025-11-25");
+        assert_eq!(p["capabilities"], json!({}));
+        assert_eq!(p["clientInfo"]["name"], "rivumi-mcp");
+        let r = request(7, method::INITIALIZE, p);
+        assert_eq!(r["jsonrpc"], "2.0");
+        assert_eq!(r["id"], 7);
+        assert!(is_initialize(&r));
+        assert!(is_initialized(&initialized()));
+        assert!(initialized().get("params").is_none());
+    }
+
+    #[test]
+    fn progress_tokens_join_existing_meta() {
+        let mut p = json!({"name": "t", "_meta": {"other": 1}});
+        with_progress_token(&mut p, 5);
+        assert_eq!(p["_meta"], json!({"other": 1, "progressToken": 5}));
+        let mut q = json!({});
+        with_progress_token(&mut q, 6);
+        assert_eq!(q["_meta"]["progressToken"], 6);
+        assert!(wants_progress(method::TOOLS_CALL));
+        assert!(!wants_progress(method::TOOLS_LIST));
+    }
+
+    #[test]
+    fn classifies_responses_by_result_and_error() {
+        let ok = classify(json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        assert_eq!(
+            ok,
+            Incoming::Response {
+                id: json!(1),
+                outcome: Outcome::Result(json!({}))
+            }
+        );
+        let bad = classify(json!({"jsonrpc": "2.0", "id": 1, "result": 3}));
+        assert!(matches!(
+            bad,
+            Incoming::Response { outcome: Outcome::BadResult, .. }
+        ));
+        let err = classify(json!({"id": "a", "error":
+            {"code": -32601, "message": "nope", "data": {"x": 1}}}));
+        let Incoming::Response { id, outcome: Outcome::Error(e) } = err else {
+            panic!("not an error response");
+        };
+        assert_eq!(id, json!("a"));
+        assert_eq!(e.code, Some(-32601));
+        assert_eq!(e.describe(), r#"server error -32601: nope ({"x":1})"#);
+    }
+
+    #[test]
+    fn classifies_requests_and_notifications() {
+        let r = classify(json!({"id": 9, "method": "ping"}));
+        assert_eq!(
+            r,
+            Incoming::Request {
+                id: json!(9),
+                method: "ping".into(),
+                params: Value::Null
+            }
+        );
+        let n = classify(json!({"method": method::PROGRESS,
+                                "params": {"progress": 1}}));
+        assert_eq!(
+            n,
+            Incoming::Notification {
+                method: method::PROGRESS.into(),
+                params: json!({"progress": 1})
+            }
+        );
+    }
+
+    #[test]
+    fn classifies_invalid_messages() {
+        assert!(matches!(classify(json!([1])), Incoming::Invalid(_)));
+        assert!(matches!(classify(json!("x")), Incoming::Invalid(_)));
+        assert!(matches!(
+            classify(json!({"jsonrpc": "2.0"})),
+            Incoming::Invalid(_)
+        ));
+        assert!(matches!(
+            classify(json!({"method": 3})),
+            Incoming::Invalid(_)
+        ));
+        assert!(matches!(
+            classify(json!({"id": null, "method": "ping"})),
+            Incoming::Invalid(_)
+        ));
+        assert!(matches!(
+            classify(json!({"id": 1.5, "method": "ping"})),
+            Incoming::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn error_text_is_bounded_and_sanitised() {
+        let long = "A".repeat(10_000);
+        let e = RpcError {
+            code: Some(-1),
+            message: format!("bad\x1b[31m{long}"),
+            data: Some(json!(long)),
+        };
+        let d = e.describe();
+        assert!(d.len() < 2 * ERROR_TEXT + 100, "{} bytes", d.len());
+        assert!(!d.contains('\x1b'));
+        let m = RpcError::parse(&json!({"message": "x"}));
+        assert_eq!(m.code, None);
+        assert!(m.describe().starts_with("malformed error response"));
+    }
+
+    #[test]
+    fn batches_only_where_the_version_allows() {
+        let b = json!([{"id": 1, "result": {}}, {"method": "x"}]);
+        assert_eq!(
+            split_batch(b.clone(), Some(Version::V2025_03_26)).unwrap().len(),
+            2
+        );
+        assert!(split_batch(b.clone(), Some(Version::V2025_11_25)).is_err());
+        assert!(split_batch(b, None).is_err());
+        assert_eq!(split_batch(json!({"id": 1}), None).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn answers_ping_and_refuses_the_rest() {
+        assert_eq!(answer(method::PING), Ok(json!({})));
+        let e = answer("sampling/createMessage").unwrap_err();
+        assert!(e.contains("sampling/createMessage"));
+        let r = error_response(json!(3), code::METHOD_NOT_FOUND, &e);
+        assert_eq!(r["error"]["code"], -32601);
+        assert_eq!(response(json!("x"), json!({}))["id"], "x");
+    }
+
+    #[test]
+    fn calls_and_lists_name_their_methods() {
+        let args = Map::new();
+        let t = Call::Tool { name: "add", arguments: &args };
+        assert_eq!(t.method(), method::TOOLS_CALL);
+        assert_eq!(t.params(), json!({"name": "add", "arguments": {}}));
+        assert_eq!(t.what(), "tool call 'add'");
+        let r = Call::Read { uri: "file:///a" };
+        assert_eq!(r.params(), json!({"uri": "file:///a"}));
+        assert_eq!(r.what(), "resources/read 'file:///a'");
+        assert_eq!(List::ResourceTemplates.key(), "resourceTemplates");
+        assert_eq!(List::Prompts.method(), "prompts/list");
+        assert_eq!(List::page_params(Some("c")), json!({"cursor": "c"}));
+        assert!(is_list_changed(method::TOOLS_LIST_CHANGED));
+        assert!(!is_list_changed(method::PROGRESS));
+        let c = cancelled(4, "timed out");
+        assert_eq!(c["params"]["requestId"], 4);
+    }
+}
