@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::deadline;
 use crate::error::{Error, Result};
+pub(crate) use crate::suggest::suggest;
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -810,32 +811,6 @@ fn bytes(flag: &str, v: &str) -> Result<usize> {
                  (suffixes K, M, G allowed)"
             ))
         })
-}
-
-/// The closest candidate within a small edit distance, for "did you mean".
-pub(crate) fn suggest<'a>(
-    input: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .map(|c| (edit_distance(input, c), c))
-        .filter(|&(d, c)| d <= 2.max(c.len() / 4) && d < c.len())
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::cmd::list::Tool;
 use crate::deadline;
 use crate::error::{Error, Kind, Result};
 use crate::naming::Class;
 use crate::session::Session;
+use crate::tool::Tool;
 use crate::{journal, mcp, msg, sys, term};
 
 /// The default cap on what one observation prints.
@@ -347,7 +347,7 @@ struct Decision {
 fn run_hook(argv: &[String], input: &Value, timeout: Duration) -> Decision {
     let deny =
         |how: String, reason: String| Decision { allow: false, how, reason };
-    let env: Vec<(String, String)> = crate::transport::stdio::BASE_ENV
+    let env: Vec<(String, String)> = crate::sys::BASE_ENV
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();

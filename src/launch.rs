@@ -9,8 +9,9 @@
 use std::time::Duration;
 
 use crate::allowlist::{self, Allowlist, Verdict};
+use crate::auth::Authorization;
 use crate::cli::Global;
-use crate::config::{self, Config, Http, OAuth, Server, Transport};
+use crate::config::{self, Config, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::Session;
@@ -186,27 +187,6 @@ impl Context {
             .map_or("?", |s| s.transport_name())
     }
 
-    /// The inline authorization of step-up: the whole login flow (with the
-    /// browser) for the challenge, then the new bearer token.
-    fn reauth(&self, name: &str, spec: &Http, o: &OAuth) -> http::Reauth {
-        let (name, spec, o) = (name.to_string(), spec.clone(), o.clone());
-        let lookup = self.lookup;
-        Box::new(move |challenge| {
-            let cred =
-                crate::auth::flow::authorize(crate::auth::flow::Request {
-                    server: &name,
-                    http: &spec,
-                    oauth: &o,
-                    challenge: Some(challenge),
-                    no_browser: false,
-                    callback_timeout: crate::auth::DEFAULT_CALLBACK_TIMEOUT,
-                    lookup: &lookup,
-                })
-                .map_err(|e| e.for_server(&name))?;
-            Ok(format!("Bearer {}", cred.access_token.expose()))
-        })
-    }
-
     /// The per-request deadline for a server.
     pub(crate) fn request_timeout(&self, s: &Server) -> Duration {
         self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
@@ -230,37 +210,20 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let mut headers = http::headers(spec, &self.lookup)
+                let headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
-                let step_up = spec
-                    .oauth
-                    .as_ref()
-                    .is_some_and(|o| o.step_up || self.step_up);
-                match crate::auth::stored_bearer(name, spec, &self.lookup) {
-                    Ok(Some(b)) => {
-                        headers.push(("authorization".to_string(), b))
-                    }
-                    Ok(None) => {}
-                    // With step-up, an expired token is not an error: the
-                    // server's 401 starts a new authorization.
-                    Err(e)
-                        if step_up && e.kind() == crate::error::Kind::Auth =>
-                    {
-                        msg::debug(&e.to_string());
-                    }
-                    Err(e) => return Err(e),
-                }
-
+                let auth = Authorization::resolve(
+                    name,
+                    spec,
+                    self.lookup,
+                    self.step_up,
+                )
+                .map_err(|e| e.for_server(name))?;
                 let limits = http::Limits::new(self.max_message);
-                let mut t =
-                    HttpTransport::connect(name, spec, headers, limits)
-                        .map_err(|e| e.for_server(name))?;
-                if let Some(o) =
-                    spec.oauth.as_ref().filter(|o| o.step_up || self.step_up)
-                {
-                    t.set_reauth(self.reauth(name, spec, o));
-                }
-                Box::new(t)
+                Box::new(
+                    HttpTransport::connect(name, spec, headers, auth, limits)
+                        .map_err(|e| e.for_server(name))?,
+                )
             }
         };
         Session::initialize(

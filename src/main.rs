@@ -29,8 +29,10 @@ mod out;
 mod render;
 mod session;
 mod sse;
+mod suggest;
 mod sys;
 mod term;
+mod tool;
 mod transport;
 mod urlcheck;
 mod vars;
@@ -122,7 +124,7 @@ fn run(args: cli::Args) -> Result<()> {
     }
     out::set_raw(g.raw);
     if let Command::Logout { server } = &args.command {
-        return auth::logout(server, g.json, &lookup);
+        return cmd::auth::logout(server, g.json, &lookup);
     }
     if let Some(p) = g.journal.clone().or_else(|| {
         lookup("RIVUMI_MCP_JOURNAL").filter(|v| !v.is_empty()).map(Into::into)
@@ -133,7 +135,7 @@ fn run(args: cli::Args) -> Result<()> {
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;
     if let Command::Status = &args.command {
-        return auth::status(&ctx, json, &lookup);
+        return cmd::auth::status(&ctx, json, &lookup);
     }
     let only =
         |tools, resources, prompts| cli::Show { tools, resources, prompts };
@@ -143,10 +145,10 @@ fn run(args: cli::Args) -> Result<()> {
             cmd::list::run(&ctx, servers, *show, json)
         }
         Command::Batch => cmd::batch::run(&ctx, &exec),
-        Command::Login { server, no_browser, refresh } => auth::login(
+        Command::Login { server, no_browser, refresh } => cmd::auth::login(
             &ctx,
             server,
-            auth::LoginOptions {
+            cmd::auth::LoginOptions {
                 no_browser: *no_browser,
                 refresh: *refresh,
                 timeout: g.timeout,
@@ -155,7 +157,9 @@ fn run(args: cli::Args) -> Result<()> {
             &lookup,
         ),
         Command::Logout { .. } | Command::Status => unreachable!("above"),
-        Command::Discover { server } => auth::discover(&ctx, server, json),
+        Command::Discover { server } => {
+            cmd::auth::discover(&ctx, server, json)
+        }
         Command::Call { target, pairs, args: a, save } => cmd::call::run(
             &ctx,
             &exec,

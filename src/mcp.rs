@@ -338,7 +338,9 @@ pub(crate) fn classify(m: Value) -> Incoming {
     let method = match obj.get("method") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            return Incoming::Invalid("a message whose method is not a string");
+            return Incoming::Invalid(
+                "a message whose method is not a string",
+            );
         }
         None => None,
     };

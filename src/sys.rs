@@ -15,6 +15,13 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The variables every child (server, hook, browser) inherits from the
+/// invoking environment when they are set; everything else must be named.
+pub(crate) const BASE_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE",
+    "TERM", "TMPDIR", "TZ",
+];
+
 /// Process groups of the servers that are running now.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 

@@ -21,6 +21,32 @@ impl Challenge {
     }
 }
 
+/// What a 401/403 said in its Bearer challenge: the parameters an
+/// authorization acts on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Bearer {
+    pub(crate) resource_metadata: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+impl Bearer {
+    /// From a `WWW-Authenticate` header value; empty when it has no
+    /// Bearer challenge.
+    pub(crate) fn from_header(header: &str) -> Bearer {
+        let all = parse(header);
+        let Some(b) = all.iter().find(|c| c.scheme == "bearer") else {
+            return Bearer::default();
+        };
+        let p = |k: &str| b.param(k).map(str::to_string);
+        Bearer {
+            resource_metadata: p("resource_metadata"),
+            scope: p("scope"),
+            error: p("error"),
+        }
+    }
+}
+
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }

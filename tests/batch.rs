@@ -188,12 +188,12 @@ fn bad_lines_get_errors_and_the_batch_goes_on() {
     assert_eq!(
         *error_of(&r[3]),
         json!({"code": "usage", "exit_code": 2, "server": "demo",
-               "message": "server 'demo': no tool 'nope'"})
+               "message": "server 'demo': no tool 'nope' (see: rivumi-mcp list demo)"})
     );
     assert_eq!(
         *error_of(&r[4]),
         json!({"code": "usage", "exit_code": 2, "server": "demo",
-               "message": "server 'demo': tool 'echo' needs: missing text"})
+               "message": "server 'demo': tool 'echo' needs an argument: missing text"})
     );
     for (i, what) in [(5, "mcp__<server>__<tool>"), (6, "exactly one of")] {
         let e = error_of(&r[i]);
@@ -340,7 +340,7 @@ fn tools_are_listed_again_after_list_changed() {
     assert_eq!(
         *error_of(&r[0]),
         json!({"code": "usage", "exit_code": 2, "server": "demo",
-               "message": "server 'demo': no tool 'added_later'"})
+               "message": "server 'demo': no tool 'added_later' (see: rivumi-mcp list demo)"})
     );
     assert_eq!(r[1], text_reply(json!("notify"), "notified"));
     assert_eq!(r[2], text_reply(json!("after"), "added"));

@@ -23,34 +23,11 @@ use crate::config::{Http, OAuth};
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Url;
-use crate::{journal, mcp, msg, net, term, www_auth};
+use crate::www_auth::Bearer;
+use crate::{journal, mcp, msg, net, term};
 
 /// Each metadata fetch, registration and token request.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What a 401/403 said.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Challenge {
-    pub(crate) resource_metadata: Option<String>,
-    pub(crate) scope: Option<String>,
-    pub(crate) error: Option<String>,
-}
-
-impl Challenge {
-    /// From a `WWW-Authenticate` header value (its Bearer challenge).
-    pub(crate) fn parse(header: &str) -> Challenge {
-        let all = www_auth::parse(header);
-        let Some(b) = all.iter().find(|c| c.scheme == "bearer") else {
-            return Challenge::default();
-        };
-        let p = |k: &str| b.param(k).map(str::to_string);
-        Challenge {
-            resource_metadata: p("resource_metadata"),
-            scope: p("scope"),
-            error: p("error"),
-        }
-    }
-}
 
 /// The endpoints and capabilities an authorization uses.
 #[derive(Debug, Clone)]
@@ -86,7 +63,7 @@ pub(crate) struct Request<'a> {
     pub(crate) http: &'a Http,
     pub(crate) oauth: &'a OAuth,
     /// What the server said when it refused a request (step-up), if any.
-    pub(crate) challenge: Option<Challenge>,
+    pub(crate) challenge: Option<Bearer>,
     pub(crate) no_browser: bool,
     pub(crate) callback_timeout: Duration,
     pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
@@ -124,7 +101,7 @@ pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, String)> {
 /// returns the protected resource's `scopes_supported`.
 fn endpoints(
     req: &Request<'_>,
-    challenge: &mut Option<Challenge>,
+    challenge: &mut Option<Bearer>,
     d: &Deadline,
 ) -> Result<(Endpoints, Vec<String>)> {
     let o = req.oauth;
@@ -153,7 +130,7 @@ fn endpoints(
     let url = &req.http.url;
     if challenge.is_none() {
         let (status, header) = probe(url, d)?;
-        let ch = Challenge::parse(&header);
+        let ch = Bearer::from_header(&header);
         msg::debug(&format!(
             "server '{}': unauthenticated request: HTTP {status}",
             req.server
@@ -729,7 +706,7 @@ mod tests {
 
     #[test]
     fn challenge_parse() {
-        let c = Challenge::parse(
+        let c = Bearer::from_header(
             r#"Bearer error="insufficient_scope", scope="a b", resource_metadata="https://x/y""#,
         );
         assert_eq!(c.scope.as_deref(), Some("a b"));

@@ -1,15 +1,18 @@
-//! `login`, `logout`, `discover` and `status`: operator-configured OAuth.
+//! OAuth for HTTP servers, as a library: the authorization-code flow with
+//! PKCE S256 and `state` through a loopback callback (`flow`, `callback`,
+//! `pkce`), client credentials, metadata discovery (RFC 8414, RFC 9728 and
+//! the 2025-03-26 fallbacks, `discovery`), the token endpoint (`token`),
+//! the credential file (`store`) and the one decision of what a request
+//! carries in `Authorization` (`authorization`).
 //!
-//! The controlled path: the `oauth` block of a server names the client
-//! (`client_id`, optionally a secret from a variable) and the authorization
-//! server (an issuer whose metadata is discovered, or both endpoints). The
-//! flow is the authorization-code grant with PKCE S256 and `state` through
-//! a loopback callback on 127.0.0.1, with the MCP server's URL as the
-//! RFC 8707 `resource`. Tokens go to the credential file (see `store`) and
-//! are sent only to the URL they were obtained for. There is no dynamic
-//! client registration and no silent refresh: an expired token is an error
-//! that says to log in again.
+//! Everything here is operator-configured: the `oauth` block of a server
+//! names the client, or opts in to dynamic registration or a client
+//! metadata document; refresh happens only on `login --refresh` and
+//! step-up only when the operator enabled it. Tokens are sent only to the
+//! URL they were obtained for. The commands that drive this library
+//! (`login`, `logout`, `discover`, `status`) live in `cmd::auth`.
 
+mod authorization;
 pub(crate) mod callback;
 pub(crate) mod discovery;
 pub(crate) mod flow;
@@ -17,18 +20,14 @@ pub(crate) mod pkce;
 pub(crate) mod store;
 pub(crate) mod token;
 
+pub(crate) use authorization::Authorization;
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
-use crate::config::{Http, OAuth, Transport};
-use crate::deadline::Deadline;
-use crate::error::{Error, Kind, Result};
-use crate::journal;
-use crate::launch::Context;
+use crate::error::{Error, Result};
 use crate::urlcheck::Url;
-use crate::{msg, out, term, www_auth};
+use crate::{msg, term};
 
 /// The default time the login waits for the browser to come back.
 pub(crate) const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -41,27 +40,6 @@ const BROWSER_ENV: &[&str] = &[
     "DBUS_SESSION_BUS_ADDRESS",
     "BROWSER",
 ];
-
-/// The HTTP entry and its `oauth` block of an allowed server.
-fn oauth_entry<'a>(
-    ctx: &'a Context,
-    server: &str,
-) -> Result<(&'a Http, &'a OAuth)> {
-    let s = ctx.startable(server)?;
-    let Transport::Http(h) = &s.transport else {
-        return Err(Error::usage(format!(
-            "'{server}' is a stdio server; login applies to HTTP servers \
-             (stdio servers take credentials from their environment)"
-        )));
-    };
-    let Some(o) = &h.oauth else {
-        return Err(Error::usage(format!(
-            "'{server}' has no \"oauth\" block; add one (rivumi-mcp discover \
-             {server} shows what to write)"
-        )));
-    };
-    Ok((h, o))
-}
 
 /// Opens `url` with a fixed argv (never a shell), after checking it is an
 /// https (or loopback http) URL.
@@ -86,7 +64,7 @@ pub(crate) fn open_browser(
                 "xdg-open".into()
             }
         });
-    let env: Vec<(String, String)> = crate::transport::stdio::BASE_ENV
+    let env: Vec<(String, String)> = crate::sys::BASE_ENV
         .iter()
         .chain(BROWSER_ENV)
         .filter_map(|k| lookup(k).map(|v| (k.to_string(), v)))
@@ -113,327 +91,4 @@ pub(crate) fn open_browser(
             Ok(())
         }
     }
-}
-
-/// `rivumi-mcp login SERVER [--refresh]`.
-pub(crate) fn login(
-    ctx: &Context,
-    server: &str,
-    opts: LoginOptions,
-    json: bool,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<()> {
-    let (h, o) = oauth_entry(ctx, server)?;
-    let store_path = store::path(lookup)?;
-    // Fail on an unusable credential file before any network round trip.
-    store::load(&store_path)?;
-    let cred = if opts.refresh {
-        flow::refresh(server, h, o, lookup)
-            .map_err(|e| e.for_server(server))?
-    } else {
-        flow::authorize(flow::Request {
-            server,
-            http: h,
-            oauth: o,
-            challenge: None,
-            no_browser: opts.no_browser,
-            callback_timeout: opts.timeout.unwrap_or(DEFAULT_CALLBACK_TIMEOUT),
-            lookup,
-        })
-        .map_err(|e| e.for_server(server))?
-    };
-    let url = &cred.url;
-    if json {
-        return out::json(&json!({
-            "server": server, "logged_in": true, "url": url,
-            "expires_at": cred.expires_at, "scope": cred.scope,
-            "refresh_token": cred.refresh_token.is_some(),
-            "credentials": store_path.display().to_string(),
-        }));
-    }
-    out::print(&format!(
-        "{} '{server}' ({url}){}; credential stored in {}\n",
-        if opts.refresh { "refreshed the token of" } else { "logged in to" },
-        match cred.expires_at {
-            Some(t) => format!(
-                ", token expires {}",
-                crate::journal::timestamp(
-                    std::time::UNIX_EPOCH + Duration::from_secs(t)
-                )
-            ),
-            None => String::new(),
-        },
-        store_path.display()
-    ))
-}
-
-/// What `login` was asked to do.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LoginOptions {
-    pub(crate) no_browser: bool,
-    pub(crate) refresh: bool,
-    pub(crate) timeout: Option<Duration>,
-}
-
-/// `rivumi-mcp logout SERVER`.
-pub(crate) fn logout(
-    server: &str,
-    json: bool,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<()> {
-    let path = store::path(lookup)?;
-    let found = store::remove(&path, server)?;
-    journal::event("logout", json!({"server": server, "removed": found}));
-    if json {
-        return out::json(&json!({"server": server, "removed": found}));
-    }
-    out::print(&if found {
-        format!(
-            "removed the credential of '{server}' from {}\n",
-            path.display()
-        )
-    } else {
-        format!("no credential stored for '{server}'\n")
-    })
-}
-
-/// The `Authorization` header from the credential file, for a server
-/// with an `oauth` block: only when the entry was obtained for this exact
-/// URL. An expired token is an error (no automatic refresh).
-pub(crate) fn stored_bearer(
-    server: &str,
-    h: &Http,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>> {
-    if h.oauth.is_none() || h.bearer_token_env_var.is_some() {
-        return Ok(None);
-    }
-    let path = store::path(lookup)?;
-    let Some(c) = store::get(&path, server)? else { return Ok(None) };
-    let url = h.url.to_string();
-    if c.url != url {
-        msg::warn(&format!(
-            "server '{server}': the stored credential was obtained for {}, \
-             not {url}; it is not sent (run 'rivumi-mcp login {server}')",
-            term::line(&c.url)
-        ));
-        return Ok(None);
-    }
-    if let Some(t) = h.oauth.as_ref().and_then(|o| o.token_endpoint.as_ref())
-        && c.token_endpoint != t.to_string()
-    {
-        msg::warn(&format!(
-            "server '{server}': the stored credential came from another \
-                 token endpoint; it is not sent (run 'rivumi-mcp login {server}')"
-        ));
-        return Ok(None);
-    }
-    if c.expired(store::now()) {
-        return Err(Error::new(
-            Kind::Auth,
-            format!(
-                "the stored token expired at {}; run 'rivumi-mcp login \
-                 {server}' (tokens are never refreshed silently)",
-                crate::journal::timestamp(
-                    std::time::UNIX_EPOCH
-                        + Duration::from_secs(c.expires_at.unwrap_or(0))
-                )
-            ),
-        )
-        .for_server(server));
-    }
-    Ok(Some(format!("Bearer {}", c.access_token.expose())))
-}
-
-/// `rivumi-mcp discover SERVER`: read-only; prints what an operator needs
-/// to write the `oauth` block.
-pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
-    let s = ctx.startable(server)?;
-    let Transport::Http(h) = &s.transport else {
-        return Err(Error::usage(format!("'{server}' is not an HTTP server")));
-    };
-    let d = Deadline::new("discovery", flow::REQUEST_TIMEOUT);
-    let (status, header) =
-        flow::probe(&h.url, &d).map_err(|e| e.for_server(server))?;
-    let challenges = www_auth::parse(&header);
-    let bearer = challenges.iter().find(|c| c.scheme == "bearer");
-    let hint = bearer.and_then(|c| c.param("resource_metadata"));
-    let challenge_scope =
-        bearer.and_then(|c| c.param("scope")).map(str::to_string);
-    let res = discovery::resource(&h.url, hint, &d)
-        .map_err(|e| e.for_server(server))?;
-    let mut servers = vec![];
-    for iss in &res.authorization_servers {
-        let r = Url::parse(iss)
-            .map_err(|e| {
-                Error::server(format!(
-                    "authorization server '{}': {e}",
-                    term::line(iss)
-                ))
-            })
-            .and_then(|u| discovery::auth_server(&u, &d));
-        servers.push((iss.clone(), r));
-    }
-    let scopes: Vec<String> = match &challenge_scope {
-        Some(s) => s
-            .split(' ')
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect(),
-        None => res.scopes_supported.clone(),
-    };
-    let first_ok = servers.iter().find_map(|(_, r)| r.as_ref().ok());
-    let suggested = json!({
-        "client_id": "<the client id registered for rivumi-mcp>",
-        "authorization_server": first_ok.map(|a| a.issuer.to_string()),
-        "scopes": scopes,
-        "redirect_port": 8976,
-    });
-    if json {
-        let as_json: Vec<Value> = servers
-            .iter()
-            .map(|(iss, r)| match r {
-                Ok(a) => json!({"issuer": iss, "ok": true, "source": a.source, "metadata": a.document}),
-                Err(e) => json!({"issuer": iss, "ok": false, "error": e.to_string()}),
-            })
-            .collect();
-        return out::json(&json!({
-            "server": server, "url": h.url.to_string(), "status": status,
-            "challenges": challenges.iter().map(|c| json!({"scheme": c.scheme,
-                "params": c.params.iter().map(|(k, v)| (k.clone(), json!(v)))
-                    .collect::<serde_json::Map<_, _>>()}))
-                .collect::<Vec<_>>(),
-            "resource_metadata": {"source": res.source, "document": res.document},
-            "authorization_servers": as_json,
-            "suggested_oauth": suggested,
-        }));
-    }
-    let mut t = format!("server '{server}' ({})\n", h.url);
-    t.push_str(&format!("  unauthenticated request: HTTP {status}\n"));
-    if !challenges.is_empty() {
-        t.push_str(&format!(
-            "  challenge: {}\n",
-            www_auth::describe(&challenges)
-        ));
-    }
-    t.push_str(&format!(
-        "  protected resource metadata ({}):\n",
-        out::shown(&res.source)
-    ));
-    t.push_str(&format!("    resource: {}\n", out::shown(&res.resource)));
-    t.push_str(&format!(
-        "    authorization_servers: {}\n",
-        out::shown(&res.authorization_servers.join(", "))
-    ));
-    if !res.scopes_supported.is_empty() {
-        t.push_str(&format!(
-            "    scopes_supported: {}\n",
-            out::shown(&res.scopes_supported.join(" "))
-        ));
-    }
-    for (iss, r) in &servers {
-        match r {
-            Ok(a) => {
-                t.push_str(&format!(
-                    "  authorization server {} ({}):\n",
-                    out::shown(iss),
-                    out::shown(&a.source)
-                ));
-                for k in [
-                    "authorization_endpoint",
-                    "token_endpoint",
-                    "registration_endpoint",
-                    "code_challenge_methods_supported",
-                    "token_endpoint_auth_methods_supported",
-                    "scopes_supported",
-                    "authorization_response_iss_parameter_supported",
-                    "client_id_metadata_document_supported",
-                ] {
-                    if let Some(v) = a.document.get(k) {
-                        let v = match v {
-                            Value::String(s) => s.clone(),
-                            Value::Array(a) => a
-                                .iter()
-                                .map(|x| {
-                                    x.as_str()
-                                        .map(str::to_string)
-                                        .unwrap_or_else(|| x.to_string())
-                                })
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                            other => other.to_string(),
-                        };
-                        t.push_str(&format!("    {k}: {}\n", out::shown(&v)));
-                    }
-                }
-            }
-            Err(e) => t.push_str(&format!(
-                "  authorization server {}: {}\n",
-                out::shown(iss),
-                out::shown(&e.to_string())
-            )),
-        }
-    }
-    t.push_str("  suggested \"oauth\" block (fill in client_id; redirect_port only if your registration needs a fixed one):\n");
-    for l in
-        serde_json::to_string_pretty(&suggested).unwrap_or_default().lines()
-    {
-        t.push_str(&format!("    {}\n", out::shown(l)));
-    }
-    out::print(&t)
-}
-
-/// `rivumi-mcp status`: which servers have a stored credential, for which
-/// URL, and until when. Never the token.
-pub(crate) fn status(
-    ctx: &Context,
-    json: bool,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<()> {
-    let path = store::path(lookup)?;
-    let entries = store::load(&path)?;
-    let now = store::now();
-    let mut rows = vec![vec![
-        "SERVER".to_string(),
-        "AUTH".to_string(),
-        "CREDENTIAL".to_string(),
-        "EXPIRES".to_string(),
-        "URL".to_string(),
-    ]];
-    let mut list = vec![];
-    for e in &ctx.config.entries {
-        let Some(s) = &e.server else { continue };
-        let Transport::Http(h) = &s.transport else { continue };
-        let url = h.url.to_string();
-        let c = entries.iter().find(|(k, _)| *k == e.name).map(|(_, c)| c);
-        let state = match c {
-            None => "none",
-            Some(c) if c.url != url => "other URL",
-            Some(c) if c.expired(now) => "expired",
-            Some(_) => "stored",
-        };
-        let expires = c.and_then(|c| c.expires_at).map(|t| {
-            crate::journal::timestamp(
-                std::time::UNIX_EPOCH + Duration::from_secs(t),
-            )
-        });
-        rows.push(vec![
-            out::shown(&e.name).into_owned(),
-            s.auth_mode().to_string(),
-            state.to_string(),
-            expires.clone().unwrap_or_else(|| "-".into()),
-            c.map(|c| c.url.clone()).unwrap_or_else(|| url.clone()),
-        ]);
-        list.push(json!({"server": e.name, "auth": s.auth_mode(), "credential": state,
-            "expires_at": c.and_then(|c| c.expires_at), "url": c.map(|c| c.url.clone()),
-            "configured_url": url, "refresh_token": c.map(|c| c.refresh_token.is_some())}));
-    }
-    if json {
-        return out::json(
-            &json!({"credentials": path.display().to_string(), "servers": list}),
-        );
-    }
-    let mut t = out::table(&rows);
-    t.push_str(&format!("credentials: {}\n", path.display()));
-    out::print(&t)
 }

@@ -12,11 +12,11 @@ use std::io::{BufRead, Read, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::cmd::list::{self, Tool};
 use crate::error::{Error, Kind, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::session::Session;
+use crate::tool::{self, Tool};
 use crate::{callargs, journal, mcp, out};
 
 /// The longest input line read.
@@ -141,15 +141,12 @@ fn handle(
         (s, Some(t), None, None) => match s {
             Some(s) => (s.to_string(), Ask::Tool(t.to_string())),
             None => {
-                let (s, t) = t
-                    .strip_prefix("mcp__")
-                    .and_then(|r| r.split_once("__"))
-                    .ok_or_else(|| {
-                        Error::usage(format!(
-                            "'tool' must be mcp__<server>__<tool> (or give \
+                let (s, t) = tool::split_qualified(t).ok_or_else(|| {
+                    Error::usage(format!(
+                        "'tool' must be mcp__<server>__<tool> (or give \
                              'server'), not '{t}'"
-                        ))
-                    })?;
+                    ))
+                })?;
                 (s.to_string(), Ask::Tool(format!("mcp__{s}__{t}")))
             }
         },
@@ -210,28 +207,11 @@ fn run_one(
                     json!({"server": server, "tools": listing.items.len(),
                            "complete": listing.complete}),
                 );
-                entry.tools = Some(list::tools(server, &listing.items));
+                entry.tools = Some(tool::tools(server, &listing.items));
             }
             let tools = entry.tools.as_deref().unwrap_or_default();
-            let t = tools
-                .iter()
-                .find(|t| t.name == *name || t.qualified == *name)
-                .ok_or_else(|| {
-                    Error::usage(format!("no tool '{name}'"))
-                        .for_server(server)
-                })?;
-            let missing = callargs::missing_required(
-                t.def.get("inputSchema"),
-                arguments,
-            );
-            if !missing.is_empty() {
-                return Err(Error::usage(format!(
-                    "tool '{}' needs: missing {}",
-                    t.name,
-                    missing.join(", ")
-                ))
-                .for_server(server));
-            }
+            let t = tool::resolve(server, tools, name)?;
+            tool::check_required(server, t, arguments)?;
             let t = t.clone();
             exec.run(
                 &mut entry.session,

@@ -10,24 +10,10 @@ use crate::error::{Error, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
-use crate::{callargs, cli, cmd::list, mcp, out};
+use crate::{callargs, mcp, out, tool};
 
 /// The most bytes `--args -` or `--args @file` reads.
 const MAX_ARGS: u64 = 16 << 20;
-
-/// Splits `mcp__<server>__<rest>`; server names cannot contain `__`.
-fn split_qualified(q: &str) -> Result<(String, String)> {
-    q.strip_prefix("mcp__")
-        .and_then(|r| r.split_once("__"))
-        .filter(|(s, t)| !s.is_empty() && !t.is_empty())
-        .map(|(s, t)| (s.to_string(), t.to_string()))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "'{q}' is not mcp__<server>__<tool>; or give the server and \
-                 the tool as two words"
-            ))
-        })
-}
 
 /// Reads `--args`: a JSON object, `-` for stdin, or `@file`.
 fn read_args(spec: &str) -> Result<Value> {
@@ -68,38 +54,25 @@ pub(crate) fn run(
     json: bool,
 ) -> Result<()> {
     let (server, tool) = match target {
-        Target::Qualified(q) => split_qualified(q)?,
+        Target::Qualified(q) => {
+            let (s, t) = tool::split_qualified(q).ok_or_else(|| {
+                Error::usage(format!(
+                    "'{q}' is not mcp__<server>__<tool>; or give the server \
+                     and the tool as two words"
+                ))
+            })?;
+            (s.to_string(), t.to_string())
+        }
         Target::Split { server, tool } => (server.clone(), tool.clone()),
     };
     let base = args.map(read_args).transpose()?;
     let mut s = ctx.start(&server)?;
     let listing = s.list_all(mcp::List::Tools)?;
-    let tools = list::tools(&server, &listing.items);
-    let wanted = format!("mcp__{server}__{tool}");
-    let Some(t) =
-        tools.iter().find(|t| t.name == tool || t.qualified == wanted)
-    else {
-        let names = tools.iter().map(|t| t.name.as_str());
-        let mut msg = format!("no tool '{}'", out::shown(&tool));
-        if let Some(sug) = cli::suggest(&tool, names) {
-            msg.push_str(&format!("; did you mean '{}'?", out::shown(sug)));
-        }
-        msg.push_str(&format!(" (see: rivumi-mcp list {server})"));
-        return Err(Error::usage(msg).for_server(&server));
-    };
-    let schema = t.def.get("inputSchema");
-    let arguments = callargs::build(schema, base, pairs)
+    let tools = tool::tools(&server, &listing.items);
+    let t = tool::resolve(&server, &tools, &tool)?;
+    let arguments = callargs::build(t.input_schema(), base, pairs)
         .map_err(|m| Error::usage(m).for_server(&server))?;
-    let missing = callargs::missing_required(schema, &arguments);
-    if !missing.is_empty() {
-        return Err(Error::usage(format!(
-            "tool '{}' needs {}: missing {}",
-            out::shown(&t.name),
-            if missing.len() == 1 { "an argument" } else { "arguments" },
-            missing.join(", ")
-        ))
-        .for_server(&server));
-    }
+    tool::check_required(&server, t, &arguments)?;
     let transport = ctx.transport_name(&server);
     let obs = exec.run(
         &mut s,

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::cli::Show;
 use crate::error::{Error, Result};
 use crate::launch::Context;
-use crate::naming::{self, Class};
 use crate::session::{Listing, Session};
+use crate::tool::tools;
 use crate::{mcp, msg, out};
 
 /// One server's answer.
@@ -25,44 +25,6 @@ pub(crate) struct ServerListing {
     pub(crate) resources: Option<Listing>,
     pub(crate) templates: Option<Listing>,
     pub(crate) prompts: Option<Listing>,
-}
-
-/// A tool with its qualified name and classification.
-#[derive(Debug, Clone)]
-pub(crate) struct Tool {
-    pub(crate) name: String,
-    pub(crate) qualified: String,
-    pub(crate) class: Class,
-    pub(crate) def: Value,
-}
-
-/// Decorates a server's tool definitions. Items without a string name are
-/// skipped with a warning; they cannot be called anyway.
-pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
-    let named: Vec<(&str, &Value)> = items
-        .iter()
-        .filter_map(|t| match t.get("name").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() => Some((n, t)),
-            _ => {
-                msg::warn(&format!(
-                    "server '{server}': skipped a tool without a name"
-                ));
-                None
-            }
-        })
-        .collect();
-    let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
-    let qualified = naming::qualify(server, &names);
-    named
-        .into_iter()
-        .zip(qualified)
-        .map(|((n, def), q)| Tool {
-            name: n.to_string(),
-            qualified: q,
-            class: naming::classify(def),
-            def: def.clone(),
-        })
-        .collect()
 }
 
 /// Lists what `show` asks for on a started session.

@@ -1,5 +1,6 @@
 //! One module per command; `main` dispatches here.
 
+pub(crate) mod auth;
 pub(crate) mod batch;
 pub(crate) mod bridges;
 

@@ -23,6 +23,7 @@ use ureq::http::Response;
 use ureq::{Agent, Body};
 
 use super::{Closed, Transport};
+use crate::auth::Authorization;
 use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
@@ -60,29 +61,14 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Reader = sse::EventReader<ureq::BodyReader<'static>>;
 
-/// A step-up authorization: given the server's challenge, the new
-/// `Authorization` header value.
-pub(crate) type Reauth =
-    Box<dyn FnMut(crate::auth::flow::Challenge) -> Result<String> + Send>;
-
-/// A server's configured way to authenticate (names only, no secrets).
-#[derive(Debug)]
-enum AuthMode {
-    None,
-    Bearer(String),
-    /// An `oauth` block: tokens come from `login`.
-    Login,
-}
-
-/// Authorizations one command may run inline.
-const MAX_AUTHORIZATIONS: usize = 3;
-
 pub(crate) struct HttpTransport {
     name: String,
     target: String,
     agent: Agent,
-    /// Configured headers plus `Authorization`; values are secret.
+    /// Configured headers; values are secret.
     headers: Vec<(String, String)>,
+    /// What goes in `Authorization`, and step-up.
+    auth: Authorization,
     session: Option<String>,
     protocol: Option<String>,
     /// The initialize request, kept to start over on a 404.
@@ -94,12 +80,6 @@ pub(crate) struct HttpTransport {
     awaiting: Option<Value>,
     resumes: usize,
     first_post: bool,
-    /// How the server is configured to authenticate, for the 401 hint.
-    auth: AuthMode,
-    /// Step-up: runs an authorization and returns the new
-    /// `Authorization` value.
-    reauth: Option<Reauth>,
-    authorizations: usize,
     limits: Limits,
     closed: bool,
 }
@@ -115,8 +95,9 @@ impl std::fmt::Debug for HttpTransport {
     }
 }
 
-/// The headers of a server: configured ones expanded, plus the bearer
-/// token. An unset variable refuses the launch; nothing is sent empty.
+/// The configured headers of a server, expanded. An unset variable
+/// refuses the launch; nothing is sent empty. (`Authorization` is
+/// [`Authorization`]'s.)
 pub(crate) fn headers(
     spec: &Http,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -132,20 +113,6 @@ pub(crate) fn headers(
         }
         out.push((k.to_ascii_lowercase(), v));
     }
-    if let Some(var) = &spec.bearer_token_env_var {
-        let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
-            Error::refused(format!(
-                "environment variable '{var}' (bearer_token_env_var) is not \
-                 set or empty"
-            ))
-        })?;
-        if token.contains(['\r', '\n', '\0', ' ']) {
-            return Err(Error::refused(format!(
-                "the token in '{var}' contains spaces or line breaks"
-            )));
-        }
-        out.push(("authorization".to_string(), format!("Bearer {token}")));
-    }
     Ok(out)
 }
 
@@ -154,31 +121,34 @@ impl HttpTransport {
         name: &str,
         spec: &Http,
         headers: Vec<(String, String)>,
+        auth: Authorization,
         limits: Limits,
     ) -> Result<HttpTransport> {
         let url = spec.url.clone();
         let agent = crate::net::agent_for(&url)?;
+        let names: Vec<&str> = headers
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(auth.header_name())
+            .collect();
         journal::event(
             "server_connected",
             serde_json::json!({
                 "server": name,
                 "url": url.to_string(),
-                "header_names": headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "header_names": names,
             }),
         );
         msg::debug(&format!(
             "server '{name}': connecting to {url} with headers [{}]",
-            headers
-                .iter()
-                .map(|(k, _)| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", ")
         ));
         Ok(HttpTransport {
             name: name.to_string(),
             target: url.to_string(),
             agent,
             headers,
+            auth,
             session: None,
             protocol: None,
             init: None,
@@ -188,21 +158,9 @@ impl HttpTransport {
             awaiting: None,
             resumes: 0,
             first_post: true,
-            auth: match (&spec.bearer_token_env_var, &spec.oauth) {
-                (Some(v), _) => AuthMode::Bearer(v.clone()),
-                (None, Some(_)) => AuthMode::Login,
-                (None, None) => AuthMode::None,
-            },
-            reauth: None,
-            authorizations: 0,
             limits,
             closed: false,
         })
-    }
-
-    /// Enables step-up authorization for this connection.
-    pub(crate) fn set_reauth(&mut self, f: Reauth) {
-        self.reauth = Some(f);
     }
 
     /// The common headers of every request after initialize.
@@ -214,6 +172,9 @@ impl HttpTransport {
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
         }
+        if let Some(v) = self.auth.header() {
+            req = req.header("authorization", v);
+        }
         if let Some(p) = &self.protocol {
             req = req.header("mcp-protocol-version", p.as_str());
         }
@@ -223,9 +184,9 @@ impl HttpTransport {
         req
     }
 
-    /// POSTs `body`. With step-up enabled, a 401 (or a 403 with
-    /// `insufficient_scope`) runs one more authorization and the POST
-    /// again, at most [`MAX_AUTHORIZATIONS`] times per command.
+    /// POSTs `body`. A 401 (or a 403 with `insufficient_scope`) asks the
+    /// server's [`Authorization`] to renew (step-up, when enabled) and
+    /// POSTs again.
     fn post(
         &mut self,
         body: &[u8],
@@ -238,39 +199,17 @@ impl HttpTransport {
                 .headers()
                 .get("www-authenticate")
                 .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let ch = crate::auth::flow::Challenge::parse(&header);
+                .unwrap_or("");
+            let ch = www_auth::Bearer::from_header(header);
             let scope_error =
                 ch.error.as_deref() == Some("insufficient_scope");
-            let refused = status == 401 || (status == 403 && scope_error);
-            let Some(reauth) = self.reauth.as_mut().filter(|_| refused) else {
+            if !(status == 401 || (status == 403 && scope_error)) {
                 return Ok(resp);
-            };
-            if self.authorizations >= MAX_AUTHORIZATIONS {
-                return Err(Error::new(
-                    Kind::Auth,
-                    format!(
-                        "the server still refuses (HTTP {status}) after \
-                         {MAX_AUTHORIZATIONS} authorizations in this command; \
-                         giving up"
-                    ),
-                ));
             }
-            self.authorizations += 1;
-            msg::debug(&format!(
-                "server '{}': HTTP {status}{}; authorizing (step-up {} of \
-                 {MAX_AUTHORIZATIONS})",
-                self.name,
-                ch.error
-                    .as_deref()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default(),
-                self.authorizations
-            ));
-            let bearer = reauth(ch)?;
-            self.headers.retain(|(k, _)| k != "authorization");
-            self.headers.push(("authorization".to_string(), bearer));
+            match self.auth.renew(status, ch) {
+                None => return Ok(resp),
+                Some(renewed) => renewed?,
+            }
         }
     }
 
@@ -369,28 +308,7 @@ impl HttpTransport {
             } else {
                 format!("; challenge: {}", www_auth::describe(&challenges))
             };
-            let sent = self.headers.iter().any(|(k, _)| k == "authorization");
-            let hint = match (&self.auth, sent) {
-                (AuthMode::Bearer(var), _) => {
-                    format!(
-                        "the token in '{var}' was refused; set a valid one"
-                    )
-                }
-                (AuthMode::Login, true) => format!(
-                    "the stored token was refused; run 'rivumi-mcp login {}' \
-                     (or 'login {0} --refresh')",
-                    self.name
-                ),
-                (AuthMode::Login, false) => format!(
-                    "run 'rivumi-mcp login {}' (or pass --step-up)",
-                    self.name
-                ),
-                (AuthMode::None, _) => format!(
-                    "configure bearer_token_env_var, or an \"oauth\" block \
-                     and run 'rivumi-mcp login {}'",
-                    self.name
-                ),
-            };
+            let hint = self.auth.refused_hint();
             return Error::new(
                 Kind::Auth,
                 format!("{what} (HTTP {status}){detail}; {hint}"),

@@ -26,13 +26,6 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::{journal, msg, sys, term, vars};
 
-/// The variables a server inherits from the invoking environment when
-/// they are set; everything else must be named by the entry.
-pub(crate) const BASE_ENV: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE",
-    "TERM", "TMPDIR", "TZ",
-];
-
 /// How long a server gets to exit after its stdin closes, and again after
 /// SIGTERM.
 const GRACE: Duration = Duration::from_millis(500);
@@ -81,7 +74,7 @@ pub(crate) fn child_env(
         env.retain(|(n, _)| n != k);
         env.push((k.to_string(), v));
     };
-    for &k in BASE_ENV {
+    for &k in sys::BASE_ENV {
         if let Some(v) = lookup(k) {
             set(k, v);
         }

@@ -1,0 +1,259 @@
+//! What a request to an HTTP server carries in `Authorization`, decided in
+//! one place.
+//!
+//! A server authenticates in one of three configured ways: a bearer token
+//! from the variable `bearer_token_env_var` names, a token that `login`
+//! stored for this exact URL (an `oauth` block), or nothing. The HTTP
+//! transport asks [`Authorization::header`] for every request and, when
+//! the server refuses with 401 (or 403 `insufficient_scope`), asks
+//! [`Authorization::renew`], which runs the login flow only when the
+//! operator enabled step-up and at most [`MAX_AUTHORIZATIONS`] times in
+//! one command. The transport never starts a login itself, and the header
+//! value never leaves this type except onto the wire.
+
+use std::time::Duration;
+
+use super::{DEFAULT_CALLBACK_TIMEOUT, flow, store};
+use crate::config::{Http, OAuth};
+use crate::error::{Error, Kind, Result};
+use crate::www_auth::Bearer;
+use crate::{journal, msg, term};
+
+/// Authorizations one command may run inline.
+pub(crate) const MAX_AUTHORIZATIONS: usize = 3;
+
+/// Where the header comes from (names only, no secrets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    None,
+    /// The variable that holds the token.
+    Env(String),
+    /// An `oauth` block: tokens come from `login`.
+    Login,
+}
+
+/// The inline authorization of step-up.
+#[derive(Debug)]
+struct StepUp {
+    spec: Http,
+    oauth: OAuth,
+    lookup: fn(&str) -> Option<String>,
+}
+
+/// The `Authorization` of one server's requests.
+pub(crate) struct Authorization {
+    server: String,
+    source: Source,
+    /// The header value; secret.
+    value: Option<String>,
+    step_up: Option<StepUp>,
+    authorizations: usize,
+}
+
+impl std::fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The value is a secret: only whether there is one.
+        f.debug_struct("Authorization")
+            .field("server", &self.server)
+            .field("source", &self.source)
+            .field("value", &self.value.as_ref().map(|_| "<secret>"))
+            .field("step_up", &self.step_up.is_some())
+            .finish()
+    }
+}
+
+impl Authorization {
+    /// No `Authorization` header at all.
+    pub(crate) fn none(server: &str) -> Authorization {
+        Authorization {
+            server: server.to_string(),
+            source: Source::None,
+            value: None,
+            step_up: None,
+            authorizations: 0,
+        }
+    }
+
+    /// Decides a server's authorization from its entry: the bearer
+    /// variable (which must be set), else the stored token of an `oauth`
+    /// block (when it was obtained for this URL and has not expired),
+    /// else none. `step_up` is the `--step-up` flag; the entry's own
+    /// `step_up` counts too.
+    pub(crate) fn resolve(
+        server: &str,
+        spec: &Http,
+        lookup: fn(&str) -> Option<String>,
+        step_up: bool,
+    ) -> Result<Authorization> {
+        let mut a = Authorization::none(server);
+        if let Some(var) = &spec.bearer_token_env_var {
+            a.source = Source::Env(var.clone());
+            a.value = Some(env_bearer(var, &lookup)?);
+            return Ok(a);
+        }
+        let Some(o) = &spec.oauth else { return Ok(a) };
+        a.source = Source::Login;
+        let step_up = o.step_up || step_up;
+        match stored_bearer(server, spec, &lookup) {
+            Ok(v) => a.value = v,
+            // With step-up, an expired token is not an error: the
+            // server's 401 starts a new authorization.
+            Err(e) if step_up && e.kind() == Kind::Auth => {
+                msg::debug(&e.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+        if step_up {
+            a.step_up =
+                Some(StepUp { spec: spec.clone(), oauth: o.clone(), lookup });
+        }
+        Ok(a)
+    }
+
+    /// The header value for the next request, if any.
+    pub(crate) fn header(&self) -> Option<&str> {
+        self.value.as_deref()
+    }
+
+    /// After the server refused (HTTP `status`, with `challenge`): `None`
+    /// when step-up is off (the refusal stands), else the outcome of one
+    /// more authorization, after which the request is to be sent again.
+    pub(crate) fn renew(
+        &mut self,
+        status: u16,
+        challenge: Bearer,
+    ) -> Option<Result<()>> {
+        let step = self.step_up.as_ref()?;
+        if self.authorizations >= MAX_AUTHORIZATIONS {
+            return Some(Err(Error::new(
+                Kind::Auth,
+                format!(
+                    "the server still refuses (HTTP {status}) after \
+                     {MAX_AUTHORIZATIONS} authorizations in this command; \
+                     giving up"
+                ),
+            )));
+        }
+        self.authorizations += 1;
+        msg::debug(&format!(
+            "server '{}': HTTP {status}{}; authorizing (step-up {} of \
+             {MAX_AUTHORIZATIONS})",
+            self.server,
+            challenge
+                .error
+                .as_deref()
+                .map(|e| format!(" ({})", term::line(e)))
+                .unwrap_or_default(),
+            self.authorizations
+        ));
+        let lookup = step.lookup;
+        let cred = flow::authorize(flow::Request {
+            server: &self.server,
+            http: &step.spec,
+            oauth: &step.oauth,
+            challenge: Some(challenge),
+            no_browser: false,
+            callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
+            lookup: &lookup,
+        });
+        Some(
+            cred.map(|c| {
+                self.value =
+                    Some(format!("Bearer {}", c.access_token.expose()));
+            })
+            .map_err(|e| e.for_server(&self.server)),
+        )
+    }
+
+    /// What to do about a refusal, for the error message.
+    pub(crate) fn refused_hint(&self) -> String {
+        let server = &self.server;
+        match (&self.source, self.value.is_some()) {
+            (Source::Env(var), _) => {
+                format!("the token in '{var}' was refused; set a valid one")
+            }
+            (Source::Login, true) => format!(
+                "the stored token was refused; run 'rivumi-mcp login \
+                 {server}' (or 'login {server} --refresh')"
+            ),
+            (Source::Login, false) => {
+                format!("run 'rivumi-mcp login {server}' (or pass --step-up)")
+            }
+            (Source::None, _) => format!(
+                "configure bearer_token_env_var, or an \"oauth\" block and \
+                 run 'rivumi-mcp login {server}'"
+            ),
+        }
+    }
+
+    /// The header's name for the journal and `-v`, when one is sent.
+    pub(crate) fn header_name(&self) -> Option<&'static str> {
+        self.value.as_ref().map(|_| "authorization")
+    }
+}
+
+/// `Bearer <token>` from the variable `var`, which must be set, non-empty
+/// and free of spaces and line breaks.
+fn env_bearer(
+    var: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String> {
+    let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+        Error::refused(format!(
+            "environment variable '{var}' (bearer_token_env_var) is not set \
+             or empty"
+        ))
+    })?;
+    if token.contains(['\r', '\n', '\0', ' ']) {
+        return Err(Error::refused(format!(
+            "the token in '{var}' contains spaces or line breaks"
+        )));
+    }
+    Ok(format!("Bearer {token}"))
+}
+
+/// The `Authorization` header from the credential file, for a server
+/// with an `oauth` block: only when the entry was obtained for this exact
+/// URL (and token endpoint, when one is configured). An expired token is
+/// an error (never refreshed silently).
+fn stored_bearer(
+    server: &str,
+    h: &Http,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>> {
+    let path = store::path(lookup)?;
+    let Some(c) = store::get(&path, server)? else { return Ok(None) };
+    let url = h.url.to_string();
+    if c.url != url {
+        msg::warn(&format!(
+            "server '{server}': the stored credential was obtained for {}, \
+             not {url}; it is not sent (run 'rivumi-mcp login {server}')",
+            term::line(&c.url)
+        ));
+        return Ok(None);
+    }
+    if let Some(t) = h.oauth.as_ref().and_then(|o| o.token_endpoint.as_ref())
+        && c.token_endpoint != t.to_string()
+    {
+        msg::warn(&format!(
+            "server '{server}': the stored credential came from another \
+             token endpoint; it is not sent (run 'rivumi-mcp login {server}')"
+        ));
+        return Ok(None);
+    }
+    if c.expired(store::now()) {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the stored token expired at {}; run 'rivumi-mcp login \
+                 {server}' (tokens are never refreshed silently)",
+                journal::timestamp(
+                    std::time::UNIX_EPOCH
+                        + Duration::from_secs(c.expires_at.unwrap_or(0))
+                )
+            ),
+        )
+        .for_server(server));
+    }
+    Ok(Some(format!("Bearer {}", c.access_token.expose())))
+}

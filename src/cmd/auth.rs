@@ -1,0 +1,312 @@
+//! `login`, `logout`, `discover` and `status`: the commands of
+//! operator-configured OAuth. The flow, the credential store and discovery
+//! are the `auth` library's; this module only picks the server, runs them
+//! and prints.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::auth::{DEFAULT_CALLBACK_TIMEOUT, discovery, flow, store};
+use crate::config::{Http, OAuth, Transport};
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::launch::Context;
+use crate::urlcheck::Url;
+use crate::{journal, out, term, www_auth};
+
+/// The HTTP entry and its `oauth` block of an allowed server.
+fn oauth_entry<'a>(
+    ctx: &'a Context,
+    server: &str,
+) -> Result<(&'a Http, &'a OAuth)> {
+    let s = ctx.startable(server)?;
+    let Transport::Http(h) = &s.transport else {
+        return Err(Error::usage(format!(
+            "'{server}' is a stdio server; login applies to HTTP servers \
+             (stdio servers take credentials from their environment)"
+        )));
+    };
+    let Some(o) = &h.oauth else {
+        return Err(Error::usage(format!(
+            "'{server}' has no \"oauth\" block; add one (rivumi-mcp discover \
+             {server} shows what to write)"
+        )));
+    };
+    Ok((h, o))
+}
+
+/// `rivumi-mcp login SERVER [--refresh]`.
+pub(crate) fn login(
+    ctx: &Context,
+    server: &str,
+    opts: LoginOptions,
+    json: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let (h, o) = oauth_entry(ctx, server)?;
+    let store_path = store::path(lookup)?;
+    // Fail on an unusable credential file before any network round trip.
+    store::load(&store_path)?;
+    let cred = if opts.refresh {
+        flow::refresh(server, h, o, lookup)
+            .map_err(|e| e.for_server(server))?
+    } else {
+        flow::authorize(flow::Request {
+            server,
+            http: h,
+            oauth: o,
+            challenge: None,
+            no_browser: opts.no_browser,
+            callback_timeout: opts.timeout.unwrap_or(DEFAULT_CALLBACK_TIMEOUT),
+            lookup,
+        })
+        .map_err(|e| e.for_server(server))?
+    };
+    let url = &cred.url;
+    if json {
+        return out::json(&json!({
+            "server": server, "logged_in": true, "url": url,
+            "expires_at": cred.expires_at, "scope": cred.scope,
+            "refresh_token": cred.refresh_token.is_some(),
+            "credentials": store_path.display().to_string(),
+        }));
+    }
+    out::print(&format!(
+        "{} '{server}' ({url}){}; credential stored in {}\n",
+        if opts.refresh { "refreshed the token of" } else { "logged in to" },
+        match cred.expires_at {
+            Some(t) => format!(
+                ", token expires {}",
+                crate::journal::timestamp(
+                    std::time::UNIX_EPOCH + Duration::from_secs(t)
+                )
+            ),
+            None => String::new(),
+        },
+        store_path.display()
+    ))
+}
+
+/// What `login` was asked to do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoginOptions {
+    pub(crate) no_browser: bool,
+    pub(crate) refresh: bool,
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// `rivumi-mcp logout SERVER`.
+pub(crate) fn logout(
+    server: &str,
+    json: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let path = store::path(lookup)?;
+    let found = store::remove(&path, server)?;
+    journal::event("logout", json!({"server": server, "removed": found}));
+    if json {
+        return out::json(&json!({"server": server, "removed": found}));
+    }
+    out::print(&if found {
+        format!(
+            "removed the credential of '{server}' from {}\n",
+            path.display()
+        )
+    } else {
+        format!("no credential stored for '{server}'\n")
+    })
+}
+
+/// `rivumi-mcp discover SERVER`: read-only; prints what an operator needs
+/// to write the `oauth` block.
+pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
+    let s = ctx.startable(server)?;
+    let Transport::Http(h) = &s.transport else {
+        return Err(Error::usage(format!("'{server}' is not an HTTP server")));
+    };
+    let d = Deadline::new("discovery", flow::REQUEST_TIMEOUT);
+    let (status, header) =
+        flow::probe(&h.url, &d).map_err(|e| e.for_server(server))?;
+    let challenges = www_auth::parse(&header);
+    let bearer = challenges.iter().find(|c| c.scheme == "bearer");
+    let hint = bearer.and_then(|c| c.param("resource_metadata"));
+    let challenge_scope =
+        bearer.and_then(|c| c.param("scope")).map(str::to_string);
+    let res = discovery::resource(&h.url, hint, &d)
+        .map_err(|e| e.for_server(server))?;
+    let mut servers = vec![];
+    for iss in &res.authorization_servers {
+        let r = Url::parse(iss)
+            .map_err(|e| {
+                Error::server(format!(
+                    "authorization server '{}': {e}",
+                    term::line(iss)
+                ))
+            })
+            .and_then(|u| discovery::auth_server(&u, &d));
+        servers.push((iss.clone(), r));
+    }
+    let scopes: Vec<String> = match &challenge_scope {
+        Some(s) => s
+            .split(' ')
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect(),
+        None => res.scopes_supported.clone(),
+    };
+    let first_ok = servers.iter().find_map(|(_, r)| r.as_ref().ok());
+    let suggested = json!({
+        "client_id": "<the client id registered for rivumi-mcp>",
+        "authorization_server": first_ok.map(|a| a.issuer.to_string()),
+        "scopes": scopes,
+        "redirect_port": 8976,
+    });
+    if json {
+        let as_json: Vec<Value> = servers
+            .iter()
+            .map(|(iss, r)| match r {
+                Ok(a) => json!({"issuer": iss, "ok": true, "source": a.source, "metadata": a.document}),
+                Err(e) => json!({"issuer": iss, "ok": false, "error": e.to_string()}),
+            })
+            .collect();
+        return out::json(&json!({
+            "server": server, "url": h.url.to_string(), "status": status,
+            "challenges": challenges.iter().map(|c| json!({"scheme": c.scheme,
+                "params": c.params.iter().map(|(k, v)| (k.clone(), json!(v)))
+                    .collect::<serde_json::Map<_, _>>()}))
+                .collect::<Vec<_>>(),
+            "resource_metadata": {"source": res.source, "document": res.document},
+            "authorization_servers": as_json,
+            "suggested_oauth": suggested,
+        }));
+    }
+    let mut t = format!("server '{server}' ({})\n", h.url);
+    t.push_str(&format!("  unauthenticated request: HTTP {status}\n"));
+    if !challenges.is_empty() {
+        t.push_str(&format!(
+            "  challenge: {}\n",
+            www_auth::describe(&challenges)
+        ));
+    }
+    t.push_str(&format!(
+        "  protected resource metadata ({}):\n",
+        out::shown(&res.source)
+    ));
+    t.push_str(&format!("    resource: {}\n", out::shown(&res.resource)));
+    t.push_str(&format!(
+        "    authorization_servers: {}\n",
+        out::shown(&res.authorization_servers.join(", "))
+    ));
+    if !res.scopes_supported.is_empty() {
+        t.push_str(&format!(
+            "    scopes_supported: {}\n",
+            out::shown(&res.scopes_supported.join(" "))
+        ));
+    }
+    for (iss, r) in &servers {
+        match r {
+            Ok(a) => {
+                t.push_str(&format!(
+                    "  authorization server {} ({}):\n",
+                    out::shown(iss),
+                    out::shown(&a.source)
+                ));
+                for k in [
+                    "authorization_endpoint",
+                    "token_endpoint",
+                    "registration_endpoint",
+                    "code_challenge_methods_supported",
+                    "token_endpoint_auth_methods_supported",
+                    "scopes_supported",
+                    "authorization_response_iss_parameter_supported",
+                    "client_id_metadata_document_supported",
+                ] {
+                    if let Some(v) = a.document.get(k) {
+                        let v = match v {
+                            Value::String(s) => s.clone(),
+                            Value::Array(a) => a
+                                .iter()
+                                .map(|x| {
+                                    x.as_str()
+                                        .map(str::to_string)
+                                        .unwrap_or_else(|| x.to_string())
+                                })
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                            other => other.to_string(),
+                        };
+                        t.push_str(&format!("    {k}: {}\n", out::shown(&v)));
+                    }
+                }
+            }
+            Err(e) => t.push_str(&format!(
+                "  authorization server {}: {}\n",
+                out::shown(iss),
+                out::shown(&e.to_string())
+            )),
+        }
+    }
+    t.push_str("  suggested \"oauth\" block (fill in client_id; redirect_port only if your registration needs a fixed one):\n");
+    for l in
+        serde_json::to_string_pretty(&suggested).unwrap_or_default().lines()
+    {
+        t.push_str(&format!("    {}\n", out::shown(l)));
+    }
+    out::print(&t)
+}
+
+/// `rivumi-mcp status`: which servers have a stored credential, for which
+/// URL, and until when. Never the token.
+pub(crate) fn status(
+    ctx: &Context,
+    json: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    let path = store::path(lookup)?;
+    let entries = store::load(&path)?;
+    let now = store::now();
+    let mut rows = vec![vec![
+        "SERVER".to_string(),
+        "AUTH".to_string(),
+        "CREDENTIAL".to_string(),
+        "EXPIRES".to_string(),
+        "URL".to_string(),
+    ]];
+    let mut list = vec![];
+    for e in &ctx.config.entries {
+        let Some(s) = &e.server else { continue };
+        let Transport::Http(h) = &s.transport else { continue };
+        let url = h.url.to_string();
+        let c = entries.iter().find(|(k, _)| *k == e.name).map(|(_, c)| c);
+        let state = match c {
+            None => "none",
+            Some(c) if c.url != url => "other URL",
+            Some(c) if c.expired(now) => "expired",
+            Some(_) => "stored",
+        };
+        let expires = c.and_then(|c| c.expires_at).map(|t| {
+            crate::journal::timestamp(
+                std::time::UNIX_EPOCH + Duration::from_secs(t),
+            )
+        });
+        rows.push(vec![
+            out::shown(&e.name).into_owned(),
+            s.auth_mode().to_string(),
+            state.to_string(),
+            expires.clone().unwrap_or_else(|| "-".into()),
+            c.map(|c| c.url.clone()).unwrap_or_else(|| url.clone()),
+        ]);
+        list.push(json!({"server": e.name, "auth": s.auth_mode(), "credential": state,
+            "expires_at": c.and_then(|c| c.expires_at), "url": c.map(|c| c.url.clone()),
+            "configured_url": url, "refresh_token": c.map(|c| c.refresh_token.is_some())}));
+    }
+    if json {
+        return out::json(
+            &json!({"credentials": path.display().to_string(), "servers": list}),
+        );
+    }
+    let mut t = out::table(&rows);
+    t.push_str(&format!("credentials: {}\n", path.display()));
+    out::print(&t)
+}
