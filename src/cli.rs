@@ -125,195 +125,268 @@ pub(crate) enum Target {
     Split { server: String, tool: String },
 }
 
-const COMMANDS: &[&str] = &[
-    "check-config",
-    "list",
-    "call",
-    "resources",
-    "read",
-    "prompts",
-    "prompt",
-    "batch",
-    "login",
-    "logout",
-    "discover",
-    "status",
-    "help",
-];
+/// A command: its name, its one-line summary for the top-level help and
+/// its own help text, side by side, so that adding a command is one
+/// variant and one arm in each method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cmd {
+    CheckConfig,
+    List,
+    Call,
+    Resources,
+    Read,
+    Prompts,
+    Prompt,
+    Batch,
+    Login,
+    Logout,
+    Discover,
+    Status,
+    Help,
+}
 
-/// One option: its names, whether it takes a value, and the commands it
-/// applies to (`None` = every command).
+impl Cmd {
+    /// Every command, in the order the help lists them.
+    pub(crate) const ALL: [Cmd; 13] = [
+        Cmd::CheckConfig,
+        Cmd::List,
+        Cmd::Call,
+        Cmd::Resources,
+        Cmd::Read,
+        Cmd::Prompts,
+        Cmd::Prompt,
+        Cmd::Batch,
+        Cmd::Login,
+        Cmd::Logout,
+        Cmd::Discover,
+        Cmd::Status,
+        Cmd::Help,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Cmd::CheckConfig => "check-config",
+            Cmd::List => "list",
+            Cmd::Call => "call",
+            Cmd::Resources => "resources",
+            Cmd::Read => "read",
+            Cmd::Prompts => "prompts",
+            Cmd::Prompt => "prompt",
+            Cmd::Batch => "batch",
+            Cmd::Login => "login",
+            Cmd::Logout => "logout",
+            Cmd::Discover => "discover",
+            Cmd::Status => "status",
+            Cmd::Help => "help",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Cmd> {
+        Cmd::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The line in the top-level help's COMMANDS section.
+    fn summary(self) -> &'static str {
+        match self {
+            Cmd::CheckConfig => "Validate .mcp.json and show every server",
+            Cmd::List => {
+                "List the tools (resources, prompts) of allowed servers"
+            }
+            Cmd::Call => "Call one tool",
+            Cmd::Resources => {
+                "List one server's resources and resource templates"
+            }
+            Cmd::Read => "Read one resource",
+            Cmd::Prompts => "List one server's prompts",
+            Cmd::Prompt => "Get one prompt",
+            Cmd::Batch => {
+                "Run JSON Lines requests from stdin over reused sessions"
+            }
+            Cmd::Login => "Log in to an OAuth-protected HTTP server",
+            Cmd::Logout => "Remove a server's stored credential",
+            Cmd::Discover => "Show a server's OAuth metadata (read-only)",
+            Cmd::Status => "Show which servers have a stored credential",
+            Cmd::Help => "Show the help of a command",
+        }
+    }
+
+    /// The command's own help text (`rivumi-mcp CMD --help`).
+    fn usage(self) -> &'static str {
+        match self {
+            Cmd::CheckConfig => USAGE_CHECK,
+            Cmd::List => USAGE_LIST,
+            Cmd::Call => USAGE_CALL,
+            Cmd::Resources => USAGE_RESOURCES,
+            Cmd::Read => USAGE_READ,
+            Cmd::Prompts => USAGE_PROMPTS,
+            Cmd::Prompt => USAGE_PROMPT,
+            Cmd::Batch => USAGE_BATCH,
+            Cmd::Login => USAGE_LOGIN,
+            Cmd::Logout => USAGE_LOGOUT,
+            Cmd::Discover => USAGE_DISCOVER,
+            Cmd::Status => USAGE_STATUS,
+            Cmd::Help => USAGE_HELP,
+        }
+    }
+
+    /// Commands that start servers (deadlines, limits, journal apply).
+    fn starts_servers(self) -> bool {
+        matches!(
+            self,
+            Cmd::List
+                | Cmd::Call
+                | Cmd::Resources
+                | Cmd::Read
+                | Cmd::Prompts
+                | Cmd::Prompt
+                | Cmd::Batch
+                | Cmd::Login
+                | Cmd::Discover
+        )
+    }
+
+    /// Commands that go through the executor (hooks, approval, bounds).
+    fn executes(self) -> bool {
+        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch)
+    }
+
+    /// Commands that speak MCP to a server (and so may step up).
+    fn speaks_mcp(self) -> bool {
+        self.starts_servers() && !matches!(self, Cmd::Login | Cmd::Discover)
+    }
+}
+
+impl std::fmt::Display for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which commands an option applies to.
+#[derive(Clone, Copy, Debug)]
+enum Applies {
+    Every,
+    /// [`Cmd::starts_servers`].
+    Runs,
+    /// [`Cmd::executes`].
+    Execs,
+    /// [`Cmd::speaks_mcp`].
+    Mcp,
+    Only(&'static [Cmd]),
+}
+
+impl Applies {
+    fn to(self, c: Cmd) -> bool {
+        match self {
+            Applies::Every => true,
+            Applies::Runs => c.starts_servers(),
+            Applies::Execs => c.executes(),
+            Applies::Mcp => c.speaks_mcp(),
+            Applies::Only(cmds) => cmds.contains(&c),
+        }
+    }
+}
+
+/// Every option, by meaning; the table below gives its spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flag {
+    Config,
+    Json,
+    Verbose,
+    Quiet,
+    Strict,
+    Format,
+    Timeout,
+    StartupTimeout,
+    MaxMessage,
+    Tools,
+    Resources,
+    Prompts,
+    All,
+    Args,
+    Yes,
+    Approve,
+    ReadOnly,
+    PreToolHook,
+    HookTimeout,
+    MaxOutput,
+    Journal,
+    Raw,
+    Refresh,
+    StepUp,
+    NoBrowser,
+    Save,
+}
+
+/// One option: what it means, its names, whether it takes a value, and
+/// the commands it applies to.
+#[derive(Debug)]
 struct Opt {
+    flag: Flag,
     long: &'static str,
     short: Option<char>,
     value: bool,
-    commands: Option<&'static [&'static str]>,
+    applies: Applies,
 }
 
-const RUNS: &[&str] = &[
-    "list",
-    "call",
-    "resources",
-    "read",
-    "prompts",
-    "prompt",
-    "batch",
-    "login",
-    "discover",
-];
+const fn opt(flag: Flag, long: &'static str, applies: Applies) -> Opt {
+    Opt { flag, long, short: None, value: false, applies }
+}
 
-/// Commands that go through the executor (hooks, approval, bounds).
-const EXECS: &[&str] = &["call", "read", "prompt", "batch"];
+const fn valued(flag: Flag, long: &'static str, applies: Applies) -> Opt {
+    Opt { flag, long, short: None, value: true, applies }
+}
 
 const OPTS: &[Opt] = &[
-    Opt { long: "config", short: Some('c'), value: true, commands: None },
-    Opt { long: "json", short: None, value: false, commands: None },
-    Opt { long: "verbose", short: Some('v'), value: false, commands: None },
-    Opt { long: "quiet", short: Some('q'), value: false, commands: None },
+    Opt { short: Some('c'), ..valued(Flag::Config, "config", Applies::Every) },
+    opt(Flag::Json, "json", Applies::Every),
+    Opt { short: Some('v'), ..opt(Flag::Verbose, "verbose", Applies::Every) },
+    Opt { short: Some('q'), ..opt(Flag::Quiet, "quiet", Applies::Every) },
+    opt(Flag::Strict, "strict", Applies::Only(&[Cmd::CheckConfig])),
+    valued(Flag::Format, "format", Applies::Only(&[Cmd::CheckConfig])),
+    valued(Flag::Timeout, "timeout", Applies::Runs),
+    valued(Flag::StartupTimeout, "startup-timeout", Applies::Runs),
+    valued(Flag::MaxMessage, "max-message", Applies::Runs),
+    opt(Flag::Tools, "tools", Applies::Only(&[Cmd::List])),
+    opt(Flag::Resources, "resources", Applies::Only(&[Cmd::List])),
+    opt(Flag::Prompts, "prompts", Applies::Only(&[Cmd::List])),
+    opt(Flag::All, "all", Applies::Only(&[Cmd::List])),
+    valued(Flag::Args, "args", Applies::Only(&[Cmd::Call])),
     Opt {
-        long: "strict",
-        short: None,
-        value: false,
-        commands: Some(&["check-config"]),
-    },
-    Opt {
-        long: "format",
-        short: None,
-        value: true,
-        commands: Some(&["check-config"]),
-    },
-    Opt { long: "timeout", short: None, value: true, commands: Some(RUNS) },
-    Opt {
-        long: "startup-timeout",
-        short: None,
-        value: true,
-        commands: Some(RUNS),
-    },
-    Opt {
-        long: "max-message",
-        short: None,
-        value: true,
-        commands: Some(RUNS),
-    },
-    Opt {
-        long: "tools",
-        short: None,
-        value: false,
-        commands: Some(&["list"]),
-    },
-    Opt {
-        long: "resources",
-        short: None,
-        value: false,
-        commands: Some(&["list"]),
-    },
-    Opt {
-        long: "prompts",
-        short: None,
-        value: false,
-        commands: Some(&["list"]),
-    },
-    Opt { long: "all", short: None, value: false, commands: Some(&["list"]) },
-    Opt { long: "args", short: None, value: true, commands: Some(&["call"]) },
-    Opt {
-        long: "yes",
         short: Some('y'),
-        value: false,
-        commands: Some(&["call", "batch"]),
+        ..opt(Flag::Yes, "yes", Applies::Only(&[Cmd::Call, Cmd::Batch]))
     },
-    Opt {
-        long: "approve",
-        short: None,
-        value: true,
-        commands: Some(&["call", "batch"]),
-    },
-    Opt {
-        long: "read-only",
-        short: None,
-        value: false,
-        commands: Some(EXECS),
-    },
-    Opt {
-        long: "pre-tool-hook",
-        short: None,
-        value: true,
-        commands: Some(EXECS),
-    },
-    Opt {
-        long: "hook-timeout",
-        short: None,
-        value: true,
-        commands: Some(EXECS),
-    },
-    Opt {
-        long: "max-output",
-        short: None,
-        value: true,
-        commands: Some(EXECS),
-    },
-    Opt { long: "journal", short: None, value: true, commands: Some(RUNS) },
-    Opt { long: "raw", short: None, value: false, commands: None },
-    Opt {
-        long: "refresh",
-        short: None,
-        value: false,
-        commands: Some(&["login"]),
-    },
-    Opt {
-        long: "step-up",
-        short: None,
-        value: false,
-        commands: Some(&[
-            "list",
-            "call",
-            "batch",
-            "resources",
-            "read",
-            "prompts",
-            "prompt",
-        ]),
-    },
-    Opt {
-        long: "no-browser",
-        short: None,
-        value: false,
-        commands: Some(&["login"]),
-    },
-    Opt {
-        long: "save",
-        short: None,
-        value: true,
-        commands: Some(&["call", "read"]),
-    },
+    valued(Flag::Approve, "approve", Applies::Only(&[Cmd::Call, Cmd::Batch])),
+    opt(Flag::ReadOnly, "read-only", Applies::Execs),
+    valued(Flag::PreToolHook, "pre-tool-hook", Applies::Execs),
+    valued(Flag::HookTimeout, "hook-timeout", Applies::Execs),
+    valued(Flag::MaxOutput, "max-output", Applies::Execs),
+    valued(Flag::Journal, "journal", Applies::Runs),
+    opt(Flag::Raw, "raw", Applies::Every),
+    opt(Flag::Refresh, "refresh", Applies::Only(&[Cmd::Login])),
+    opt(Flag::StepUp, "step-up", Applies::Mcp),
+    opt(Flag::NoBrowser, "no-browser", Applies::Only(&[Cmd::Login])),
+    valued(Flag::Save, "save", Applies::Only(&[Cmd::Call, Cmd::Read])),
 ];
 
-pub(crate) const USAGE: &str = "\
+const USAGE_HEAD: &str = "\
 rivumi-mcp: a command-line client for the Model Context Protocol
 
 USAGE:
     rivumi-mcp [OPTIONS] <COMMAND> [ARGS...]
 
 COMMANDS:
-    check-config   Validate .mcp.json and show every server
-    list           List the tools (resources, prompts) of allowed servers
-    call           Call one tool
-    resources      List one server's resources and resource templates
-    read           Read one resource
-    prompts        List one server's prompts
-    prompt         Get one prompt
-    batch          Run JSON Lines requests from stdin over reused sessions
-    login          Log in to an OAuth-protected HTTP server
-    logout         Remove a server's stored credential
-    discover       Show a server's OAuth metadata (read-only)
-    status         Show which servers have a stored credential
-    help           Show the help of a command
+";
 
+const USAGE_TAIL: &str = "\
 OPTIONS (any command, before or after it):
     -c, --config PATH   Config file (default: ./.mcp.json, never a parent)
         --json          Machine-readable output; errors as JSON on stderr
     -v, --verbose       Say more on stderr (server stderr, notifications)
     -q, --quiet         Only errors on stderr
         --raw           Print server text as sent, even on a terminal
+        --step-up       When a server asks for (more) authorization, log in
+                        there and then (commands that speak to servers)
 
     -h, --help          Show help (of a command: rivumi-mcp list --help)
     -V, --version       Show the version
@@ -322,6 +395,24 @@ Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
 5 timeout, 6 authentication required, 7 denied, 130/143 interrupted.
 ";
+
+const USAGE_HELP: &str = "\
+rivumi-mcp help: show the help of a command
+
+USAGE:
+    rivumi-mcp help [COMMAND]
+";
+
+/// The top-level help: the commands from [`Cmd`], then the options.
+fn top_usage() -> String {
+    let mut t = USAGE_HEAD.to_string();
+    for c in Cmd::ALL {
+        t.push_str(&format!("    {:<14} {}\n", c.name(), c.summary()));
+    }
+    t.push('\n');
+    t.push_str(USAGE_TAIL);
+    t
+}
 
 const USAGE_CHECK: &str = "\
 rivumi-mcp check-config: validate the configuration file
@@ -511,22 +602,11 @@ USAGE:
 Prompt arguments are strings (the protocol allows no other type).
 ";
 
-/// The USAGE text of a command, or the top-level one.
-pub(crate) fn usage(command: Option<&str>) -> &'static str {
+/// The help text of a command, or the top-level one.
+pub(crate) fn usage(command: Option<Cmd>) -> String {
     match command {
-        Some("check-config") => USAGE_CHECK,
-        Some("list") => USAGE_LIST,
-        Some("call") => USAGE_CALL,
-        Some("resources") => USAGE_RESOURCES,
-        Some("read") => USAGE_READ,
-        Some("prompts") => USAGE_PROMPTS,
-        Some("prompt") => USAGE_PROMPT,
-        Some("batch") => USAGE_BATCH,
-        Some("login") => USAGE_LOGIN,
-        Some("logout") => USAGE_LOGOUT,
-        Some("discover") => USAGE_DISCOVER,
-        Some("status") => USAGE_STATUS,
-        _ => USAGE,
+        Some(c) if c != Cmd::Help => c.usage().to_string(),
+        _ => top_usage(),
     }
 }
 
@@ -598,24 +678,30 @@ where
         given.push((opt, value));
     }
 
-    if let Some(c) = command.as_deref()
-        && !COMMANDS.contains(&c)
-    {
-        let mut msg = format!("unrecognized command '{c}'");
-        if let Some(s) = suggest(c, COMMANDS.iter().copied()) {
-            msg.push_str(&format!("; did you mean '{s}'?"));
+    let command = match command.as_deref().map(|c| (c, Cmd::parse(c))) {
+        None => None,
+        Some((_, Some(c))) => Some(c),
+        Some((c, None)) => {
+            let mut msg = format!("unrecognized command '{c}'");
+            let names = Cmd::ALL.map(Cmd::name);
+            if let Some(s) = suggest(c, names.iter().copied()) {
+                msg.push_str(&format!("; did you mean '{s}'?"));
+            }
+            return Err(Error::usage(msg));
         }
-        return Err(Error::usage(msg));
-    }
-    if command.as_deref() == Some("help") {
-        let topic = words.first().map(String::as_str);
-        if let Some(t) = topic.filter(|t| !COMMANDS.contains(t)) {
-            return Err(Error::usage(format!("no help for '{t}'")));
-        }
-        return Ok(Parsed::Help(usage(topic).to_string()));
+    };
+    if command == Some(Cmd::Help) {
+        let topic =
+            match words.first() {
+                None => None,
+                Some(t) => Some(Cmd::parse(t).ok_or_else(|| {
+                    Error::usage(format!("no help for '{t}'"))
+                })?),
+            };
+        return Ok(Parsed::Help(usage(topic)));
     }
     if help {
-        return Ok(Parsed::Help(usage(command.as_deref()).to_string()));
+        return Ok(Parsed::Help(usage(command)));
     }
     if version {
         return Ok(Parsed::Version);
@@ -625,7 +711,7 @@ where
             "no command given; try 'rivumi-mcp --help'".to_string(),
         ));
     };
-    build(&command, words, given)
+    build(command, words, given)
 }
 
 fn lexerr(e: lexopt::Error) -> Error {
@@ -638,7 +724,7 @@ fn nonutf8(v: OsString) -> Error {
 
 /// Checks every given option applies to the command and assembles it.
 fn build(
-    command: &str,
+    command: Cmd,
     words: Vec<String>,
     given: Vec<(&'static Opt, Option<String>)>,
 ) -> Result<Parsed> {
@@ -652,9 +738,7 @@ fn build(
 
     let mut save = None;
     for (opt, value) in given {
-        if let Some(cmds) = opt.commands
-            && !cmds.contains(&command)
-        {
+        if !opt.applies.to(command) {
             return Err(Error::usage(format!(
                 "flag '--{}' does not apply to '{command}'",
                 opt.long
@@ -662,13 +746,13 @@ fn build(
         }
         let value = value.unwrap_or_default();
         let flag = format!("--{}", opt.long);
-        match opt.long {
-            "config" => g.config = Some(PathBuf::from(value)),
-            "json" => g.json = true,
-            "verbose" => g.verbose = g.verbose.saturating_add(1),
-            "quiet" => g.quiet = true,
-            "strict" => g.strict = true,
-            "format" => {
+        match opt.flag {
+            Flag::Config => g.config = Some(PathBuf::from(value)),
+            Flag::Json => g.json = true,
+            Flag::Verbose => g.verbose = g.verbose.saturating_add(1),
+            Flag::Quiet => g.quiet = true,
+            Flag::Strict => g.strict = true,
+            Flag::Format => {
                 format = Some(match value.as_str() {
                     "human" => Format::Human,
                     "json" => Format::Json,
@@ -681,20 +765,20 @@ fn build(
                     }
                 })
             }
-            "timeout" => g.timeout = Some(secs(&flag, &value)?),
-            "startup-timeout" => {
+            Flag::Timeout => g.timeout = Some(secs(&flag, &value)?),
+            Flag::StartupTimeout => {
                 g.startup_timeout = Some(secs(&flag, &value)?)
             }
-            "max-message" => g.max_message = Some(bytes(&flag, &value)?),
-            "tools" => show.tools = true,
-            "resources" => show.resources = true,
-            "prompts" => show.prompts = true,
-            "all" => {
+            Flag::MaxMessage => g.max_message = Some(bytes(&flag, &value)?),
+            Flag::Tools => show.tools = true,
+            Flag::Resources => show.resources = true,
+            Flag::Prompts => show.prompts = true,
+            Flag::All => {
                 show = Show { tools: true, resources: true, prompts: true }
             }
-            "args" => args_json = Some(value),
-            "yes" => yes = true,
-            "approve" => {
+            Flag::Args => args_json = Some(value),
+            Flag::Yes => yes = true,
+            Flag::Approve => {
                 if value != "execute" {
                     return Err(Error::usage(format!(
                         "{flag}: unknown class '{value}' [pick from: execute]"
@@ -702,17 +786,16 @@ fn build(
                 }
                 yes = true;
             }
-            "read-only" => g.read_only = true,
-            "pre-tool-hook" => g.hooks.push(value),
-            "hook-timeout" => g.hook_timeout = Some(secs(&flag, &value)?),
-            "max-output" => g.max_output = Some(bytes(&flag, &value)?),
-            "journal" => g.journal = Some(PathBuf::from(value)),
-            "raw" => g.raw = true,
-            "no-browser" => no_browser = true,
-            "refresh" => refresh = true,
-            "step-up" => g.step_up = true,
-            "save" => save = Some(PathBuf::from(value)),
-            other => unreachable!("option table and match disagree: {other}"),
+            Flag::ReadOnly => g.read_only = true,
+            Flag::PreToolHook => g.hooks.push(value),
+            Flag::HookTimeout => g.hook_timeout = Some(secs(&flag, &value)?),
+            Flag::MaxOutput => g.max_output = Some(bytes(&flag, &value)?),
+            Flag::Journal => g.journal = Some(PathBuf::from(value)),
+            Flag::Raw => g.raw = true,
+            Flag::NoBrowser => no_browser = true,
+            Flag::Refresh => refresh = true,
+            Flag::StepUp => g.step_up = true,
+            Flag::Save => save = Some(PathBuf::from(value)),
         }
     }
     g.yes = yes;
@@ -734,11 +817,11 @@ fn build(
         })
     };
     let cmd = match command {
-        "check-config" => {
+        Cmd::CheckConfig => {
             Command::CheckConfig { format: format.unwrap_or(Format::Human) }
         }
-        "list" => Command::List { servers: words.by_ref().collect(), show },
-        "call" => {
+        Cmd::List => Command::List { servers: words.by_ref().collect(), show },
+        Cmd::Call => {
             let first = need("TOOL")?;
             let target = if first.starts_with("mcp__") {
                 Target::Qualified(first)
@@ -754,20 +837,20 @@ fn build(
             }
             Command::Call { target, pairs, args: args_json, save }
         }
-        "resources" => Command::Resources { server: need("SERVER")? },
-        "read" => {
+        Cmd::Resources => Command::Resources { server: need("SERVER")? },
+        Cmd::Read => {
             Command::Read { server: need("SERVER")?, uri: need("URI")?, save }
         }
-        "prompts" => Command::Prompts { server: need("SERVER")? },
-        "batch" => Command::Batch,
-        "login" => {
+        Cmd::Prompts => Command::Prompts { server: need("SERVER")? },
+        Cmd::Batch => Command::Batch,
+        Cmd::Login => {
             Command::Login { server: need("SERVER")?, no_browser, refresh }
         }
-        "logout" => Command::Logout { server: need("SERVER")? },
-        "discover" => Command::Discover { server: need("SERVER")? },
-        "status" => Command::Status,
+        Cmd::Logout => Command::Logout { server: need("SERVER")? },
+        Cmd::Discover => Command::Discover { server: need("SERVER")? },
+        Cmd::Status => Command::Status,
 
-        "prompt" => {
+        Cmd::Prompt => {
             let server = need("SERVER")?;
             let name = need("NAME")?;
             let pairs: Vec<String> = words.by_ref().collect();
@@ -778,7 +861,7 @@ fn build(
             }
             Command::Prompt { server, name, pairs }
         }
-        other => unreachable!("command table and match disagree: {other}"),
+        Cmd::Help => unreachable!("help is answered before build"),
     };
     if let Some(extra) = words.next() {
         return Err(Error::usage(format!(

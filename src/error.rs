@@ -116,6 +116,19 @@ impl Error {
         &self.msg
     }
 
+    /// The error as `--json` output shows it, the same shape everywhere
+    /// (the top-level error, `batch` replies, `list` servers): the
+    /// code's name, the exit code it maps to, the whole message as the
+    /// stderr line says it, and the server it is about (or null).
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": self.kind.name(),
+            "exit_code": self.kind.exit_code(),
+            "message": self.to_string(),
+            "server": self.server_name(),
+        })
+    }
+
     /// Marks the error as printed already.
     pub(crate) fn reported(mut self) -> Error {
         self.reported = true;

@@ -75,12 +75,7 @@ fn report(e: &error::Error, json: bool) {
     }
 
     if json {
-        let obj = serde_json::json!({"error": {
-            "code": e.kind().name(),
-            "exit_code": e.kind().exit_code(),
-            "message": e.message(),
-            "server": e.server_name(),
-        }});
+        let obj = serde_json::json!({"error": e.to_json()});
         msg::line(&obj.to_string());
     }
 }

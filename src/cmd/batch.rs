@@ -77,12 +77,7 @@ pub(crate) fn run(ctx: &Context, exec: &Executor) -> Result<()> {
             }
             Err(e) => {
                 failed += 1;
-                json!({"id": id, "ok": false, "error": {
-                    "code": e.kind().name(),
-                    "exit_code": e.kind().exit_code(),
-                    "message": e.to_string(),
-                    "server": e.server_name(),
-                }})
+                json!({"id": id, "ok": false, "error": e.to_json()})
             }
         };
         let mut o = std::io::stdout().lock();

@@ -120,7 +120,7 @@ pub(crate) fn run(
                 if json {
                     json_servers.push(json!({
                         "server": name, "ok": false,
-                        "error": {"code": e.kind().name(), "message": e.to_string()},
+                        "error": e.to_json(),
                     }));
                 }
                 // Every failure is reported, in config order; the first
