@@ -512,3 +512,28 @@ fn a_token_that_expires_in_zero_or_less_is_never_sent() {
         );
     }
 }
+
+#[test]
+fn with_step_up_a_token_that_expires_in_zero_or_less_starts_a_new_login() {
+    let opts = AsOptions { expires_in: Some(-1), ..AsOptions::default() };
+    let token = opts.access_token.clone();
+    let auth = AuthServer::start(opts);
+    let mcp = ProtectedMcp::start(&token, &auth.issuer(), None);
+    let dir = Dir::new("hostile_expires_in_step_up");
+    config(
+        &dir,
+        &mcp.url(),
+        json!({"client_id": CLIENT, "authorization_server": auth.issuer(),
+               "step_up": true}),
+    );
+    write_browser(&dir, "");
+    let out = login(&dir);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    cmd(&dir, &["list", "web"]).run();
+    // The stored token is not sent: the first request goes without one,
+    // and its 401 starts a second authorization.
+    let first = &mcp.requests()[0];
+    assert_eq!(first.header("authorization"), None, "{}", mcp.summary());
+    assert_eq!(first.status, Some(401));
+    assert_eq!(auth.token_requests().len(), 2, "{}", auth.summary());
+}
