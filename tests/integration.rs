@@ -31,3 +31,6 @@ mod batch;
 mod login;
 // Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.
 mod auth_paths;
+// Hostile callback clients, registrations bound to their server,
+// credential files of unknown shapes, already-expired tokens.
+mod hostile_auth;

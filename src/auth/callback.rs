@@ -1,25 +1,40 @@
 //! The loopback redirect listener of the login flow (RFC 8252 §7.3).
 //!
-//! Bound to `127.0.0.1` only. Requests are served one at a time, each with
-//! its own short deadline, under the flow's overall deadline. Only a `GET`
-//! of the redirect path with the loopback `Host` counts; anything else
-//! (a favicon, a POST, a stray tab) gets 404/405/400 and the flow keeps
-//! waiting, as does a wrong or missing `state`. An `error=` with the right
-//! state ends the flow with that error. The answer is a short static page
-//! that reflects nothing from the request.
+//! Bound to `127.0.0.1` only. Any local program can connect to the port,
+//! so no connection may hold up the one that matters: each accepted
+//! connection is served on its own thread (at most [`MAX_CONNECTIONS`] at
+//! once; more are closed at once) and must deliver its whole request head,
+//! at most [`MAX_HEAD`] bytes, within [`HEAD_DEADLINE`] of being accepted,
+//! however slowly it trickles. The accept loop itself never reads, so a
+//! silent or trickling client cannot stop the browser's request from being
+//! served, and the flow's overall deadline always holds.
+//!
+//! Only a `GET` of the redirect path with the loopback `Host` counts;
+//! anything else (a favicon, a POST, a stray tab, garbage, a huge head)
+//! gets 404/405/400/431 and the flow keeps waiting, as does a wrong or
+//! missing `state`. An `error=` (or a wrong `iss`) with the right state
+//! ends the flow with that error. The answer is a short static page that
+//! reflects nothing from the request.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::term;
 
-/// How long one connection may take to send its request.
-const PER_CONNECTION: Duration = Duration::from_secs(5);
+/// How long one connection may take to send its whole request head.
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 /// The largest request head read.
 const MAX_HEAD: usize = 16 * 1024;
+/// Connections served at once; a connection beyond this is closed unread.
+const MAX_CONNECTIONS: usize = 64;
+/// How often the accept loop looks for a new connection or a result.
+const POLL: Duration = Duration::from_millis(10);
 
 const PAGE_OK: &str = "<!doctype html><meta charset=utf-8><title>rivumi-mcp</title>\
 <p>Login complete. You can close this window and return to the terminal.</p>\n";
@@ -40,6 +55,24 @@ pub(crate) struct Listener {
 #[derive(Debug)]
 pub(crate) struct Callback {
     pub(crate) code: super::pkce::Secret,
+}
+
+/// What every connection's thread checks a request against.
+struct Expect {
+    path: String,
+    host: String,
+    state: super::pkce::Secret,
+    issuer: Option<String>,
+    iss_required: bool,
+}
+
+/// Decrements the count of connections being served when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Listener {
@@ -72,132 +105,209 @@ impl Listener {
         iss_required: bool,
         deadline: &Deadline,
     ) -> Result<Callback> {
+        let expect = Arc::new(Expect {
+            path: self.path.clone(),
+            host: format!("127.0.0.1:{}", self.port),
+            state: super::pkce::Secret::new(state.to_string()),
+            issuer: issuer.map(str::to_string),
+            iss_required,
+        });
+        let busy = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel::<Result<Callback>>();
         loop {
+            // A result first: the callback may be what just arrived.
+            if let Ok(r) = rx.try_recv() {
+                return r;
+            }
             deadline.remaining()?;
-            let (stream, peer) = match self.listener.accept() {
-                Ok(x) => x,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
+            match self.listener.accept() {
+                Ok((stream, peer)) => {
+                    if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        busy.fetch_sub(1, Ordering::SeqCst);
+                        drop(stream);
+                        continue;
+                    }
+                    let slot = Slot(busy.clone());
+                    let (expect, tx) = (expect.clone(), tx.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("login-callback".into())
+                        .spawn(move || {
+                            let _slot = slot;
+                            if let Some(r) = serve(stream, peer, &expect) {
+                                // The receiver is gone once the flow ended.
+                                let _ = tx.send(r);
+                            }
+                        });
+                    if let Err(e) = spawned {
+                        return Err(Error::server(format!(
+                            "listener: cannot start a thread: {e}"
+                        )));
+                    }
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // Wait for a result or the next poll, whichever first.
+                    if let Ok(r) = rx.recv_timeout(POLL) {
+                        return r;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     return Err(Error::server(format!("listener: {e}")));
                 }
-            };
-            if let Some(done) =
-                self.serve(stream, peer, state, issuer, iss_required)?
-            {
-                return Ok(done);
             }
         }
-    }
-
-    /// One connection. `Ok(None)`: not the callback, keep waiting.
-    fn serve(
-        &self,
-        mut s: TcpStream,
-        peer: SocketAddr,
-        state: &str,
-        issuer: Option<&str>,
-        iss_required: bool,
-    ) -> Result<Option<Callback>> {
-        let _ = s.set_nonblocking(false);
-        let _ = s.set_read_timeout(Some(PER_CONNECTION));
-        let _ = s.set_write_timeout(Some(PER_CONNECTION));
-        if !peer.ip().is_loopback() {
-            return Ok(None);
-        }
-        let Some(head) = read_head(&mut s) else {
-            return Ok(None);
-        };
-        let mut lines = head.split("\r\n");
-        let request_line = lines.next().unwrap_or("");
-        let mut parts = request_line.split(' ');
-        let (method, target) =
-            (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let host = lines
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.trim().eq_ignore_ascii_case("host"))
-            .map(|(_, v)| v.trim().to_string());
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        if path != self.path {
-            respond(&mut s, 404, "Not Found", PAGE_BAD);
-            return Ok(None);
-        }
-        if method != "GET" {
-            respond(&mut s, 405, "Method Not Allowed", PAGE_BAD);
-            return Ok(None);
-        }
-        let want_host = format!("127.0.0.1:{}", self.port);
-        if host.as_deref() != Some(want_host.as_str()) {
-            respond(&mut s, 400, "Bad Request", PAGE_BAD);
-            return Ok(None);
-        }
-        let params = parse_query(query);
-        let get = |k: &str| {
-            params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
-        };
-        if get("state") != Some(state) {
-            // A stale tab or a forged request: not ours, keep waiting.
-            respond(&mut s, 400, "Bad Request", PAGE_BAD);
-            return Ok(None);
-        }
-        if let (Some(want), Some(got)) = (issuer, get("iss")) {
-            let same = crate::urlcheck::Url::parse(got)
-                .is_ok_and(|u| u.to_string() == want);
-            if !same {
-                respond(&mut s, 400, "Bad Request", PAGE_FAILED);
-                return Err(Error::new(
-                    Kind::Auth,
-                    format!(
-                        "the authorization response came from issuer '{}', \
-                         not '{want}' (RFC 9207); refusing it",
-                        term::clip(&term::line(got), 200)
-                    ),
-                ));
-            }
-        } else if iss_required && get("iss").is_none() {
-            respond(&mut s, 400, "Bad Request", PAGE_FAILED);
-            return Err(Error::new(
-                Kind::Auth,
-                "the authorization server promises an 'iss' parameter \
-                 (RFC 9207) but the response has none; refusing it",
-            ));
-        }
-        if let Some(err) = get("error") {
-            respond(&mut s, 200, "OK", PAGE_FAILED);
-            let desc = get("error_description")
-                .map(|d| format!(": {}", term::clip(&term::line(d), 300)))
-                .unwrap_or_default();
-            return Err(Error::new(
-                Kind::Auth,
-                format!(
-                    "the authorization server refused: {}{desc}",
-                    term::clip(&term::line(err), 100)
-                ),
-            ));
-        }
-        let Some(code) = get("code").filter(|c| !c.is_empty()) else {
-            respond(&mut s, 400, "Bad Request", PAGE_BAD);
-            return Ok(None);
-        };
-        respond(&mut s, 200, "OK", PAGE_OK);
-        Ok(Some(Callback { code: super::pkce::Secret::new(code.to_string()) }))
     }
 }
 
-/// Reads up to the blank line ending the request head, bounded.
-fn read_head(s: &mut TcpStream) -> Option<String> {
+/// One connection, on its own thread. `None`: not the callback, keep
+/// waiting.
+fn serve(
+    mut s: TcpStream,
+    peer: SocketAddr,
+    want: &Expect,
+) -> Option<Result<Callback>> {
+    if !peer.ip().is_loopback() {
+        return None;
+    }
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(HEAD_DEADLINE));
+    let head = match read_head(&mut s, Instant::now() + HEAD_DEADLINE) {
+        Head::Complete(h) => h,
+        Head::TooLarge => {
+            respond(&mut s, 431, "Request Header Fields Too Large", PAGE_BAD);
+            return None;
+        }
+        Head::NotText => {
+            respond(&mut s, 400, "Bad Request", PAGE_BAD);
+            return None;
+        }
+        Head::Incomplete => return None,
+    };
+    let r = check(&head, want);
+    let (status, reason, page) = match &r {
+        Ok(_) => (200, "OK", PAGE_OK),
+        Err(Refusal::Ended(_)) => (200, "OK", PAGE_FAILED),
+        Err(Refusal::Issuer(_)) => (400, "Bad Request", PAGE_FAILED),
+        Err(Refusal::Status(code, reason)) => (*code, *reason, PAGE_BAD),
+    };
+    respond(&mut s, status, reason, page);
+    match r {
+        Ok(cb) => Some(Ok(cb)),
+        Err(Refusal::Ended(e) | Refusal::Issuer(e)) => Some(Err(e)),
+        Err(Refusal::Status(..)) => None,
+    }
+}
+
+/// Why a request is not the successful callback.
+enum Refusal {
+    /// Not part of the login (status, reason): the flow keeps waiting.
+    Status(u16, &'static str),
+    /// The response names another issuer, or none when one is promised.
+    Issuer(Error),
+    /// The authorization server sent an error: the flow ends with it.
+    Ended(Error),
+}
+
+/// Checks one request head against what the flow expects.
+fn check(head: &str, want: &Expect) -> Result<Callback, Refusal> {
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split(' ');
+    let (method, target) =
+        (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let host = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v.trim().to_string());
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path != want.path {
+        return Err(Refusal::Status(404, "Not Found"));
+    }
+    if method != "GET" {
+        return Err(Refusal::Status(405, "Method Not Allowed"));
+    }
+    if host.as_deref() != Some(want.host.as_str()) {
+        return Err(Refusal::Status(400, "Bad Request"));
+    }
+    let params = parse_query(query);
+    let get =
+        |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if get("state") != Some(want.state.expose()) {
+        // A stale tab or a forged request: not ours, keep waiting.
+        return Err(Refusal::Status(400, "Bad Request"));
+    }
+    if let (Some(issuer), Some(got)) = (&want.issuer, get("iss")) {
+        let same = crate::urlcheck::Url::parse(got)
+            .is_ok_and(|u| u.to_string() == *issuer);
+        if !same {
+            return Err(Refusal::Issuer(Error::new(
+                Kind::Auth,
+                format!(
+                    "the authorization response came from issuer '{}', \
+                     not '{issuer}' (RFC 9207); refusing it",
+                    term::clip(&term::line(got), 200)
+                ),
+            )));
+        }
+    } else if want.iss_required && get("iss").is_none() {
+        return Err(Refusal::Issuer(Error::new(
+            Kind::Auth,
+            "the authorization server promises an 'iss' parameter \
+             (RFC 9207) but the response has none; refusing it",
+        )));
+    }
+    if let Some(err) = get("error") {
+        let desc = get("error_description")
+            .map(|d| format!(": {}", term::clip(&term::line(d), 300)))
+            .unwrap_or_default();
+        return Err(Refusal::Ended(Error::new(
+            Kind::Auth,
+            format!(
+                "the authorization server refused: {}{desc}",
+                term::clip(&term::line(err), 100)
+            ),
+        )));
+    }
+    let Some(code) = get("code").filter(|c| !c.is_empty()) else {
+        return Err(Refusal::Status(400, "Bad Request"));
+    };
+    Ok(Callback { code: super::pkce::Secret::new(code.to_string()) })
+}
+
+/// How reading a request head ended.
+enum Head {
+    Complete(String),
+    /// Past [`MAX_HEAD`] bytes without the blank line.
+    TooLarge,
+    /// Not UTF-8.
+    NotText,
+    /// Closed, failed or too slow: dropped without an answer.
+    Incomplete,
+}
+
+/// Reads up to the blank line ending the request head: at most
+/// [`MAX_HEAD`] bytes, all of them before `until` (each read waits only
+/// for what is left, so trickling bytes does not extend it).
+fn read_head(s: &mut TcpStream, until: Instant) -> Head {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 || buf.len() + n > MAX_HEAD {
-            return None;
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return Head::Incomplete;
+        }
+        let n = match s.read(&mut chunk) {
+            Ok(0) => return Head::Incomplete,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Head::Incomplete,
+        };
+        if buf.len() + n > MAX_HEAD {
+            return Head::TooLarge;
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    String::from_utf8(buf).ok()
+    String::from_utf8(buf).map_or(Head::NotText, Head::Complete)
 }
 
 fn respond(s: &mut TcpStream, status: u16, reason: &str, page: &str) {

@@ -10,6 +10,11 @@
 //! (`"registration": "dynamic"`), a client metadata document (a
 //! `client_id` that is an https URL, when the server supports them), the
 //! client-credentials grant, and `offline_access`.
+//!
+//! A dynamically registered client (its id and secret) is presented only
+//! where it was registered: the registration stored with the credential
+//! records the issuer and the token endpoint it was made at, and is used
+//! again (for a login or a refresh) only there.
 
 use std::time::Duration;
 
@@ -214,8 +219,9 @@ fn is_url_client_id(id: &str) -> bool {
 }
 
 /// Settles the client: configured (a plain id, or an https URL used as a
-/// client metadata document), a stored dynamic registration for this
-/// issuer, or a new registration (only with the opt-in).
+/// client metadata document), a stored dynamic registration made at this
+/// issuer and token endpoint ([`bound_to`]; one made elsewhere is never
+/// presented here), or a new registration (only with the opt-in).
 fn client(
     req: &Request<'_>,
     secret: Option<&Secret>,
@@ -256,8 +262,7 @@ fn client(
     }
     let issuer = ep.issuer.as_ref().map(Url::to_string);
     if let Some(reg) = stored.and_then(|c| c.registration.as_ref()) {
-        let same_issuer =
-            reg.get("issuer").and_then(Value::as_str) == issuer.as_deref();
+        let bound = bound_to(reg, issuer.as_deref(), &ep.token);
         // Servers compare redirect URIs exactly (RFC 8252's any-port rule
         // is not universal): reuse only a registration made for this one.
         let same_redirect = redirect_uri.is_none_or(|r| {
@@ -265,8 +270,15 @@ fn client(
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.iter().any(|u| u.as_str() == Some(r)))
         });
-        if same_issuer
-            && same_redirect
+        if !bound {
+            msg::warn(&format!(
+                "server '{}': the stored dynamic registration {}; it is not \
+                 presented to {}",
+                req.server,
+                registered_at(reg),
+                ep.issuer.as_ref().unwrap_or(&ep.token)
+            ));
+        } else if same_redirect
             && let Some(c) = registration_identity(reg, &ep.methods)
         {
             msg::debug("reusing the stored dynamic registration");
@@ -316,7 +328,9 @@ fn client(
         ));
     }
     let mut reg = Value::Object(a.json_object(&what)?);
+    // The binding (see `bound_to`), whatever the answer said.
     reg["issuer"] = json!(issuer);
+    reg["token_endpoint"] = json!(ep.token.to_string());
     if reg.get("token_endpoint_auth_method").is_none() {
         reg["token_endpoint_auth_method"] = json!(method);
     }
@@ -329,6 +343,41 @@ fn client(
     })?;
     c.registration = Some(reg);
     Ok(c)
+}
+
+/// Whether a stored dynamic registration may be presented at `token`
+/// (and at the authorization endpoint of `issuer`): the registration is
+/// bound to the issuer and the token endpoint it was made at, or, when
+/// the issuer was unknown (no authorization server metadata), to the
+/// token endpoint's origin. A registration stored without the binding
+/// (before it was recorded) is bound to nothing.
+fn bound_to(reg: &Value, issuer: Option<&str>, token: &Url) -> bool {
+    let at = |k: &str| reg.get(k).and_then(Value::as_str);
+    let Some(registered) = at("token_endpoint") else { return false };
+    if at("issuer") != issuer {
+        return false;
+    }
+    match issuer {
+        Some(_) => registered == token.to_string(),
+        None => {
+            Url::parse(registered).is_ok_and(|u| u.origin() == token.origin())
+        }
+    }
+}
+
+/// Where a stored registration was made, for messages: "was made at
+/// ..." (or that this was not recorded).
+fn registered_at(reg: &Value) -> String {
+    let at = |k: &str| reg.get(k).and_then(Value::as_str);
+    match (at("token_endpoint"), at("issuer")) {
+        (None, _) => "does not record where it was made (an older \
+                      rivumi-mcp stored it)"
+            .into(),
+        (Some(t), i) => format!(
+            "was made at another authorization server ({})",
+            term::clip(&term::line(i.unwrap_or(t)), 200)
+        ),
+    }
 }
 
 fn registration_identity(
@@ -533,7 +582,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         client_id: identity.id.clone(),
         access_token: tokens.access_token,
         refresh_token: tokens.refresh_token,
-        expires_at: tokens.expires_in.map(|s| now.saturating_add(s)),
+        expires_at: token::expires_at(tokens.expires_in, now),
         scope: tokens.scope.or(scope),
         obtained_at: now,
         registration: identity.registration.clone(),
@@ -609,6 +658,16 @@ pub(crate) fn refresh(
             None => None,
         };
         let identity = match c.registration.as_ref() {
+            Some(reg) if !bound_to(reg, c.issuer.as_deref(), &endpoint) => {
+                return Err(Error::new(
+                    Kind::Auth,
+                    format!(
+                        "the stored dynamic registration was not made at \
+                         the token endpoint {endpoint}; it is not presented \
+                         there (run 'rivumi-mcp login {server}')"
+                    ),
+                ));
+            }
             Some(reg) => {
                 registration_identity(reg, &[]).unwrap_or(ClientIdentity {
                     id: c.client_id.clone(),
@@ -645,7 +704,7 @@ pub(crate) fn refresh(
         if let Some(new_rt) = tokens.refresh_token {
             c.refresh_token = Some(new_rt);
         }
-        c.expires_at = tokens.expires_in.map(|s| now.saturating_add(s));
+        c.expires_at = token::expires_at(tokens.expires_in, now);
         if tokens.scope.is_some() {
             c.scope = tokens.scope;
         }
@@ -702,6 +761,31 @@ mod tests {
                 .as_deref(),
             Some("a x y")
         );
+    }
+
+    #[test]
+    fn a_registration_is_bound_to_where_it_was_made() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let reg = |iss: Value, tok: &str| json!({"client_id": "c", "issuer": iss, "token_endpoint": tok});
+        let a = reg(json!("https://a.example/"), "https://a.example/token");
+        let tok = url("https://a.example/token");
+        assert!(bound_to(&a, Some("https://a.example/"), &tok));
+        assert!(!bound_to(&a, Some("https://b.example/"), &tok));
+        assert!(!bound_to(&a, None, &tok));
+        let moved = url("https://a.example/oauth/token");
+        assert!(!bound_to(&a, Some("https://a.example/"), &moved));
+        // Without an issuer: the token endpoint's origin.
+        let n = reg(Value::Null, "http://127.0.0.1:8000/token");
+        assert!(bound_to(&n, None, &url("http://127.0.0.1:8000/t2")));
+        assert!(!bound_to(&n, None, &url("http://127.0.0.1:8001/token")));
+        assert!(!bound_to(
+            &n,
+            Some("http://127.0.0.1:8000/"),
+            &url("http://127.0.0.1:8000/token")
+        ));
+        // Stored before the binding was recorded: bound to nothing.
+        let old = json!({"client_id": "c", "issuer": null});
+        assert!(!bound_to(&old, None, &url("http://127.0.0.1:8000/token")));
     }
 
     #[test]

@@ -14,6 +14,16 @@
 //! (refusing a symlink there) and fsyncs the directory. A writer killed
 //! at any point leaves the old file intact.
 //!
+//! The directory holding the file must be a real directory (not a
+//! symbolic link) owned by us and not writable by group or others;
+//! otherwise nothing is read or written.
+//!
+//! The file is read strictly: `version` 1 and exactly the fields this
+//! version writes, each of its type. A file that is valid JSON but not
+//! that shape (a newer version's, a hand edit, an entry it cannot parse)
+//! is an error naming the file and where in it, and is never rewritten:
+//! a rewrite would drop what this version cannot read.
+//!
 //! Entries are keyed by server name and bound to the canonical MCP URL and
 //! the token endpoint: a token is only ever sent to the URL it was
 //! obtained for.
@@ -27,10 +37,27 @@ use serde_json::{Map, Value, json};
 
 use super::pkce::Secret;
 use crate::error::{Error, Result};
-use crate::sys;
+use crate::{sys, term};
 
 const MAX_FILE: u64 = 1 << 20;
 const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The file format this version reads and writes.
+const VERSION: u64 = 1;
+/// The fields of an entry ([`Credential::to_json`]); an entry with any
+/// other is from a newer version and is not rewritten without it.
+const FIELDS: &[&str] = &[
+    "url",
+    "token_endpoint",
+    "issuer",
+    "client_id",
+    "access_token",
+    "refresh_token",
+    "expires_at",
+    "scope",
+    "obtained_at",
+    "registration",
+    "auth_method",
+];
 
 /// One stored credential.
 #[derive(Clone, PartialEq, Eq)]
@@ -86,26 +113,46 @@ impl Credential {
         })
     }
 
-    fn from_json(v: &Value) -> Option<Credential> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        Some(Credential {
-            url: s("url")?,
-            token_endpoint: s("token_endpoint")?,
-            issuer: s("issuer"),
-            client_id: s("client_id").unwrap_or_default(),
-            access_token: Secret::new(s("access_token")?),
-            refresh_token: s("refresh_token").map(Secret::new),
-            expires_at: v.get("expires_at").and_then(Value::as_u64),
-            scope: s("scope"),
-            obtained_at: v
-                .get("obtained_at")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            auth_method: s("auth_method"),
-            registration: v
-                .get("registration")
-                .filter(|r| !r.is_null())
-                .cloned(),
+    /// An entry as this version writes it; anything else is an error
+    /// saying which field (the caller adds the file and the entry).
+    fn from_json(v: &Value) -> std::result::Result<Credential, String> {
+        let m = v.as_object().ok_or("not a JSON object")?;
+        if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(format!(
+                "unknown field '{}'",
+                term::clip(&term::line(k), 60)
+            ));
+        }
+        let text = |k: &str| match m.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{k}: not a string")),
+        };
+        let needed = |k: &str| text(k)?.ok_or(format!("{k}: missing"));
+        let number = |k: &str| match m.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .map(Some)
+                .ok_or(format!("{k}: not a whole number of seconds")),
+        };
+        let registration = match m.get("registration") {
+            None | Some(Value::Null) => None,
+            Some(r @ Value::Object(_)) => Some(r.clone()),
+            Some(_) => return Err("registration: not an object".into()),
+        };
+        Ok(Credential {
+            url: needed("url")?,
+            token_endpoint: needed("token_endpoint")?,
+            issuer: text("issuer")?,
+            client_id: needed("client_id")?,
+            access_token: Secret::new(needed("access_token")?),
+            refresh_token: text("refresh_token")?.map(Secret::new),
+            expires_at: number("expires_at")?,
+            scope: text("scope")?,
+            obtained_at: number("obtained_at")?.unwrap_or(0),
+            auth_method: text("auth_method")?,
+            registration,
         })
     }
 
@@ -149,6 +196,7 @@ pub(crate) fn path(
 /// All entries, by server name. A missing file is an empty store.
 pub(crate) fn load(path: &Path) -> Result<Vec<(String, Credential)>> {
     let shown = path.display();
+    check_dir(dir_of(path))?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -200,15 +248,91 @@ pub(crate) fn load(path: &Path) -> Result<Vec<(String, Credential)>> {
             "credential file {shown} is not valid JSON: {e}"
         ))
     })?;
-    let servers = v
-        .get("servers")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    Ok(servers
+    entries(&v).map_err(|at| {
+        Error::refused(format!(
+            "credential file {shown}: {at}; this version of rivumi-mcp does \
+             not understand it, so the file is left as it is and nothing is \
+             written"
+        ))
+    })
+}
+
+/// The entries of a parsed file, or where it is not a file of
+/// [`VERSION`]: nothing is skipped, so that a rewrite never drops what
+/// this version cannot read.
+fn entries(
+    v: &Value,
+) -> std::result::Result<Vec<(String, Credential)>, String> {
+    let top = v.as_object().ok_or("the top level is not a JSON object")?;
+    if let Some(k) =
+        top.keys().find(|k| !["version", "servers"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown top-level field '{}'",
+            term::clip(&term::line(k), 60)
+        ));
+    }
+    match top.get("version") {
+        Some(n) if n.as_u64() == Some(VERSION) => {}
+        Some(n) if n.is_u64() => {
+            return Err(format!("version {n}, not {VERSION}"));
+        }
+        Some(_) => return Err(format!("version: not {VERSION}")),
+        None => return Err("no version".into()),
+    }
+    let servers = match top.get("servers") {
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("servers: not an object".into()),
+        None => return Err("no servers".into()),
+    };
+    servers
         .iter()
-        .filter_map(|(k, v)| Credential::from_json(v).map(|c| (k.clone(), c)))
-        .collect())
+        .map(|(k, v)| {
+            Credential::from_json(v).map(|c| (k.clone(), c)).map_err(|e| {
+                format!("entry '{}': {e}", term::clip(&term::line(k), 60))
+            })
+        })
+        .collect()
+}
+
+/// Refuses a directory for the credential file that another user could
+/// change: it must be a real directory (not a symbolic link), owned by us,
+/// and not writable by group or others. A missing one is fine (it is
+/// created 0700 on the first write).
+fn check_dir(dir: &Path) -> Result<()> {
+    let shown = dir.display();
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::refused(format!(
+                "credential directory {shown}: {e}"
+            )));
+        }
+    };
+    let problem = if meta.file_type().is_symlink() {
+        "is a symbolic link; refusing it".to_string()
+    } else if !meta.is_dir() {
+        "is not a directory".to_string()
+    } else if meta.uid() != sys::euid() {
+        format!("belongs to uid {}, not to you", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!(
+            "has mode {:03o}: others can replace the credential file \
+             (run: chmod go-w {shown})",
+            meta.mode() & 0o777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::refused(format!("credential directory {shown} {problem}")))
+}
+
+/// The directory of the credential file (`.` for a bare file name).
+fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// The entry of one server.
@@ -228,15 +352,13 @@ pub(crate) fn transact<T>(
     let fail = |what: &str, e: std::io::Error| {
         Error::refused(format!("credential file {shown}: {what}: {e}"))
     };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = dir_of(path);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| fail("cannot create its directory", e))?;
+    check_dir(dir)?;
     let lock_path = path.with_extension("json.lock");
     let lock = std::fs::OpenOptions::new()
         .read(true)
@@ -253,11 +375,10 @@ pub(crate) fn transact<T>(
     for (k, c) in &entries {
         servers.insert(k.clone(), c.to_json());
     }
-    let mut bytes =
-        serde_json::to_vec_pretty(&json!({"version": 1, "servers": servers}))
-            .map_err(|e| {
-                Error::server(format!("cannot encode credentials: {e}"))
-            })?;
+    let mut bytes = serde_json::to_vec_pretty(
+        &json!({"version": VERSION, "servers": servers}),
+    )
+    .map_err(|e| Error::server(format!("cannot encode credentials: {e}")))?;
     bytes.push(b'\n');
     let suffix = super::pkce::random_token(9)?;
     let name = path

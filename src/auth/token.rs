@@ -23,8 +23,36 @@ use crate::{net, term};
 pub(crate) struct Tokens {
     pub(crate) access_token: Secret,
     pub(crate) refresh_token: Option<Secret>,
-    pub(crate) expires_in: Option<u64>,
+    /// `expires_in` as sent: zero or negative means already expired.
+    pub(crate) expires_in: Option<i64>,
     pub(crate) scope: Option<String>,
+}
+
+/// When an access token with this `expires_in` expires, in unix seconds,
+/// for a token obtained at `now`. An `expires_in` of zero or less is a
+/// token that has already expired (it expires at `now`, and [`expired`]
+/// holds from then on), never one without an expiry.
+///
+/// [`expired`]: super::store::Credential::expired
+pub(crate) fn expires_at(expires_in: Option<i64>, now: u64) -> Option<u64> {
+    expires_in.map(|s| match u64::try_from(s) {
+        Ok(s) if s > 0 => now.saturating_add(s),
+        _ => now,
+    })
+}
+
+/// `expires_in` of a token answer: an integer (a JSON number, also one
+/// with a fraction, or a string of digits as some servers send it); a
+/// fraction rounds down, so `0.5` is already expired.
+fn expires_in(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|_| i64::MAX))
+            .or_else(|| n.as_f64().map(|f| f.floor() as i64)),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    }
 }
 
 /// How the client authenticates at the token endpoint.
@@ -115,7 +143,45 @@ pub(crate) fn request(
             .get("refresh_token")
             .and_then(Value::as_str)
             .map(|r| Secret::new(r.to_string())),
-        expires_in: m.get("expires_in").and_then(Value::as_u64),
+        expires_in: expires_in(m.get("expires_in")),
         scope: m.get("scope").and_then(Value::as_str).map(str::to_string),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `expires_at` for a token answer's `expires_in` of `v`, at 1000.
+    fn at(v: Value) -> Option<u64> {
+        expires_at(expires_in(Some(&v)), 1_000)
+    }
+
+    #[test]
+    fn expires_in_of_zero_or_less_is_expired() {
+        for v in [json!(0), json!(-1), json!(-9e18), json!(0.5), json!("-5")] {
+            assert_eq!(at(v.clone()), Some(1_000), "{v}");
+            let c = super::super::store::Credential {
+                url: "u".into(),
+                token_endpoint: "t".into(),
+                issuer: None,
+                client_id: "c".into(),
+                access_token: Secret::new("a".into()),
+                refresh_token: None,
+                expires_at: at(v.clone()),
+                scope: None,
+                obtained_at: 1_000,
+                registration: None,
+                auth_method: None,
+            };
+            assert!(c.expired(1_000), "{v}");
+        }
+        assert_eq!(at(json!(60)), Some(1_060));
+        assert_eq!(at(json!("60")), Some(1_060));
+        assert_eq!(at(json!(60.9)), Some(1_060));
+        assert_eq!(at(json!(u64::MAX)), Some(1_000 + i64::MAX as u64));
+        assert_eq!(at(json!(null)), None);
+        assert_eq!(at(json!(true)), None);
+    }
 }

@@ -117,7 +117,7 @@ pub struct AsOptions {
     pub code: String,
     pub access_token: String,
     pub refresh_token: Option<String>,
-    pub expires_in: Option<u64>,
+    pub expires_in: Option<i64>,
     /// `scope` in the token answer.
     pub scope: Option<String>,
     /// Lists S256 in `code_challenge_methods_supported` (else `plain`).
@@ -738,13 +738,16 @@ pub struct SiteOptions {
     pub cimd: bool,
     /// Confidential clients (id, secret) the token endpoint authenticates.
     pub clients: Vec<(String, String)>,
+    /// How the ids of clients it registers start (`dyn-1`, `dyn-2`, ...);
+    /// the secrets are `{prefix}secret-N`.
+    pub client_prefix: String,
     /// Issues refresh tokens with authorization-code and refresh grants.
     pub refresh_tokens: bool,
     /// A refresh token is good once: a reused one gets 400 `invalid_grant`.
     pub strict_rotation: bool,
     /// How long the token endpoint takes to answer.
     pub token_delay: Duration,
-    pub expires_in: Option<u64>,
+    pub expires_in: Option<i64>,
     // --- The MCP server role ---------------------------------------------
     /// Serves [`McpScript`] at `/mcp` behind a bearer check against the
     /// ledger.
@@ -781,6 +784,7 @@ impl Default for SiteOptions {
             registration: false,
             cimd: false,
             clients: vec![],
+            client_prefix: "dyn-".into(),
             refresh_tokens: false,
             strict_rotation: false,
             token_delay: Duration::ZERO,
@@ -836,6 +840,9 @@ struct SiteState {
     refresh: Vec<(String, String, String, bool)>,
     /// (client id, secret, token_endpoint_auth_method).
     registered: Vec<(String, Option<String>, String)>,
+    /// The authorization server the resource metadata names from now on
+    /// (see [`OAuthSite::point_at`]).
+    prm_authorization_server: Option<String>,
 }
 
 /// The scripted site; see [`SiteOptions`].
@@ -922,6 +929,13 @@ impl OAuthSite {
         st.refresh.iter().map(|r| r.0.clone()).collect()
     }
 
+    /// Makes the protected-resource metadata name `issuer` as its
+    /// authorization server from now on.
+    pub fn point_at(&self, issuer: &str) {
+        self.state.lock().unwrap().prm_authorization_server =
+            Some(issuer.to_string());
+    }
+
     /// Every access token issued, in order.
     pub fn access_tokens(&self) -> Vec<String> {
         self.ledger.0.lock().unwrap().iter().map(|t| t.0.clone()).collect()
@@ -967,8 +981,10 @@ impl Site<'_> {
                     "resource": o.prm_resource.as_ref()
                         .map(|r| r.replace("{base}", self.base))
                         .unwrap_or(format!("{}/mcp", self.base)),
-                    "authorization_servers": [o.prm_authorization_server
-                        .clone().unwrap_or(self.base.to_string())],
+                    "authorization_servers": [self.state.lock().unwrap()
+                        .prm_authorization_server.clone()
+                        .or(o.prm_authorization_server.clone())
+                        .unwrap_or(self.base.to_string())],
                     "bearer_methods_supported": ["header"],
                 });
                 if !o.prm_scopes.is_empty() {
@@ -1020,7 +1036,8 @@ impl Site<'_> {
         let redirect_uri = get("redirect_uri").to_string();
         let state = pct_encode(get("state"));
         let client_id = get("client_id").to_string();
-        let unknown_dynamic = client_id.starts_with("dyn-")
+        let unknown_dynamic = client_id
+            .starts_with(self.opts.client_prefix.as_str())
             && !self
                 .state
                 .lock()
@@ -1075,8 +1092,9 @@ impl Site<'_> {
             .to_string();
         let mut st = self.state.lock().unwrap();
         let n = st.registered.len() + 1;
-        let id = format!("dyn-{n}");
-        let secret = (method != "none").then(|| format!("dyn-secret-{n}"));
+        let prefix = &self.opts.client_prefix;
+        let id = format!("{prefix}{n}");
+        let secret = (method != "none").then(|| format!("{prefix}secret-{n}"));
         st.registered.push((id.clone(), secret.clone(), method.clone()));
         drop(st);
         let mut answer = body;
