@@ -529,11 +529,20 @@ fn with_step_up_a_token_that_expires_in_zero_or_less_starts_a_new_login() {
     write_browser(&dir, "");
     let out = login(&dir);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    cmd(&dir, &["list", "web"]).run();
+    let out = cmd(&dir, &["list", "web"]).run();
     // The stored token is not sent: the first request goes without one,
     // and its 401 starts a second authorization.
     let first = &mcp.requests()[0];
     assert_eq!(first.header("authorization"), None, "{}", mcp.summary());
     assert_eq!(first.status, Some(401));
     assert_eq!(auth.token_requests().len(), 2, "{}", auth.summary());
+    // The token that step-up obtained is expired on arrival too: it is
+    // never sent, and the command says why instead of asking again.
+    assert!(
+        mcp.requests().iter().all(|r| r.header("authorization").is_none()),
+        "{}",
+        mcp.summary()
+    );
+    assert_eq!(out.code, Some(6), "{}", out.stderr);
+    assert!(out.stderr.contains("already expired"), "{}", out.stderr);
 }

@@ -156,13 +156,20 @@ impl Authorization {
             callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
             lookup: &lookup,
         });
-        Some(
-            cred.map(|c| {
-                self.value =
-                    Some(format!("Bearer {}", c.access_token.expose()));
-            })
-            .map_err(|e| e.for_server(&self.server)),
-        )
+        let renewed = cred.and_then(|c| {
+            // A token that is expired on arrival (expires_in <= 0) is
+            // never sent: it would only earn another 401.
+            if c.expired(store::now()) {
+                return Err(Error::new(
+                    Kind::Auth,
+                    "the authorization server issued a token that has \
+                     already expired (expires_in <= 0)",
+                ));
+            }
+            self.value = Some(format!("Bearer {}", c.access_token.expose()));
+            Ok(())
+        });
+        Some(renewed.map_err(|e| e.for_server(&self.server)))
     }
 
     /// What to do about a refusal, for the error message.
