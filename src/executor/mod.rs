@@ -129,7 +129,7 @@ impl Executor {
                         "'{}' denied by pre-tool hook '{}' ({}){}",
                         term::line(&name),
                         term::line(&hook.join(" ")),
-                        d.how,
+                        term::line(&d.how),
                         if d.reason.is_empty() {
                             String::new()
                         } else {
