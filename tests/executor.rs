@@ -631,7 +631,8 @@ fn terminal_prompt_yes_runs_the_call() {
         &out.stdout,
         "rivumi-mcp: approve this call?\n  server:         demo\n  \
          tool:           add (mcp__demo__add)\n  classification: execute\n  \
-         arguments:\n    {\n      \"a\": 1,\n      \"b\": 2\n    }\n\
+         description:\n    Add two numbers.\n    Returns the sum as text and \
+         structuredContent.\n  arguments:\n    {\n      \"a\": 1,\n      \"b\": 2\n    }\n\
          Run it? [y/N] ",
     );
     assert!(out.stdout.ends_with("3\n{\n  \"sum\": 3\n}\n"), "{out:?}");
@@ -682,8 +683,9 @@ fn terminal_prompt_shows_the_arguments_sanitised() {
     assert_contains(
         &out.stdout,
         "  tool:           delete_all (mcp__demo__delete_all)\n  \
-         classification: execute\n  arguments:\n    {\n      \
-         \"bidi\": \"a<U+202E>b\",\n      \"csi\": \"\\u{9b}2J\",\n      \
+         classification: execute\n  description:\n    Pretend to delete \
+         everything.\n    Annotated both read-only and destructive, a \
+         contradiction.\n  arguments:\n    {\n      \"bidi\": \"a<U+202E>b\",\n      \"csi\": \"\\u{9b}2J\",\n      \
          \"esc\": \"\\u001b[31m\"\n    }\nRun it? [y/N] ",
     );
     assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
@@ -1490,4 +1492,77 @@ fn sigterm_during_a_hook_exits_143_and_kills_the_hook() {
 #[test]
 fn sigint_during_a_hook_exits_130_and_kills_the_hook() {
     interrupt_hook("exec_hook_sigint", "-INT", 130);
+}
+
+// ---------------------------------------------------------------------------
+// Descriptions are never cut silently
+// ---------------------------------------------------------------------------
+
+/// A minimal MCP server in `sh` with one execute tool, `wipe`, whose
+/// description is 20 lines long (an escape sequence in its second line).
+fn long_description_server(dir: &Dir) -> String {
+    let mut lines = vec![
+        "Wipe everything.".to_string(),
+        "Line 2 \u{1b}[31m red".to_string(),
+    ];
+    lines.extend((3..=20).map(|i| format!("line {i}")));
+    let list = json!({"tools": [{"name": "wipe",
+        "description": lines.join("\n"), "inputSchema": {"type": "object"}}]});
+    // printf's format: a JSON backslash is written `\\`.
+    let list = list.to_string().replace('\\', "\\\\");
+    script_file(
+        dir,
+        "server.sh",
+        &format!(
+            r#"while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"sh","version":"1"}}}}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{list}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"content":[{{"type":"text","text":"wiped"}}]}}}}\n' "$id" ;;
+  esac
+done"#
+        ),
+    )
+}
+
+#[test]
+fn list_marks_the_description_lines_it_does_not_show() {
+    let dir = Dir::new("exec_list_long_description");
+    let server = long_description_server(&dir);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = run(&dir, &["list", "demo"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        "demo: sh 1 (protocol 2025-11-25)\n  \
+         mcp__demo__wipe  execute  Wipe everything. (19 more lines)\n"
+    );
+    // --json carries the whole description.
+    let out = run(&dir, &["list", "demo", "--json"]).assert_exit(0);
+    let d = &out.stdout_json()["servers"][0]["tools"][0]["description"];
+    assert_eq!(d.as_str().unwrap().lines().count(), 20);
+}
+
+#[test]
+fn terminal_prompt_shows_the_description_bounded_and_marked() {
+    let dir = Dir::new("exec_prompt_description");
+    let server = long_description_server(&dir);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = on_terminal(&dir, &["call", "demo", "wipe"], "y\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_absent(&out.stdout, "\u{1b}");
+    let shown: String = (3..=12).map(|i| format!("    line {i}\n")).collect();
+    assert_contains(
+        &out.stdout,
+        &format!(
+            "  classification: execute\n  description:\n    Wipe \
+             everything.\n    Line 2 \\x1b[31m red\n{shown}    (8 more \
+             lines)\n  arguments:\n    {{}}\nRun it? [y/N] "
+        ),
+    );
+    assert_absent(&out.stdout, "line 13");
+    assert!(out.stdout.ends_with("wiped\n"), "{out:?}");
 }

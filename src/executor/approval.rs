@@ -10,12 +10,16 @@ use std::time::Duration;
 use super::{Action, Executor};
 use crate::error::{Error, Kind};
 use crate::naming::Class;
-use crate::{sys, term};
+use crate::{render, sys, term};
 
 /// How long the approval prompt waits for an answer.
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How much of the arguments the approval prompt shows.
 const PROMPT_ARGS: usize = 4000;
+/// How many lines of the tool's description the approval prompt shows.
+const PROMPT_DESC_LINES: usize = 12;
+/// How much of one description line the approval prompt shows.
+const PROMPT_DESC_LINE: usize = 300;
 
 impl Executor {
     /// The approval step: `Ok(how)` or `Err((how, denial))`.
@@ -82,6 +86,26 @@ fn prompt(server: &str, action: &Action<'_>, class: Class) -> Prompted {
     let (true, Ok(mut tty)) = (interactive, tty) else {
         return Prompted::NoTerminal;
     };
+    let text = prompt_text(server, action, class);
+    if tty.write_all(text.as_bytes()).and_then(|_| tty.flush()).is_err() {
+        return Prompted::NoTerminal;
+    }
+    use std::os::fd::AsRawFd;
+    if !sys::wait_readable(tty.as_raw_fd(), PROMPT_TIMEOUT) {
+        let _ = tty.write_all(b"\n(no answer; not approved)\n");
+        return Prompted::No;
+    }
+    let mut buf = [0u8; 64];
+    let n = tty.read(&mut buf).unwrap_or(0);
+    let answer =
+        String::from_utf8_lossy(&buf[..n]).trim().to_ascii_lowercase();
+    if answer == "y" || answer == "yes" { Prompted::Yes } else { Prompted::No }
+}
+
+/// What the prompt shows, ending in the question: server, tool,
+/// classification, the tool's description (bounded, with a marker for
+/// what is left out) and the arguments, all sanitised.
+fn prompt_text(server: &str, action: &Action<'_>, class: Class) -> String {
     let args =
         serde_json::to_string_pretty(&action.arguments()).unwrap_or_default();
     let args = term::sanitize(&args, term::Lines::Keep);
@@ -96,12 +120,31 @@ fn prompt(server: &str, action: &Action<'_>, class: Class) -> Prompted {
     };
     let mut text = format!(
         "rivumi-mcp: approve this call?\n  server:         {}\n  tool:           \
-         {} ({})\n  classification: {}\n  arguments:\n",
+         {} ({})\n  classification: {}\n",
         term::line(server),
         term::line(&action.name()),
         term::line(&action.qualified(server)),
         class.label()
     );
+    let description = match action {
+        Action::Tool { tool, .. } => tool.def.get("description"),
+        _ => None,
+    };
+    if let Some(d) = description.and_then(serde_json::Value::as_str) {
+        let (lines, more) = render::description_lines(d, PROMPT_DESC_LINES);
+        if !lines.is_empty() {
+            text.push_str("  description:\n");
+        }
+        for l in lines {
+            text.push_str("    ");
+            text.push_str(&term::clip(&term::line(l), PROMPT_DESC_LINE));
+            text.push('\n');
+        }
+        if more > 0 {
+            text.push_str(&format!("    {}\n", render::more_lines(more)));
+        }
+    }
+    text.push_str("  arguments:\n");
     for l in shown.lines() {
         text.push_str("    ");
         text.push_str(l);
@@ -113,17 +156,60 @@ fn prompt(server: &str, action: &Action<'_>, class: Class) -> Prompted {
         ));
     }
     text.push_str("Run it? [y/N] ");
-    if tty.write_all(text.as_bytes()).and_then(|_| tty.flush()).is_err() {
-        return Prompted::NoTerminal;
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::super::Tool;
+    use super::*;
+
+    /// The prompt for an execute tool `t` of server `s` defined by `def`,
+    /// called without arguments.
+    fn prompt_for(def: Value) -> String {
+        let tool = Tool {
+            name: "t".into(),
+            qualified: "mcp__s__t".into(),
+            class: Class::Execute,
+            def,
+        };
+        let arguments = Map::new();
+        let action = Action::Tool { tool: &tool, arguments: &arguments };
+        prompt_text("s", &action, Class::Execute)
     }
-    use std::os::fd::AsRawFd;
-    if !sys::wait_readable(tty.as_raw_fd(), PROMPT_TIMEOUT) {
-        let _ = tty.write_all(b"\n(no answer; not approved)\n");
-        return Prompted::No;
+
+    #[test]
+    fn the_prompt_shows_a_bounded_sanitised_description_with_a_marker() {
+        let lines: Vec<String> =
+            (1..=15).map(|i| format!("line {i}")).collect();
+        let mut description = lines.join("\n");
+        description.insert_str(0, "\u{1b}[2J");
+        description.push_str(&format!("\n{}", "y".repeat(1000)));
+        let text =
+            prompt_for(json!({"name": "t", "description": description}));
+        assert!(
+            text.contains("  description:\n    \\x1b[2Jline 1\n    line 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "    line 12\n    (4 more lines)\n  arguments:\n    {}\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("line 13"), "{text}");
+        assert!(!text.contains('\u{1b}'));
+        // Without a description there is no section.
+        let text = prompt_for(json!({"name": "t"}));
+        assert!(!text.contains("description"), "{text}");
     }
-    let mut buf = [0u8; 64];
-    let n = tty.read(&mut buf).unwrap_or(0);
-    let answer =
-        String::from_utf8_lossy(&buf[..n]).trim().to_ascii_lowercase();
-    if answer == "y" || answer == "yes" { Prompted::Yes } else { Prompted::No }
+
+    #[test]
+    fn one_overlong_description_line_is_clipped_with_a_marker() {
+        let text = prompt_for(json!({"description": "z".repeat(1000)}));
+        let clipped = format!("    {}… [700 more bytes]\n", "z".repeat(300));
+        assert!(text.contains(&clipped), "{text}");
+    }
 }
