@@ -91,6 +91,31 @@ pub(crate) fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     }
 }
 
+/// Kills one process with SIGKILL and waits up to `limit` for it to be
+/// gone, reaping it when it is our child (a hook's orphan reparented to us
+/// as the subreaper).
+pub(crate) fn kill_and_reap(pid: i32, limit: Duration) {
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) on one pid; plain integers only.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let start = Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid with WNOHANG; writes one int.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        // SAFETY: kill(2) with signal 0 only checks that the pid exists.
+        if r == pid || (r < 0 && unsafe { libc::kill(pid, 0) } != 0) {
+            return;
+        }
+        if start.elapsed() >= limit {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
 fn signal_set() -> libc::sigset_t {

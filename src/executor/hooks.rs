@@ -15,11 +15,16 @@
 //! The deadline covers everything: running, writing the request and reading
 //! the output. When the hook exits, or the deadline or the stdout cap is
 //! reached, its whole process group is killed; a process that still holds
-//! its output after that (one that left the group) cannot hold us: the
-//! readers are threads that are never waited for past the deadline.
+//! one of its pipes after that (one that left the group) cannot hold us:
+//! the readers are threads that are never waited for past the deadline,
+//! and at the deadline such holders are found (Linux `/proc`) and killed.
+//! A descendant that leaves the group and closes its pipes is beyond reach,
+//! as it is for a server.
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -85,12 +90,19 @@ pub(super) fn run_hook(
     };
     let pgid = child.id() as i32;
     sys::register_group(pgid);
+    let pipes = pipes_of(&child);
     let ended = supervise(&mut child, pgid, input, deadline);
     // Whatever happened, nothing of the hook's group outlives it.
     sys::kill_group(pgid, sys::SIGKILL);
     let _ = child.wait();
     sys::wait_group_gone(pgid, Duration::from_millis(500));
     sys::unregister_group(pgid);
+    if let Ended::TimedOut { .. } = ended {
+        // What holds its pipes open now has left its group: it goes too.
+        for pid in holders(&pipes) {
+            sys::kill_and_reap(pid, Duration::from_millis(500));
+        }
+    }
     match ended {
         Ended::Done { status, stdout, stderr } => {
             verdict(status, &stdout, &String::from_utf8_lossy(&stderr))
@@ -115,6 +127,45 @@ pub(super) fn run_hook(
             "",
         ),
     }
+}
+
+/// The identities of the hook's three pipes (`pipe:[INODE]`, as Linux
+/// shows them under `/proc/PID/fd`); empty where there is no `/proc`.
+fn pipes_of(child: &Child) -> Vec<PathBuf> {
+    let fds = [
+        child.stdin.as_ref().map(AsRawFd::as_raw_fd),
+        child.stdout.as_ref().map(AsRawFd::as_raw_fd),
+        child.stderr.as_ref().map(AsRawFd::as_raw_fd),
+    ];
+    fds.into_iter()
+        .flatten()
+        .filter_map(|fd| {
+            std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+        })
+        .collect()
+}
+
+/// The processes other than this one that hold one of `pipes` open. Only
+/// the hook and its descendants can (our ends are close-on-exec), so after
+/// its group is gone these are descendants that left the group (a new
+/// session, say) and would otherwise live on.
+fn holders(pipes: &[PathBuf]) -> Vec<i32> {
+    if pipes.is_empty() {
+        return vec![];
+    }
+    let me = std::process::id() as i32;
+    let Ok(procs) = std::fs::read_dir("/proc") else { return vec![] };
+    procs
+        .flatten()
+        .filter_map(|p| {
+            let pid: i32 = p.file_name().to_str()?.parse().ok()?;
+            let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
+            let holds = fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| pipes.contains(&l))
+            });
+            (holds && pid != me).then_some(pid)
+        })
+        .collect()
 }
 
 /// How supervising a hook ended.
