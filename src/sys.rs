@@ -13,7 +13,21 @@
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Set by the signal thread before it kills anything: the process is
+/// about to exit with 128 + the signal.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Parks the calling thread for good when a signal is being handled, so
+/// that a process the signal thread killed (a hook, say) is not reported
+/// as a failure with another exit code before the signal's own exit.
+pub(crate) fn stop_if_interrupted() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
 
 /// Process groups of the servers that are running now.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -150,6 +164,7 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
+            INTERRUPTED.store(true, Ordering::SeqCst);
             let groups: Vec<i32> =
                 GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
             for &g in &groups {

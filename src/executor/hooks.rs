@@ -97,6 +97,8 @@ pub(super) fn run_hook(
     let _ = child.wait();
     sys::wait_group_gone(pgid, Duration::from_millis(500));
     sys::unregister_group(pgid);
+    // Killed by our own signal handling: that exit (130/143) is the answer.
+    sys::stop_if_interrupted();
     if let Ended::TimedOut { .. } = ended {
         // What holds its pipes open now has left its group: it goes too.
         for pid in holders(&pipes) {
