@@ -1397,16 +1397,18 @@ fn hook_that_exits_but_leaves_its_output_open_cannot_hang_us() {
     assert_eq!(out.stdout, "hi\n");
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
     assert_pids_gone(&pids, Duration::from_millis(500));
-    // One that left the group (a new session) and keeps the pipe open
-    // cannot hold us past the deadline: that denies, and it is killed.
+    // One that left the group (a new session: the hook exits only once it
+    // has) and keeps the pipe open cannot hold us past the deadline: that
+    // denies, and it is killed.
     let escaped = dir.path("escaped-pids");
     let hook = hook_doing(
         &dir,
         "escaper.sh",
         &format!(
-            "echo '{{\"decision\":\"allow\"}}'\nsetsid sleep 30 &\n\
-             echo $! > {}\nexit 0",
-            escaped.display()
+            "echo '{{\"decision\":\"allow\"}}'\n\
+             setsid sh -c 'echo $$ > {p}; exec sleep 30' &\n\
+             while [ ! -s {p} ]; do sleep 0.01; done\nexit 0",
+            p = escaped.display()
         ),
     );
     let start = Instant::now();
