@@ -61,6 +61,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == Kind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
+            // A server or hook the signal thread just killed must not be
+            // reported as a failure of its own: the signal's exit wins.
+            sys::stop_if_interrupted();
             report(&e, json_errors);
             ExitCode::from(e.kind().exit_code())
         }

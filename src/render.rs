@@ -165,14 +165,50 @@ pub(crate) fn print(text: &str) -> Result<()> {
     out::print_untrusted(text)
 }
 
-/// The visible marker under output that `--max-output` cut.
-pub(crate) fn truncation_note(obs: &crate::executor::Observation) -> String {
-    if !obs.truncated {
-        return String::new();
+/// The first `max` non-blank lines of a description, trimmed, and how many
+/// non-blank lines follow them: a description is never cut silently, the
+/// caller shows [`more_lines`] of the rest.
+pub(crate) fn description_lines(d: &str, max: usize) -> (Vec<&str>, usize) {
+    let mut lines = d.lines().map(str::trim).filter(|l| !l.is_empty());
+    let shown: Vec<&str> = lines.by_ref().take(max).collect();
+    (shown, lines.count())
+}
+
+/// The marker for `n` description lines not shown: `(N more lines)`.
+pub(crate) fn more_lines(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => "(1 more line)".to_string(),
+        n => format!("({n} more lines)"),
     }
-    format!(
-        "[output truncated: the result was {} bytes, more than --max-output \
-         allows; use --max-output to see more]\n",
-        obs.original_bytes
-    )
+}
+
+/// A description on one line: its first line, then the marker for the
+/// lines not shown (`list` shows this; `list --json` has them all).
+pub(crate) fn description_line(d: &str) -> String {
+    let (first, more) = description_lines(d, 1);
+    let first = first.first().copied().unwrap_or("");
+    match more {
+        0 => first.to_string(),
+        n => format!("{first} {}", more_lines(n)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_description_says_how_much_is_left() {
+        assert_eq!(description_line("One line."), "One line.");
+        assert_eq!(description_line("Two.\nLines."), "Two. (1 more line)");
+        assert_eq!(
+            description_line("\n  First.  \n\nsecond\r\nthird\n\n"),
+            "First. (2 more lines)"
+        );
+        assert_eq!(description_line(""), "");
+        let (shown, more) = description_lines("a\nb\nc\nd", 2);
+        assert_eq!((shown, more), (vec!["a", "b"], 2));
+        assert_eq!(more_lines(0), "");
+    }
 }

@@ -13,6 +13,7 @@
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The variables every child (server, hook, browser) inherits from the
@@ -21,6 +22,19 @@ pub(crate) const BASE_ENV: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE",
     "TERM", "TMPDIR", "TZ",
 ];
+
+/// Set by the signal thread before it kills anything: the process is
+/// about to exit with 128 + the signal.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Parks the calling thread for good when a signal is being handled, so
+/// that a process the signal thread killed (a hook, say) is not reported
+/// as a failure with another exit code before the signal's own exit.
+pub(crate) fn stop_if_interrupted() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
 
 /// Process groups of the servers that are running now.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -98,6 +112,31 @@ pub(crate) fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     }
 }
 
+/// Kills one process with SIGKILL and waits up to `limit` for it to be
+/// gone, reaping it when it is our child (a hook's orphan reparented to us
+/// as the subreaper).
+pub(crate) fn kill_and_reap(pid: i32, limit: Duration) {
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) on one pid; plain integers only.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let start = Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid with WNOHANG; writes one int.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        // SAFETY: kill(2) with signal 0 only checks that the pid exists.
+        if r == pid || (r < 0 && unsafe { libc::kill(pid, 0) } != 0) {
+            return;
+        }
+        if start.elapsed() >= limit {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
 fn signal_set() -> libc::sigset_t {
@@ -132,6 +171,7 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
+            INTERRUPTED.store(true, Ordering::SeqCst);
             let groups: Vec<i32> =
                 GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
             for &g in &groups {

@@ -42,6 +42,24 @@ fn echo_with_hook(dir: &Dir, hook: &str) -> TestCommand {
     run(dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", hook])
 }
 
+/// `rivumi-mcp call demo echo TEXT` with the pre-tool hook `hook` and a
+/// hook deadline of 1 s.
+fn echo_with_hook_in_1s(dir: &Dir, hook: &str, text: &str) -> TestCommand {
+    run(
+        dir,
+        &[
+            "call",
+            "demo",
+            "echo",
+            text,
+            "--pre-tool-hook",
+            hook,
+            "--hook-timeout",
+            "1",
+        ],
+    )
+}
+
 /// Every method the server received, in order.
 fn methods(rec: &Path) -> Vec<String> {
     std::fs::read_to_string(rec)
@@ -184,7 +202,7 @@ echo '{"decision":"deny","reason":"nope"}'"#,
         out.stderr,
         format!("{}: nope\n", hook_denial("echo", &hook, "decision deny"))
     );
-    // Any other output on exit 0 allows.
+    // Output after the decision is not exactly one object: it denies too.
     let other = script_file(
         &dir,
         "other.sh",
@@ -192,17 +210,21 @@ echo '{"decision":"deny","reason":"nope"}'"#,
 echo '{"decision":"allow"}'
 echo 'and some chatter'"#,
     );
-    let out = run(
-        &dir,
-        &["call", "demo", "echo", "text=ok", "--pre-tool-hook", &other],
-    )
-    .assert_exit(0);
-    assert_eq!(out.stdout, "ok\n");
-    let texts: Vec<Value> = received(&rec, "tools/call")
-        .iter()
-        .map(|p| p["arguments"]["text"].clone())
-        .collect();
-    assert_eq!(texts, [json!("ok")]);
+    let out = echo_with_hook(&dir, &other).assert_exit(7);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{}\n",
+            hook_denial(
+                "echo",
+                &other,
+                "exit 0 but stdout is not exactly one JSON object (2:1: \
+                 expected end of input after the top-level value, found \
+                 'a'), failing closed"
+            )
+        )
+    );
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
 }
 
 #[test]
@@ -224,7 +246,7 @@ fn hook_crash_denies() {
         out.stderr,
         format!(
             "{}\n",
-            hook_denial("echo", &killed, "killed by a signal, failing closed")
+            hook_denial("echo", &killed, "killed by signal 9, failing closed")
         )
     );
     let exit3 = script_file(&dir, "exit3.sh", "exit 3");
@@ -245,20 +267,7 @@ fn hook_timeout_denies_promptly_and_leaves_no_process() {
         ),
     );
     let start = Instant::now();
-    let out = run(
-        &dir,
-        &[
-            "call",
-            "demo",
-            "echo",
-            "text=hi",
-            "--pre-tool-hook",
-            &hook,
-            "--hook-timeout",
-            "1",
-        ],
-    )
-    .assert_exit(7);
+    let out = echo_with_hook_in_1s(&dir, &hook, "text=hi").assert_exit(7);
     let took = start.elapsed();
     assert!(took < Duration::from_millis(2500), "took {took:?}");
     assert!(took >= Duration::from_secs(1), "took {took:?}");
@@ -622,7 +631,8 @@ fn terminal_prompt_yes_runs_the_call() {
         &out.stdout,
         "rivumi-mcp: approve this call?\n  server:         demo\n  \
          tool:           add (mcp__demo__add)\n  classification: execute\n  \
-         arguments:\n    {\n      \"a\": 1,\n      \"b\": 2\n    }\n\
+         description:\n    Add two numbers.\n    Returns the sum as text and \
+         structuredContent.\n  arguments:\n    {\n      \"a\": 1,\n      \"b\": 2\n    }\n\
          Run it? [y/N] ",
     );
     assert!(out.stdout.ends_with("3\n{\n  \"sum\": 3\n}\n"), "{out:?}");
@@ -673,8 +683,9 @@ fn terminal_prompt_shows_the_arguments_sanitised() {
     assert_contains(
         &out.stdout,
         "  tool:           delete_all (mcp__demo__delete_all)\n  \
-         classification: execute\n  arguments:\n    {\n      \
-         \"bidi\": \"a<U+202E>b\",\n      \"csi\": \"\\u{9b}2J\",\n      \
+         classification: execute\n  description:\n    Pretend to delete \
+         everything.\n    Annotated both read-only and destructive, a \
+         contradiction.\n  arguments:\n    {\n      \"bidi\": \"a<U+202E>b\",\n      \"csi\": \"\\u{9b}2J\",\n      \
          \"esc\": \"\\u001b[31m\"\n    }\nRun it? [y/N] ",
     );
     assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
@@ -1152,4 +1163,405 @@ fn secrets_appear_in_no_output_and_no_journal() {
     for r in fx.requests() {
         assert_eq!(r.header("x-api-key"), Some(SECRET));
     }
+}
+
+// ---------------------------------------------------------------------------
+// Hooks fail closed: the one allow contract, and every other outcome
+// ---------------------------------------------------------------------------
+
+/// A hook that reads its input, then runs `body`.
+fn hook_doing(dir: &Dir, name: &str, body: &str) -> String {
+    script_file(dir, name, &format!("cat >/dev/null\n{body}"))
+}
+
+/// Runs `call demo echo text=hi` with `hook`, expects a denial whose
+/// `(how)` starts with `how`, and returns stderr.
+#[track_caller]
+fn assert_hook_denies(dir: &Dir, hook: &str, how: &str) -> String {
+    let out = echo_with_hook(dir, hook).assert_exit(7);
+    assert_eq!(out.stdout, "");
+    let denial = format!(
+        "rivumi-mcp: server 'demo': 'echo' denied by pre-tool hook '{hook}' \
+         ({how}"
+    );
+    assert!(out.stderr.starts_with(&denial), "{denial:?} in {out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    out.stderr
+}
+
+#[test]
+fn hook_allow_is_empty_stdout_or_exactly_one_allow_object() {
+    let (dir, rec) = demo_recording("exec_hook_allow_contract");
+    for (name, body) in [
+        ("empty.sh", "exit 0"),
+        ("blank.sh", "printf '  \\n\\t\\n'"),
+        ("allow.sh", r#"echo '{"decision":"allow"}'"#),
+        (
+            "reason.sh",
+            r#"printf '\n  {"reason": "fine", "decision": "allow"}  \n\n'"#,
+        ),
+    ] {
+        let hook = hook_doing(&dir, name, body);
+        let out = echo_with_hook(&dir, &hook).assert_exit(0);
+        assert_eq!(out.stdout, "hi\n", "{name}");
+        assert_eq!(out.stderr, "", "{name}");
+    }
+    assert_eq!(received(&rec, "tools/call").len(), 4);
+}
+
+#[test]
+fn hook_output_that_is_not_exactly_one_object_denies() {
+    let (dir, rec) = demo_recording("exec_hook_not_one_object");
+    let not_one = "exit 0 but stdout is not exactly one JSON object";
+    for (name, body, how) in [
+        (
+            "log_first.sh",
+            "echo 'checking the call...'\necho '{\"decision\":\"allow\"}'",
+            not_one,
+        ),
+        (
+            "two.sh",
+            r#"echo '{"decision":"deny"}'; echo '{"decision":"allow"}'"#,
+            not_one,
+        ),
+        (
+            "two_allows.sh",
+            r#"echo '{"decision":"allow"}{"decision":"allow"}'"#,
+            not_one,
+        ),
+        (
+            "trailing.sh",
+            "echo '{\"decision\":\"allow\"}'\necho 'and some chatter'",
+            not_one,
+        ),
+        ("garbage.sh", "echo 'ok, go ahead'", not_one),
+        ("truncated.sh", r#"printf '{"decision":"allow"'"#, not_one),
+        (
+            "array.sh",
+            r#"echo '[{"decision":"allow"}]'"#,
+            "exit 0 but stdout is a JSON array, not an object",
+        ),
+        (
+            "string.sh",
+            r#"echo '"allow"'"#,
+            "exit 0 but stdout is a JSON string, not an object",
+        ),
+        (
+            "duplicate.sh",
+            r#"echo '{"decision":"deny","decision":"allow"}'"#,
+            "exit 0 but its JSON repeats /decision, failing closed",
+        ),
+        (
+            "unknown_field.sh",
+            r#"echo '{"decision":"allow","also":"run rm"}'"#,
+            "exit 0 but its JSON has an unknown field 'also', failing closed",
+        ),
+        (
+            "no_decision.sh",
+            r#"echo '{"reason":"fine"}'"#,
+            "exit 0 but its JSON has no \"decision\", failing closed",
+        ),
+        (
+            "not_a_string.sh",
+            r#"echo '{"decision":true}'"#,
+            "exit 0 but its \"decision\" is a boolean, not a string",
+        ),
+        (
+            "non_utf8.sh",
+            r#"printf '{"decision":"allow","reason":"\377"}'"#,
+            "exit 0 but stdout is not UTF-8, failing closed",
+        ),
+    ] {
+        let hook = hook_doing(&dir, name, body);
+        let err = assert_hook_denies(&dir, &hook, how);
+        assert!(err.contains("failing closed)"), "{name}: {err}");
+    }
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_unknown_decision_denies() {
+    let (dir, rec) = demo_recording("exec_hook_unknown_decision");
+    for value in ["maybe", "ALLOW", "allow ", "yes"] {
+        let hook = hook_doing(
+            &dir,
+            "unknown.sh",
+            &format!(r#"echo '{{"decision":"{value}"}}'"#),
+        );
+        assert_hook_denies(
+            &dir,
+            &hook,
+            &format!(
+                "exit 0 but its decision '{value}' is neither allow nor deny, \
+                 failing closed)"
+            ),
+        );
+    }
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_output_past_the_cap_denies_even_when_it_starts_allowing() {
+    let (dir, rec) = demo_recording("exec_hook_huge");
+    let pad = "head -c 100000 /dev/zero | tr '\\0' x";
+    let too_much =
+        "printed more than 64 KiB on stdout, failing closed)\n".to_string();
+    // A deny whose reason is huge: cut at the cap it would stop parsing,
+    // which must not read as "no decision, allow".
+    let deny = hook_doing(
+        &dir,
+        "huge_deny.sh",
+        &format!(
+            r#"printf '{{"decision":"deny","reason":"'; {pad}; printf '"}}'"#
+        ),
+    );
+    assert!(assert_hook_denies(&dir, &deny, "").ends_with(&too_much));
+    let allow = hook_doing(
+        &dir,
+        "huge_allow.sh",
+        &format!(
+            r#"printf '{{"decision":"allow","reason":"'; {pad}; printf '"}}'"#
+        ),
+    );
+    assert!(assert_hook_denies(&dir, &allow, "").ends_with(&too_much));
+    // Whitespace counts too; and a hook that never stops printing is cut
+    // off at the cap, not at the deadline.
+    let blank = hook_doing(
+        &dir,
+        "huge_blank.sh",
+        "head -c 100000 /dev/zero | tr '\\0' ' '",
+    );
+    assert!(assert_hook_denies(&dir, &blank, "").ends_with(&too_much));
+    let endless = hook_doing(&dir, "endless.sh", "yes '{}'");
+    let start = Instant::now();
+    let out = echo_with_hook(&dir, &endless).assert_exit(7);
+    assert!(out.stderr.ends_with(&too_much), "{out:?}");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    // Exactly at the cap is still read and judged.
+    let at_cap = hook_doing(
+        &dir,
+        "at_cap.sh",
+        &format!(
+            r#"printf '{{"decision":"allow"}}'; head -c {} /dev/zero | tr '\0' ' '"#,
+            64 * 1024 - 20
+        ),
+    );
+    echo_with_hook(&dir, &at_cap).assert_exit(0);
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+}
+
+#[test]
+fn hook_failures_deny_with_the_reason_shown() {
+    let (dir, rec) = demo_recording("exec_hook_failures");
+    let exit1 = hook_doing(
+        &dir,
+        "exit1.sh",
+        "echo '{\"decision\":\"allow\"}'\necho 'db down' >&2\nexit 1",
+    );
+    let err = assert_hook_denies(&dir, &exit1, "exit 1, failing closed)");
+    assert!(err.ends_with("): db down\n"), "{err}");
+    let killed = hook_doing(
+        &dir,
+        "killed.sh",
+        "echo '{\"decision\":\"allow\"}'\nkill -KILL $$",
+    );
+    assert_hook_denies(&dir, &killed, "killed by signal 9, failing closed)");
+    let segv = hook_doing(&dir, "segv.sh", "kill -SEGV $$");
+    assert_hook_denies(&dir, &segv, "killed by signal 11, failing closed)");
+    // A deny object with exit 0 shows its reason; garbage on exit 0 shows
+    // the hook's stderr, sanitised.
+    let garbage =
+        hook_doing(&dir, "garbage.sh", "echo nope\necho 'why: \\033[2J' >&2");
+    let err = assert_hook_denies(&dir, &garbage, "exit 0 but stdout");
+    assert!(err.ends_with("failing closed): why: \\x1b[2J\n"), "{err}");
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn hook_that_exits_but_leaves_its_output_open_cannot_hang_us() {
+    let (dir, rec) = demo_recording("exec_hook_held_output");
+    // A child in the hook's group that holds its stdout dies with the
+    // hook: the allow stands, at once.
+    let pids = dir.path("hook-pids");
+    let hook = hook_doing(
+        &dir,
+        "holder.sh",
+        &format!(
+            "echo '{{\"decision\":\"allow\"}}'\n(sleep 30; echo late) &\n\
+             echo $! > {}\nexit 0",
+            pids.display()
+        ),
+    );
+    let start = Instant::now();
+    let out = echo_with_hook(&dir, &hook).assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert_pids_gone(&pids, Duration::from_millis(500));
+    // One that left the group (a new session: the hook exits only once it
+    // has) and keeps the pipe open cannot hold us past the deadline: that
+    // denies, and it is killed.
+    let escaped = dir.path("escaped-pids");
+    let hook = hook_doing(
+        &dir,
+        "escaper.sh",
+        &format!(
+            "echo '{{\"decision\":\"allow\"}}'\n\
+             setsid sh -c 'echo $$ > {p}; exec sleep 30' &\n\
+             while [ ! -s {p} ]; do sleep 0.01; done\nexit 0",
+            p = escaped.display()
+        ),
+    );
+    let start = Instant::now();
+    let out = echo_with_hook_in_1s(&dir, &hook, "text=hi").assert_exit(7);
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{}\n",
+            hook_denial(
+                "echo",
+                &hook,
+                "timed out after 1s; it exited but its output stayed open"
+            )
+        )
+    );
+    // And what held the pipe is gone too.
+    assert_pids_gone(&escaped, Duration::from_millis(500));
+    assert_eq!(received(&rec, "tools/call").len(), 1);
+}
+
+#[test]
+fn hook_that_never_reads_a_large_request_cannot_hang_us() {
+    let (dir, rec) = demo_recording("exec_hook_unread_stdin");
+    let hook = script_file(&dir, "deaf.sh", "sleep 30");
+    let big = format!("text={}", "x".repeat(120_000));
+    let start = Instant::now();
+    let out = echo_with_hook_in_1s(&dir, &hook, &big).assert_exit(7);
+    assert!(start.elapsed() < Duration::from_millis(2500));
+    assert_contains(&out.stderr, "(timed out after 1s)\n");
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+/// Starts `call` with a hook that records its pid and sleeps, sends
+/// `signal` to rivumi-mcp while the hook runs, and checks the exit code
+/// and that the hook and its child are gone.
+fn interrupt_hook(test: &str, signal: &str, code: i32) {
+    let (dir, rec) = demo_recording(test);
+    let pids = dir.path("hook-pids");
+    let hook = hook_doing(
+        &dir,
+        "slow.sh",
+        &format!(
+            "echo $$ > {p}\nsleep 30 &\necho $! >> {p}\nwait",
+            p = pids.display()
+        ),
+    );
+    let cmd = run(
+        &dir,
+        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+    );
+    let child = cmd.spawn();
+    let start = Instant::now();
+    while crate::util::read_pids(&pids).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the hook never ran"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = crate::util::wait_with_timeout(child, &cmd);
+    assert_eq!(out.code, Some(code), "{}", cmd.report(&out));
+    assert_eq!(out.stdout, "");
+    assert_pids_gone(&pids, Duration::from_secs(1));
+    assert_eq!(received(&rec, "tools/call"), Vec::<Value>::new());
+}
+
+#[test]
+fn sigterm_during_a_hook_exits_143_and_kills_the_hook() {
+    interrupt_hook("exec_hook_sigterm", "-TERM", 143);
+}
+
+#[test]
+fn sigint_during_a_hook_exits_130_and_kills_the_hook() {
+    interrupt_hook("exec_hook_sigint", "-INT", 130);
+}
+
+// ---------------------------------------------------------------------------
+// Descriptions are never cut silently
+// ---------------------------------------------------------------------------
+
+/// A minimal MCP server in `sh` with one execute tool, `wipe`, whose
+/// description is 20 lines long (an escape sequence in its second line).
+fn long_description_server(dir: &Dir) -> String {
+    let mut lines = vec![
+        "Wipe everything.".to_string(),
+        "Line 2 \u{1b}[31m red".to_string(),
+    ];
+    lines.extend((3..=20).map(|i| format!("line {i}")));
+    let list = json!({"tools": [{"name": "wipe",
+        "description": lines.join("\n"), "inputSchema": {"type": "object"}}]});
+    // printf's format: a JSON backslash is written `\\`.
+    let list = list.to_string().replace('\\', "\\\\");
+    script_file(
+        dir,
+        "server.sh",
+        &format!(
+            r#"while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"sh","version":"1"}}}}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{list}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"content":[{{"type":"text","text":"wiped"}}]}}}}\n' "$id" ;;
+  esac
+done"#
+        ),
+    )
+}
+
+#[test]
+fn list_marks_the_description_lines_it_does_not_show() {
+    let dir = Dir::new("exec_list_long_description");
+    let server = long_description_server(&dir);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = run(&dir, &["list", "demo"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        "demo: sh 1 (protocol 2025-11-25)\n  \
+         mcp__demo__wipe  execute  Wipe everything. (19 more lines)\n"
+    );
+    // --json carries the whole description.
+    let out = run(&dir, &["list", "demo", "--json"]).assert_exit(0);
+    let d = &out.stdout_json()["servers"][0]["tools"][0]["description"];
+    assert_eq!(d.as_str().unwrap().lines().count(), 20);
+}
+
+#[test]
+fn terminal_prompt_shows_the_description_bounded_and_marked() {
+    let dir = Dir::new("exec_prompt_description");
+    let server = long_description_server(&dir);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = on_terminal(&dir, &["call", "demo", "wipe"], "y\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_absent(&out.stdout, "\u{1b}");
+    let shown: String = (3..=12).map(|i| format!("    line {i}\n")).collect();
+    assert_contains(
+        &out.stdout,
+        &format!(
+            "  classification: execute\n  description:\n    Wipe \
+             everything.\n    Line 2 \\x1b[31m red\n{shown}    (8 more \
+             lines)\n  arguments:\n    {{}}\nRun it? [y/N] "
+        ),
+    );
+    assert_absent(&out.stdout, "line 13");
+    assert!(out.stdout.ends_with("wiped\n"), "{out:?}");
 }

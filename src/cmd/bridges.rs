@@ -51,7 +51,7 @@ pub(crate) fn read(
     for c in contents {
         text.push_str(&render::resource_contents(c, &mut saver)?);
     }
-    text.push_str(&render::truncation_note(&obs));
+    text.push_str(&obs.truncation_note());
     render::print(&text)
 }
 
@@ -103,6 +103,6 @@ pub(crate) fn prompt(
             text.push_str(&render::block(c, &mut saver)?);
         }
     }
-    text.push_str(&render::truncation_note(&obs));
+    text.push_str(&obs.truncation_note());
     render::print(&text)
 }

@@ -116,7 +116,7 @@ pub(crate) fn run(
             text.push('\n');
         }
 
-        text.push_str(&render::truncation_note(&obs));
+        text.push_str(&obs.truncation_note());
         render::print(&text)?;
     }
     if is_error {

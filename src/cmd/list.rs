@@ -143,7 +143,7 @@ pub(crate) fn run(
 
 fn describe(v: &Value) -> String {
     let d = v.get("description").and_then(Value::as_str).unwrap_or("");
-    d.lines().next().unwrap_or("").trim().to_string()
+    crate::render::description_line(d)
 }
 
 fn human(l: &ServerListing, show: Show) -> String {

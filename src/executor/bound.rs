@@ -1,0 +1,129 @@
+//! Bounding an observation: a result is cut to `--max-output` bytes of
+//! JSON before it is printed, with the cut said out loud.
+
+use serde_json::{Value, json};
+
+use crate::msg;
+
+/// The default cap on what one observation prints.
+pub(crate) const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
+
+/// A result, bounded for printing.
+#[derive(Debug)]
+pub(crate) struct Observation {
+    pub(crate) result: Value,
+    pub(crate) truncated: bool,
+    pub(crate) original_bytes: usize,
+}
+
+impl Observation {
+    /// The visible marker under output that `--max-output` cut; empty
+    /// when nothing was cut.
+    pub(crate) fn truncation_note(&self) -> String {
+        if !self.truncated {
+            return String::new();
+        }
+        format!(
+            "[output truncated: the result was {} bytes, more than \
+             --max-output allows; use --max-output to see more]\n",
+            self.original_bytes
+        )
+    }
+
+    /// The result as `--json` prints it: with `truncated` and
+    /// `original_bytes` when it was cut.
+    pub(crate) fn json(&self) -> Value {
+        let mut v = self.result.clone();
+        if self.truncated
+            && let Value::Object(m) = &mut v
+        {
+            m.insert("truncated".into(), json!(true));
+            m.insert("original_bytes".into(), json!(self.original_bytes));
+        }
+        v
+    }
+}
+
+/// Cuts a result to about `max` bytes of JSON: text is clipped in order,
+/// binary payloads and structured content that no longer fit are dropped.
+pub(crate) fn bound(result: Value, max: usize) -> Observation {
+    let original_bytes =
+        serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(0);
+    if original_bytes <= max {
+        return Observation { result, truncated: false, original_bytes };
+    }
+    let mut result = result;
+    let mut budget = max;
+    let clip_str = |s: &mut String, budget: &mut usize| {
+        if s.len() > *budget {
+            let mut end = *budget;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
+        }
+        *budget -= s.len();
+    };
+    for key in ["content", "contents", "messages"] {
+        let Some(Value::Array(items)) = result.get_mut(key) else { continue };
+        for item in items.iter_mut() {
+            let target = match key {
+                "messages" => item.get_mut("content"),
+                _ => Some(item),
+            };
+            let Some(Value::Object(block)) = target else { continue };
+            for field in ["text", "data", "blob"] {
+                if let Some(Value::String(s)) = block.get_mut(field) {
+                    if field == "text" {
+                        clip_str(s, &mut budget);
+                    } else if s.len() <= budget {
+                        budget -= s.len();
+                    } else {
+                        s.clear();
+                        block.insert("truncated".into(), json!(true));
+                        break;
+                    }
+                }
+            }
+            if let Some(Value::Object(res)) = block.get_mut("resource") {
+                for field in ["text", "blob"] {
+                    if let Some(Value::String(s)) = res.get_mut(field) {
+                        clip_str(s, &mut budget);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(sc) = result.get("structuredContent") {
+        let n = sc.to_string().len();
+        if n > budget
+            && let Value::Object(m) = &mut result
+        {
+            m.remove("structuredContent");
+        }
+    }
+    msg::debug(&format!("output cut to {max} of {original_bytes} bytes"));
+    Observation { result, truncated: true, original_bytes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_text_and_drops_what_does_not_fit() {
+        let r = json!({"content": [
+            {"type": "text", "text": "x".repeat(100)},
+            {"type": "image", "data": "A".repeat(100), "mimeType": "image/png"},
+        ], "structuredContent": {"k": "v".repeat(100)}});
+        let o = bound(r.clone(), 50);
+        assert!(o.truncated);
+        assert_eq!(o.result["content"][0]["text"].as_str().unwrap().len(), 50);
+        assert_eq!(o.result["content"][1]["data"], "");
+        assert_eq!(o.result["content"][1]["truncated"], true);
+        assert!(o.result.get("structuredContent").is_none());
+        assert_eq!(o.json()["original_bytes"], json!(o.original_bytes));
+        let small = bound(r, 1 << 20);
+        assert!(!small.truncated);
+    }
+}

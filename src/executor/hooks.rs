@@ -1,0 +1,483 @@
+//! Running the pre-tool hooks: each is an argv run without a shell, in
+//! the sanitised base environment and its own process group, with the
+//! request as JSON on stdin; its exit status and stdout decide.
+//!
+//! Hooks fail closed. Exactly two outcomes allow a call: exit 0 with
+//! nothing but whitespace on stdout, and exit 0 with stdout holding exactly
+//! one JSON object `{"decision": "allow"}` (optionally with a string
+//! `"reason"`), surrounded only by whitespace. Everything else denies, and
+//! says why: `{"decision": "deny"}`, exit 2 (stderr is the reason), any
+//! other exit, a crash, a program that cannot start, stdout that is not
+//! UTF-8 or not exactly one such object (a log line before it, a second
+//! object, trailing text, a repeated or unknown field, an unknown
+//! decision), stdout past [`HOOK_STDOUT`], and the deadline.
+//!
+//! The deadline covers everything: running, writing the request and reading
+//! the output. When the hook exits, or the deadline or the stdout cap is
+//! reached, its whole process group is killed; a process that still holds
+//! one of its pipes after that (one that left the group) cannot hold us:
+//! the readers are threads that are never waited for past the deadline,
+//! and at the deadline such holders are found (Linux `/proc`) and killed.
+//! A descendant that leaves the group and closes its pipes is beyond reach,
+//! as it is for a server.
+
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::jsonpos::{self, Kind};
+use crate::{deadline, sys, term};
+
+/// The default deadline of one hook.
+pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a hook may print on stdout; more denies, whatever it says.
+const HOOK_STDOUT: usize = 64 * 1024;
+/// How much of a hook's stderr is kept for the reason; the rest is read
+/// and dropped, so a chatty hook is not stalled on a full pipe.
+const HOOK_STDERR: usize = 64 * 1024;
+/// How often the hook's exit is polled while its output is awaited.
+const POLL: Duration = Duration::from_millis(5);
+
+/// A hook's verdict.
+#[derive(Debug)]
+pub(super) struct Decision {
+    pub(super) allow: bool,
+    pub(super) how: String,
+    pub(super) reason: String,
+}
+
+fn deny(how: impl Into<String>, reason: impl Into<String>) -> Decision {
+    Decision { allow: false, how: how.into(), reason: reason.into() }
+}
+
+/// Starts one hook: its argv, no shell, the base environment only, its
+/// own process group, pipes for all three streams. The one place a hook
+/// process is created.
+fn spawn(argv: &[String]) -> std::io::Result<Child> {
+    let env: Vec<(String, String)> = crate::sys::BASE_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    sys::unblock_signals_in_child(&mut cmd);
+    cmd.spawn()
+}
+
+/// Runs one hook with the request `input` on stdin and judges it; see the
+/// module docs for the contract.
+pub(super) fn run_hook(
+    argv: &[String],
+    input: &Value,
+    timeout: Duration,
+) -> Decision {
+    let deadline = Instant::now() + timeout;
+    let mut child = match spawn(argv) {
+        Ok(c) => c,
+        Err(e) => return deny("could not start", e.to_string()),
+    };
+    let pgid = child.id() as i32;
+    sys::register_group(pgid);
+    let pipes = pipes_of(&child);
+    let ended = supervise(&mut child, pgid, input, deadline);
+    // Whatever happened, nothing of the hook's group outlives it.
+    sys::kill_group(pgid, sys::SIGKILL);
+    let _ = child.wait();
+    sys::wait_group_gone(pgid, Duration::from_millis(500));
+    sys::unregister_group(pgid);
+    // Killed by our own signal handling: that exit (130/143) is the answer.
+    sys::stop_if_interrupted();
+    if let Ended::TimedOut { .. } = ended {
+        // What holds its pipes open now has left its group: it goes too.
+        for pid in holders(&pipes) {
+            sys::kill_and_reap(pid, Duration::from_millis(500));
+        }
+    }
+    match ended {
+        Ended::Done { status, stdout, stderr } => {
+            verdict(status, &stdout, &String::from_utf8_lossy(&stderr))
+        }
+        Ended::TooMuch => deny(
+            format!(
+                "printed more than {} KiB on stdout, failing closed",
+                HOOK_STDOUT / 1024
+            ),
+            "",
+        ),
+        Ended::TimedOut { exited } => deny(
+            format!(
+                "timed out after {}{}",
+                deadline::seconds(timeout),
+                if exited {
+                    "; it exited but its output stayed open"
+                } else {
+                    ""
+                }
+            ),
+            "",
+        ),
+    }
+}
+
+/// The identities of the hook's three pipes (`pipe:[INODE]`, as Linux
+/// shows them under `/proc/PID/fd`); empty where there is no `/proc`.
+fn pipes_of(child: &Child) -> Vec<PathBuf> {
+    let fds = [
+        child.stdin.as_ref().map(AsRawFd::as_raw_fd),
+        child.stdout.as_ref().map(AsRawFd::as_raw_fd),
+        child.stderr.as_ref().map(AsRawFd::as_raw_fd),
+    ];
+    fds.into_iter()
+        .flatten()
+        .filter_map(|fd| {
+            std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()
+        })
+        .collect()
+}
+
+/// The processes other than this one that hold one of `pipes` open. Only
+/// the hook and its descendants can (our ends are close-on-exec), so after
+/// its group is gone these are descendants that left the group (a new
+/// session, say) and would otherwise live on.
+fn holders(pipes: &[PathBuf]) -> Vec<i32> {
+    if pipes.is_empty() {
+        return vec![];
+    }
+    let me = std::process::id() as i32;
+    let Ok(procs) = std::fs::read_dir("/proc") else { return vec![] };
+    procs
+        .flatten()
+        .filter_map(|p| {
+            let pid: i32 = p.file_name().to_str()?.parse().ok()?;
+            let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
+            let holds = fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| pipes.contains(&l))
+            });
+            (holds && pid != me).then_some(pid)
+        })
+        .collect()
+}
+
+/// How supervising a hook ended.
+enum Ended {
+    /// It exited and both its stdout and stderr reached end of file.
+    Done { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
+    /// It printed more than [`HOOK_STDOUT`] on stdout.
+    TooMuch,
+    /// The deadline passed first (`exited`: the process itself had ended).
+    TimedOut { exited: bool },
+}
+
+/// What one reader thread read before end of file (or before the cap).
+struct Captured {
+    stderr: bool,
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+/// Feeds `input` to the hook and collects its output and exit, all by
+/// `deadline`. The writer and readers are detached threads: they end when
+/// the pipes close, and nothing here waits for them past the deadline.
+fn supervise(
+    child: &mut Child,
+    pgid: i32,
+    input: &Value,
+    deadline: Instant,
+) -> Ended {
+    let bytes = input.to_string().into_bytes();
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that never reads its stdin must not hold us; the write
+        // fails (EPIPE) once the group is killed.
+        std::thread::spawn(move || stdin.write_all(&bytes));
+    }
+    let (tx, rx) = mpsc::channel();
+    if let Some(out) = child.stdout.take() {
+        read_capped(out, false, HOOK_STDOUT, tx.clone());
+    }
+    if let Some(err) = child.stderr.take() {
+        read_capped(err, true, HOOK_STDERR, tx);
+    }
+    let (mut status, mut stdout, mut stderr) = (None, None, None);
+    loop {
+        if status.is_none()
+            && let Ok(Some(st)) = child.try_wait()
+        {
+            status = Some(st);
+            // Leftovers in its group die now, so its pipes can close.
+            sys::kill_group(pgid, sys::SIGKILL);
+        }
+        if let (Some(status), Some(stdout), Some(stderr)) =
+            (status, &mut stdout, &mut stderr)
+        {
+            return Ended::Done {
+                status,
+                stdout: std::mem::take(stdout),
+                stderr: std::mem::take(stderr),
+            };
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ended::TimedOut { exited: status.is_some() };
+        }
+        if let Ok(c) = rx.recv_timeout(POLL.min(deadline - now)) {
+            if c.over && !c.stderr {
+                return Ended::TooMuch;
+            }
+            *(if c.stderr { &mut stderr } else { &mut stdout }) =
+                Some(c.bytes);
+        }
+    }
+}
+
+/// Reads `r` on a thread of its own until end of file, keeping at most
+/// `cap` bytes, and sends what it kept. stdout stops at the cap (what
+/// follows cannot matter: it denies); stderr is drained past it.
+fn read_capped(
+    r: impl Read + Send + 'static,
+    stderr: bool,
+    cap: usize,
+    tx: mpsc::Sender<Captured>,
+) {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut r = r;
+        let mut buf = [0u8; 8192];
+        let mut over = false;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let room = cap - kept.len();
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                    if n > room {
+                        over = true;
+                        if !stderr {
+                            break;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Captured { stderr, bytes: kept, over });
+    });
+}
+
+/// Judges a hook that ran to the end: its exit status, its stdout and its
+/// stderr (the reason for exit 2 and other failures).
+fn verdict(status: ExitStatus, stdout: &[u8], stderr: &str) -> Decision {
+    let stderr = stderr.trim();
+    match status.code() {
+        Some(0) => {}
+        Some(2) => return deny("exit 2", stderr),
+        Some(c) => return deny(format!("exit {c}, failing closed"), stderr),
+        None => {
+            let how = match status.signal() {
+                Some(sig) => format!("killed by signal {sig}, failing closed"),
+                None => "killed by a signal, failing closed".to_string(),
+            };
+            return deny(how, stderr);
+        }
+    }
+    let Ok(text) = std::str::from_utf8(stdout) else {
+        return deny("exit 0 but stdout is not UTF-8, failing closed", stderr);
+    };
+    if text.trim_matches(json_space).is_empty() {
+        return Decision {
+            allow: true,
+            how: "exit 0".into(),
+            reason: String::new(),
+        };
+    }
+    match decision(text) {
+        Ok((true, _)) => Decision {
+            allow: true,
+            how: "decision allow".into(),
+            reason: String::new(),
+        },
+        Ok((false, reason)) => deny("decision deny", reason),
+        Err(why) => deny(format!("exit 0 but {why}, failing closed"), stderr),
+    }
+}
+
+fn json_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+}
+
+/// Reads a decision object: `Ok((allow, reason))`, or why `text` is not
+/// exactly one well-formed `{"decision": "allow"|"deny", "reason": "..."}`.
+fn decision(text: &str) -> Result<(bool, String), String> {
+    let doc = jsonpos::parse(text).map_err(|e| {
+        format!(
+            "stdout is not exactly one JSON object ({})",
+            term::clip(&term::line(&e.to_string()), 200)
+        )
+    })?;
+    if let Some(d) = doc.duplicates.first() {
+        return Err(format!("its JSON repeats {}", term::line(&d.pointer)));
+    }
+    let Kind::Object(members) = &doc.root.kind else {
+        return Err(format!(
+            "stdout is a JSON {}, not an object",
+            doc.root.type_name()
+        ));
+    };
+    let mut verdict = None;
+    let mut reason = String::new();
+    for m in members {
+        match (m.key.as_str(), &m.value.kind) {
+            ("decision", Kind::String(s)) if s == "allow" => {
+                verdict = Some(true)
+            }
+            ("decision", Kind::String(s)) if s == "deny" => {
+                verdict = Some(false)
+            }
+            ("decision", Kind::String(s)) => {
+                return Err(format!(
+                    "its decision '{}' is neither allow nor deny",
+                    term::clip(&term::line(s), 100)
+                ));
+            }
+            ("reason", Kind::String(s)) => reason = s.clone(),
+            ("decision" | "reason", _) => {
+                return Err(format!(
+                    "its \"{}\" is a {}, not a string",
+                    m.key,
+                    m.value.type_name()
+                ));
+            }
+            (k, _) => {
+                return Err(format!(
+                    "its JSON has an unknown field '{}'",
+                    term::clip(&term::line(k), 100)
+                ));
+            }
+        }
+    }
+    match verdict {
+        Some(allow) => Ok((allow, reason)),
+        None => Err("its JSON has no \"decision\"".to_string()),
+    }
+}
+
+/// Splits a hook command line into an argv: whitespace separates words,
+/// single and double quotes group them, backslash escapes the next
+/// character. Nothing is expanded; no shell is involved.
+pub(crate) fn split_command(
+    s: &str,
+) -> std::result::Result<Vec<String>, String> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                cur.push(chars.next().ok_or("trailing backslash")?);
+                in_word = true;
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("unterminated quote".to_string());
+    }
+    if in_word {
+        out.push(cur);
+    }
+    if out.is_empty() {
+        return Err("empty command".to_string());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_commands_without_a_shell() {
+        assert_eq!(split_command("a b  c").unwrap(), ["a", "b", "c"]);
+        assert_eq!(
+            split_command(r#"sh -c 'echo $HOME; exit 2' "x y" z\ w"#).unwrap(),
+            ["sh", "-c", "echo $HOME; exit 2", "x y", "z w"]
+        );
+        assert!(split_command("'open").is_err());
+        assert!(split_command("  ").is_err());
+    }
+
+    fn exit(code: i32) -> ExitStatus {
+        ExitStatus::from_raw(code << 8)
+    }
+
+    #[test]
+    fn only_empty_or_one_allow_object_allows() {
+        for out in [
+            "",
+            " \n\t",
+            r#"{"decision":"allow"}"#,
+            "\n {\"reason\":\"ok\",\"decision\":\"allow\"}\n",
+        ] {
+            assert!(verdict(exit(0), out.as_bytes(), "").allow, "{out:?}");
+        }
+        for out in [
+            "log\n{\"decision\":\"allow\"}",
+            r#"{"decision":"allow"}{"decision":"allow"}"#,
+            r#"{"decision":"allow"} x"#,
+            r#"{"decision":"deny","decision":"allow"}"#,
+            r#"{"decision":"allow","x":1}"#,
+            r#"{"decision":"Allow"}"#,
+            r#"{"decision":"deny"}"#,
+            r#"{"decision":"allow","reason":1}"#,
+            r#"["allow"]"#,
+            "{}",
+        ] {
+            assert!(!verdict(exit(0), out.as_bytes(), "").allow, "{out:?}");
+        }
+        assert!(!verdict(exit(0), b"{\"decision\":\"allow\"}\xff", "").allow);
+        let allow = br#"{"decision":"allow"}"#;
+        for st in [exit(1), exit(2), ExitStatus::from_raw(9)] {
+            assert!(!verdict(st, allow, "").allow);
+        }
+    }
+
+    #[test]
+    fn a_deny_carries_its_reason() {
+        let d = verdict(exit(0), br#"{"decision":"deny","reason":"no"}"#, "e");
+        assert_eq!(
+            (d.allow, d.how.as_str(), d.reason.as_str()),
+            (false, "decision deny", "no")
+        );
+        let d = verdict(exit(2), b"", " why \n");
+        assert_eq!((d.how.as_str(), d.reason.as_str()), ("exit 2", "why"));
+    }
+}
