@@ -817,7 +817,7 @@ impl Checker<'_> {
                         format!("'{n}' is listed twice"),
                     );
                 } else {
-                    self.check_set(s, &p, pos, n, None);
+                    self.check_set(s, &p, pos, n);
                     self.loader_warning(s, &p, pos, n);
                 }
                 seen.push(n);
@@ -872,7 +872,7 @@ impl Checker<'_> {
             match &m.value.kind {
                 J::String(n) => match check_env_name(n) {
                     Ok(()) => {
-                        self.check_set(s, &p, m.value.pos, n, None);
+                        self.check_set(s, &p, m.value.pos, n);
                         bearer = Some(n.clone());
                     }
                     Err(msg) => self.error(s.clone(), &p, m.value.pos, msg),
@@ -1073,7 +1073,7 @@ impl Checker<'_> {
                 .get("client_secret_env_var")
                 .map_or(node.pos, |f| f.value.pos);
             match check_env_name(n) {
-                Ok(()) => self.check_set(s, &p, pos, n, None),
+                Ok(()) => self.check_set(s, &p, pos, n),
                 Err(msg) => self.error(s.clone(), &p, pos, msg),
             }
         }
@@ -1303,22 +1303,21 @@ impl Checker<'_> {
                     self.error(s.clone(), &fp, f.value.pos, msg);
                     continue;
                 }
-                Ok(refs) => {
-                    for r in refs {
-                        if r.name.starts_with("RIVUMI_MCP_") {
-                            self.error(
-                                s.clone(),
-                                &fp,
-                                f.value.pos,
-                                format!(
-                                    "'{}' is rivumi-mcp's own setting and is \
-                                     never passed to servers",
-                                    r.name
-                                ),
-                            );
-                        } else {
-                            let d = r.default.as_deref();
-                            self.check_set(s, &fp, f.value.pos, &r.name, d);
+                Ok(names) => {
+                    for name in names.iter().filter(|n| reserved(n)) {
+                        self.error(
+                            s.clone(),
+                            &fp,
+                            f.value.pos,
+                            format!(
+                                "'{name}' is rivumi-mcp's own setting and is \
+                                 never passed to servers"
+                            ),
+                        );
+                    }
+                    for name in vars::missing(v, self.lookup) {
+                        if !reserved(&name) {
+                            self.check_set(s, &fp, f.value.pos, &name);
                         }
                     }
                 }
@@ -1338,9 +1337,8 @@ impl Checker<'_> {
         p: &str,
         pos: Pos,
         name: &str,
-        default: Option<&str>,
     ) {
-        if default.is_none() && (self.lookup)(name).is_none() {
+        if (self.lookup)(name).is_none() {
             self.soft(
                 s.clone(),
                 p,
@@ -1498,6 +1496,11 @@ pub(crate) fn check_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Whether `n` is one of rivumi-mcp's own variables, never passed on.
+fn reserved(n: &str) -> bool {
+    n.starts_with("RIVUMI_MCP_")
+}
+
 fn check_env_name(n: &str) -> std::result::Result<(), String> {
     if !vars::valid_name(n) {
         return Err(format!(
@@ -1506,7 +1509,7 @@ fn check_env_name(n: &str) -> std::result::Result<(), String> {
             crate::term::line(n)
         ));
     }
-    if n.starts_with("RIVUMI_MCP_") {
+    if reserved(n) {
         return Err(format!(
             "'{n}' is rivumi-mcp's own setting and is never passed to \
              servers"

@@ -1007,3 +1007,43 @@ fn duplicate_mcp_servers_key_uses_neither_object() {
         assert_ne!(s["allowlist"], "allowed", "{s}");
     }
 }
+
+// ---------------------------------------------------------------------
+// Nested defaults reach the server expanded, never as literal text.
+
+#[test]
+fn nested_default_reaches_the_server_expanded() {
+    let dir = Dir::new("check_config_nested_default");
+    let mut server = crate::util::fixture_server(&[]);
+    server["env"] = serde_json::json!({
+        "PICKED": "${OUTER:-${INNER:-fallback}}",
+        "MIXED": "<${OUTER:-a${INNER}b}>",
+    });
+    crate::util::write_mcp_json(&dir, &[("demo", server)]);
+    let call = |inner: Option<&str>| {
+        let mut cmd = crate::util::run_allowed(
+            &dir,
+            "demo",
+            &["call", "-y", "demo", "env"],
+        );
+        if let Some(v) = inner {
+            cmd.env("INNER", v);
+        }
+        cmd
+    };
+    let out = call(Some("inner-value")).assert_exit(0);
+    let env = out.stdout_json();
+    assert_eq!(env["PICKED"], "inner-value");
+    assert_eq!(env["MIXED"], "<ainner-valueb>");
+    // INNER unset: PICKED falls back, MIXED cannot be expanded and the
+    // launch is refused naming the innermost variable.
+    let out = call(None).assert_exit(3);
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': env 'MIXED': environment variable \
+         'INNER' is not set\n"
+    );
+    let out = call(Some("")).assert_exit(0);
+    assert_eq!(out.stdout_json()["MIXED"], "<ab>");
+    assert_eq!(out.stdout_json()["PICKED"], "fallback");
+}
