@@ -317,9 +317,14 @@ pub(crate) fn validate(
             "servers" => {}
             other => c.soft(
                 None,
-                &ptr(&["", other]),
+                "",
                 m.key_pos,
-                format!("unknown top-level key '{other}'"),
+                unknown_key(
+                    "unknown top-level key",
+                    "",
+                    other,
+                    &["mcpServers"],
+                ),
             ),
         }
     }
@@ -573,15 +578,14 @@ impl Checker<'_> {
                         );
                         return None;
                     }
-                    other => {
+                    _ => {
                         self.error(
                             s.clone(),
                             &at("type"),
                             t.value.pos,
-                            format!(
-                                "unknown type '{other}' [pick from: stdio, \
-                                 http, streamable-http]"
-                            ),
+                            "'type' must be one of: stdio, http, \
+                             streamable-http"
+                                .to_string(),
                         );
                         return None;
                     }
@@ -682,12 +686,10 @@ impl Checker<'_> {
                 );
                 continue;
             }
-            let known = own.iter().chain(COMMON_KEYS).copied();
-            let mut msg = format!("unknown key '{k}'");
-            if let Some(sug) = crate::cli::suggest(k, known) {
-                msg.push_str(&format!("; did you mean '{sug}'?"));
-            }
-            self.soft(s.clone(), &at(k), f.key_pos, msg);
+            let known: Vec<&str> =
+                own.iter().chain(COMMON_KEYS).copied().collect();
+            let msg = unknown_key("unknown key", "", k, &known);
+            self.soft(s.clone(), &base, f.key_pos, msg);
         }
         let startup_timeout = self.timeout(node, "startup_timeout_sec", &s);
         let tool_timeout = self.timeout(node, "tool_timeout_sec", &s);
@@ -974,14 +976,9 @@ impl Checker<'_> {
         };
         for f in fields {
             if !OAUTH_KEYS.contains(&f.key.as_str()) {
-                let mut msg = format!("unknown key '{}' in 'oauth'", f.key);
-                if let Some(sug) =
-                    crate::cli::suggest(&f.key, OAUTH_KEYS.iter().copied())
-                {
-                    msg.push_str(&format!("; did you mean '{sug}'?"));
-                }
-                let p = format!("{base}/{}", jsonpos::pointer_escape(&f.key));
-                self.soft(s.clone(), &p, f.key_pos, msg);
+                let (noun, place) = ("unknown key", " in 'oauth'");
+                let msg = unknown_key(noun, place, &f.key, OAUTH_KEYS);
+                self.soft(s.clone(), &base, f.key_pos, msg);
             }
         }
         let node = &m.value;
@@ -1118,10 +1115,8 @@ impl Checker<'_> {
                     s.clone(),
                     &format!("{base}/scopes/{i}"),
                     pos,
-                    format!(
-                        "scope '{sc}' is not a valid scope token (no spaces \
-                         or quotes)"
-                    ),
+                    "not a valid scope token (no spaces or quotes)"
+                        .to_string(),
                 );
             }
         }
@@ -1255,7 +1250,14 @@ impl Checker<'_> {
                 MapKind::Header => check_header_name(&f.key),
             };
             if let Err(msg) = name_ok {
-                self.error(s.clone(), &fp, f.key_pos, msg);
+                // A key that is not even a name is not repeated: the
+                // pointer stops at the map (see `unknown_key`).
+                let is_name = match kind {
+                    MapKind::Env => vars::valid_name(&f.key),
+                    MapKind::Header => is_token(&f.key),
+                };
+                let at = if is_name { &fp } else { &p };
+                self.error(s.clone(), at, f.key_pos, msg);
                 continue;
             }
             if kind == MapKind::Header
@@ -1496,6 +1498,20 @@ pub(crate) fn check_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The message for a key that is not one of `known`. The key is named
+/// only when it is a near miss of a known key (then it is a typo, not a
+/// secret pasted in the wrong place); otherwise the diagnostic says where
+/// it is, not what it is, and its pointer stops at the enclosing object.
+fn unknown_key(noun: &str, place: &str, key: &str, known: &[&str]) -> String {
+    match crate::cli::suggest(key, known.iter().copied()) {
+        Some(sug) => format!(
+            "{noun} '{}'{place}; did you mean '{sug}'?",
+            crate::term::line(key)
+        ),
+        None => format!("{noun}{place}"),
+    }
+}
+
 /// Whether `n` is one of rivumi-mcp's own variables, never passed on.
 fn reserved(n: &str) -> bool {
     n.starts_with("RIVUMI_MCP_")
@@ -1503,11 +1519,9 @@ fn reserved(n: &str) -> bool {
 
 fn check_env_name(n: &str) -> std::result::Result<(), String> {
     if !vars::valid_name(n) {
-        return Err(format!(
-            "'{}' is not a valid environment variable name \
-             ([A-Za-z_][A-Za-z0-9_]*)",
-            crate::term::line(n)
-        ));
+        return Err("not a valid environment variable name \
+             ([A-Za-z_][A-Za-z0-9_]*)"
+            .to_string());
     }
     if reserved(n) {
         return Err(format!(
@@ -1518,14 +1532,18 @@ fn check_env_name(n: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn check_header_name(n: &str) -> std::result::Result<(), String> {
+/// Whether `n` is an HTTP token (RFC 9110), the grammar of header names.
+fn is_token(n: &str) -> bool {
     let tchar =
         |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if n.is_empty() || !n.chars().all(tchar) {
-        return Err(format!(
-            "'{}' is not a valid header name",
-            crate::term::line(n)
-        ));
+    !n.is_empty() && n.chars().all(tchar)
+}
+
+fn check_header_name(n: &str) -> std::result::Result<(), String> {
+    if !is_token(n) {
+        return Err("not a valid header name (letters, digits and \
+             !#$%&'*+-.^_`|~ only)"
+            .to_string());
     }
     if RESERVED_HEADERS.contains(&n.to_ascii_lowercase().as_str()) {
         return Err(format!(

@@ -31,10 +31,22 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// A syntax error: what is wrong, and the byte length of the template
+/// after the `${` it concerns (which gives its position).
+type Bad = (&'static str, usize);
+
+/// Parses a template. Errors name the rule and the position of the `${`,
+/// never the text: a malformed value may be a secret typed into the wrong
+/// place.
 fn parse(template: &str) -> Result<Vec<Piece>, String> {
-    let (pieces, rest) = parse_seq(template, 1, false)?;
-    debug_assert!(rest.is_empty());
-    Ok(pieces)
+    match parse_seq(template, 1, false) {
+        Ok((pieces, _)) => Ok(pieces),
+        Err((what, left)) => {
+            let at = template.len().saturating_sub(left).saturating_sub(2);
+            let chars = template.get(..at).map_or(0, |t| t.chars().count());
+            Err(what.replace("{at}", &(chars + 1).to_string()))
+        }
+    }
 }
 
 /// Parses text and references up to the end of `s` or, inside a default
@@ -44,7 +56,7 @@ fn parse_seq(
     mut s: &str,
     depth: usize,
     nested: bool,
-) -> Result<(Vec<Piece>, &str), String> {
+) -> Result<(Vec<Piece>, &str), Bad> {
     let mut pieces = vec![];
     let mut text = String::new();
     loop {
@@ -65,9 +77,7 @@ fn parse_seq(
             continue;
         };
         if depth > MAX_DEPTH {
-            return Err(format!(
-                "'${{' nested more than {MAX_DEPTH} deep in a default"
-            ));
+            return Err((TOO_DEEP, after.len()));
         }
         let (piece, rest) = parse_ref(after, depth)?;
         if !text.is_empty() {
@@ -82,46 +92,35 @@ fn parse_seq(
     Ok((pieces, s))
 }
 
+const UNTERMINATED: &str = "unterminated '${' at character {at} (missing '}')";
+const BAD_NAME: &str = "'${' at character {at} does not start a variable name \
+     (use ${NAME} or ${NAME:-default})";
+const TOO_DEEP: &str = "'${' at character {at} is nested more than 4 deep \
+     in a default";
+
 /// Parses one reference; `s` follows its `${`. Returns the piece and the
 /// text after its closing `}`.
-fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), String> {
-    let unterminated = || "unterminated '${' (missing '}')".to_string();
+fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), Bad> {
     let end = s
         .find(|c: char| c != '_' && !c.is_ascii_alphanumeric())
-        .ok_or_else(unterminated)?;
-    let name = &s[..end];
-    let rest = &s[end..];
-    let bad_name = |inner: &str| {
-        format!(
-            "'${{{inner}}}' does not name a variable \
-             (use ${{NAME}} or ${{NAME:-default}})"
-        )
-    };
-    if let Some(after) = rest.strip_prefix('}') {
-        if !valid_name(name) {
-            return Err(bad_name(name));
-        }
-        return Ok((
-            Piece::Var { name: name.to_string(), default: None },
-            after,
-        ));
+        .ok_or((UNTERMINATED, s.len()))?;
+    let (name, rest) = s.split_at(end);
+    let name_ok = valid_name(name);
+    if let Some(after) = rest.strip_prefix('}').filter(|_| name_ok) {
+        let piece = Piece::Var { name: name.to_string(), default: None };
+        return Ok((piece, after));
     }
-    if let Some(after) = rest.strip_prefix(":-") {
-        if !valid_name(name) {
-            return Err(bad_name(&format!("{name}:-...")));
-        }
+    if let Some(after) = rest.strip_prefix(":-").filter(|_| name_ok) {
         let (default, rest) = parse_seq(after, depth + 1, true)?;
-        let rest = rest.strip_prefix('}').ok_or_else(unterminated)?;
+        let rest = rest.strip_prefix('}').ok_or((UNTERMINATED, s.len()))?;
         let default = Some(default);
         return Ok((Piece::Var { name: name.to_string(), default }, rest));
     }
-    // Neither `}` nor `:-` after the name: show the reference up to its
-    // `}` (or all of it when there is none).
-    let inner = match s.find('}') {
-        Some(close) => &s[..close],
-        None => return Err(unterminated()),
-    };
-    Err(bad_name(inner))
+    if s.contains('}') {
+        Err((BAD_NAME, s.len()))
+    } else {
+        Err((UNTERMINATED, s.len()))
+    }
 }
 
 /// Every variable a template refers to, defaults included, or why it is
@@ -239,7 +238,15 @@ mod tests {
     #[test]
     fn unset_and_malformed() {
         assert_eq!(expand("${NOPE}", &env), Err(Unset::Var("NOPE".into())));
-        assert!(refs("${OPEN").is_err());
+        assert_eq!(
+            refs("ab${OPEN").unwrap_err(),
+            "unterminated '${' at character 3 (missing '}')"
+        );
+        assert_eq!(
+            refs("é ${sk-live-1}").unwrap_err(),
+            "'${' at character 3 does not start a variable name \
+             (use ${NAME} or ${NAME:-default})"
+        );
         assert!(refs("${1X}").is_err());
         assert!(refs("${}").is_err());
         assert_eq!(refs("${A}${B:-c}").unwrap(), ["A", "B"]);
@@ -275,8 +282,10 @@ mod tests {
         let ok = "${A:-${B:-${C:-${D:-x}}}}";
         assert_eq!(expand(ok, &env).unwrap(), "x");
         let deep = "${A:-${B:-${C:-${D:-${E}}}}}";
-        let err = refs(deep).unwrap_err();
-        assert!(err.contains("nested more than 4 deep"), "{err}");
+        assert_eq!(
+            refs(deep).unwrap_err(),
+            "'${' at character 21 is nested more than 4 deep in a default"
+        );
         // A very deep template fails cleanly, without recursing far.
         let huge = "${A:-".repeat(100_000);
         assert!(refs(&huge).is_err());

@@ -452,7 +452,7 @@ fn github_format() {
              url: plain http is only allowed to a loopback address \
              (127.0.0.0/8, [::1], localhost); use https (/mcpServers/bad/url)",
             "::warning file=my%2Cconf%3A1.json,line=5,col=32::server 'warn': \
-             unknown key 'colour' (/mcpServers/warn/colour)",
+             unknown key (/mcpServers/warn)",
         ],
         "{}",
         out.stdout
@@ -563,10 +563,10 @@ fn json_output_shape() {
             {
                 "severity": "warning",
                 "server": "odd",
-                "pointer": "/mcpServers/odd/colour",
+                "pointer": "/mcpServers/odd",
                 "line": 7,
                 "column": 31,
-                "message": "unknown key 'colour'",
+                "message": "unknown key",
             },
         ])
     );
@@ -1046,4 +1046,68 @@ fn nested_default_reaches_the_server_expanded() {
     let out = call(Some("")).assert_exit(0);
     assert_eq!(out.stdout_json()["MIXED"], "<ab>");
     assert_eq!(out.stdout_json()["PICKED"], "fallback");
+}
+
+// ---------------------------------------------------------------------
+// A broken file is located, never quoted: what is in the wrong place may
+// be a secret pasted there.
+
+#[test]
+fn text_that_fails_a_check_is_never_quoted() {
+    const MARK: &str = "sk-live-PASTED0secret";
+    let cases = [
+        // Syntax: a bare token where a value belongs, after the top-level
+        // value, as a key, and inside a string escape.
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"T": MARK}}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x"}}} MARK"#,
+        r#"{"mcpServers": {"a": {MARK: 1}}}"#,
+        r#"{"mcpServers": {"a": {"command": "\qMARK"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "args": [MARK]}}}"#,
+        // Keys that are not keys of the format or not names at all.
+        r#"{"mcpServers": {"a": {"command": "/x"}}, "MARK": 1}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "MARK": 1}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"MARK": "v"}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "headers": {"MARK x": "v"}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "oauth": {"MARK": 1, "client_id": "c"}}}}"#,
+        // Values that fail a check.
+        r#"{"mcpServers": {"a": {"command": "/x", "type": "MARK"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"T": "${MARK}"}}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env_vars": ["MARK"]}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "bearer_token_env_var": "MARK"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "oauth": {"client_id": "c", "scopes": ["MARK x"]}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://u:MARK@example.com/"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/MARK<"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "timeout": "MARK"}}}"#,
+    ];
+    let dir = Dir::new("check_config_never_quoted");
+    for (i, case) in cases.iter().enumerate() {
+        let text = case.replace("MARK", MARK);
+        dir.write(".mcp.json", &text);
+        let runs = [
+            &["check-config"][..],
+            &["check-config", "--json"],
+            &["check-config", "--format", "github"],
+            &["check-config", "--strict"],
+            &["list"],
+            &["list", "--json"],
+        ];
+        for args in runs {
+            // "a" is allowed so that `list` reaches the entry; /x does not
+            // exist, so nothing is started even when the entry is valid.
+            let out = dir.command(args).env("RIVUMI_MCP_ALLOWLIST", "a").run();
+            assert!(
+                !out.all().contains("PASTED"),
+                "case {i} {text}\n{args:?} quoted it:\n{}",
+                out.all()
+            );
+            // Located all the same.
+            if args[0] == "check-config" {
+                assert_contains(&out.stdout, ".mcp.json");
+            }
+        }
+    }
 }
