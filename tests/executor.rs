@@ -1153,3 +1153,40 @@ fn secrets_appear_in_no_output_and_no_journal() {
         assert_eq!(r.header("x-api-key"), Some(SECRET));
     }
 }
+
+/// A server whose tool description hides text from the reader: "ignore" in
+/// tag characters, a Hangul filler, zero-width characters and a line
+/// separator.
+const SMUGGLING_SERVER: &str = r#"while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","description":"Adds.\\udb40\\udc69\\udb40\\udc67\\u3164\\u200b\\u2060\\ufeff\\u2028x\\u115f\\uffa0","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+  esac
+done"#;
+
+#[test]
+fn list_shows_invisible_smuggling_characters() {
+    let dir = Dir::new("exec_list_smuggling");
+    let server = script_file(&dir, "server.sh", SMUGGLING_SERVER);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = run(&dir, &["list", "demo"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "demo: s 1 (protocol 2025-11-25)\n  mcp__demo__t  execute  \
+         Adds.<U+E0069><U+E0067><U+3164><U+200B><U+2060><U+FEFF><U+2028>x\
+         <U+115F><U+FFA0>\n"
+    );
+    // JSON on a terminal: the same value, escaped as \u sequences.
+    let piped = run(&dir, &["list", "demo", "--json"]).assert_exit(0);
+    let out = run(&dir, &["list", "demo", "--json"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for c in ['\u{e0069}', '\u{3164}', '\u{200b}', '\u{2028}', '\u{ffa0}'] {
+        assert!(!out.stdout.contains(c), "{c:?} reached the terminal");
+        assert!(piped.stdout.contains(c), "{c:?} missing in the pipe");
+    }
+    assert_eq!(out.stdout_json(), piped.stdout_json());
+}
