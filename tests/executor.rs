@@ -835,23 +835,38 @@ fn json_on_a_terminal_carries_no_raw_controls() {
     assert_eq!(out.stdout_json(), piped.stdout_json());
 }
 
-/// A minimal MCP server in `sh`: answers `initialize` and `tools/list`
-/// with names and descriptions full of escapes, and logs one on stderr.
-const SH_SERVER: &str = r#"printf 'log \033[31mred\033[0m\n' >&2
+/// A minimal MCP server in `sh` that runs `prelude`, then answers
+/// `initialize` with `server_info` and `tools/list` with `tools` (JSON
+/// text, in printf's format: `\\u` for a JSON `\u` escape).
+fn sh_server(prelude: &str, server_info: &str, tools: &str) -> String {
+    format!(
+        r#"{prelude}
 while IFS= read -r line; do
   id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
   case "$line" in
     *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh\\u001b[1mserver","version":"1\\u202e"}}}\n' "$id" ;;
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{server_info}}}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","description":"Clears \\u001b[2J the \\u202escreen","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"tools":{tools}}}}}\n' "$id" ;;
   esac
-done"#;
+done"#
+    )
+}
+
+/// [`sh_server`] with names and descriptions full of escapes, and one
+/// logged on stderr.
+fn ansi_sh_server() -> String {
+    sh_server(
+        r"printf 'log \033[31mred\033[0m\n' >&2",
+        r#"{"name":"sh\\u001b[1mserver","version":"1\\u202e"}"#,
+        r#"[{"name":"t","description":"Clears \\u001b[2J the \\u202escreen","inputSchema":{"type":"object"}}]"#,
+    )
+}
 
 #[test]
 fn list_escapes_descriptions_and_server_info_on_a_terminal() {
     let dir = Dir::new("exec_list_ansi");
-    let server = script_file(&dir, "server.sh", SH_SERVER);
+    let server = script_file(&dir, "server.sh", &ansi_sh_server());
     write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
     let out = run(&dir, &["list", "demo"]).run_on_tty();
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -1154,23 +1169,17 @@ fn secrets_appear_in_no_output_and_no_journal() {
     }
 }
 
-/// A server whose tool description hides text from the reader: "ignore" in
-/// tag characters, a Hangul filler, zero-width characters and a line
-/// separator.
-const SMUGGLING_SERVER: &str = r#"while IFS= read -r line; do
-  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
-  case "$line" in
-    *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n' "$id" ;;
-    *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","description":"Adds.\\udb40\\udc69\\udb40\\udc67\\u3164\\u200b\\u2060\\ufeff\\u2028x\\u115f\\uffa0","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
-  esac
-done"#;
+/// The tools of a server whose description hides text from the reader:
+/// "ig" in tag characters, a Hangul filler, zero-width characters and a
+/// line separator.
+const SMUGGLING_TOOLS: &str = r#"[{"name":"t","description":"Adds.\\udb40\\udc69\\udb40\\udc67\\u3164\\u200b\\u2060\\ufeff\\u2028x\\u115f\\uffa0","inputSchema":{"type":"object"}}]"#;
 
 #[test]
 fn list_shows_invisible_smuggling_characters() {
     let dir = Dir::new("exec_list_smuggling");
-    let server = script_file(&dir, "server.sh", SMUGGLING_SERVER);
+    let info = r#"{"name":"s","version":"1"}"#;
+    let script = sh_server("", info, SMUGGLING_TOOLS);
+    let server = script_file(&dir, "server.sh", &script);
     write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
     let out = run(&dir, &["list", "demo"]).run_on_tty();
     assert_eq!(out.code, Some(0), "{out:?}");
