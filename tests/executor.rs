@@ -1199,3 +1199,91 @@ fn list_shows_invisible_smuggling_characters() {
     }
     assert_eq!(out.stdout_json(), piped.stdout_json());
 }
+
+/// `call demo echo` with `--journal PATH` (relative to `dir`).
+fn echo_journaled(dir: &Dir, path: &str) -> TestCommand {
+    run(dir, &["call", "demo", "echo", "text=hi", "--journal", path])
+}
+
+#[test]
+fn journal_refuses_a_hard_linked_file() {
+    let (dir, rec) = demo_recording("exec_journal_hardlink");
+    let other = dir.write("other.txt", "someone else's\n");
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    std::fs::hard_link(&other, dir.path("j.jsonl")).unwrap();
+    let out = echo_journaled(&dir, "j.jsonl").assert_exit(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: journal j.jsonl: refused: the file has 2 hard links (a \
+         journal must be a file of its own)\n"
+    );
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "someone else's\n");
+    assert_eq!(methods(&rec), Vec::<String>::new());
+}
+
+#[test]
+fn journal_refuses_an_existing_file_that_is_not_0600() {
+    let (dir, rec) = demo_recording("exec_journal_mode");
+    for mode in [0o644, 0o640, 0o660, 0o400, 0o700] {
+        let p = dir.write("j.jsonl", "");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        let out = echo_journaled(&dir, "j.jsonl").assert_exit(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "rivumi-mcp: journal j.jsonl: refused: the file's mode is \
+                 {mode:04o}, not 0600 (others could read or change it; chmod \
+                 600 it or give a new path)\n"
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "");
+    }
+    assert_eq!(methods(&rec), Vec::<String>::new());
+    // 0600 is used, and appended to.
+    let p = dir.write("j.jsonl", "");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    echo_journaled(&dir, "j.jsonl").assert_exit(0);
+    assert!(!journal(&p).is_empty());
+    // A new file is created 0600.
+    echo_journaled(&dir, "new.jsonl").assert_exit(0);
+    let meta = std::fs::metadata(dir.path("new.jsonl")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+}
+
+#[test]
+fn journal_follows_no_symlink_in_its_directory_path() {
+    let (dir, rec) = demo_recording("exec_journal_dir_link");
+    let real = dir.create_dir("elsewhere/real");
+    std::os::unix::fs::symlink(&real, dir.path("link")).unwrap();
+    dir.create_dir("plain");
+    for (path, link) in [
+        ("link/j.jsonl", "link"),
+        ("link/../plain/j.jsonl", "link"),
+        ("plain/../link/j.jsonl", "plain/../link"),
+    ] {
+        let out = echo_journaled(&dir, path).assert_exit(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "rivumi-mcp: journal {path}: refused: directory {link} is a \
+                 symbolic link (give the journal a path without links)\n"
+            )
+        );
+    }
+    // Absolute paths are walked from the root.
+    let abs = dir.path("link/j.jsonl");
+    let out = run(&dir, &["call", "demo", "echo", "text=hi", "--journal"])
+        .arg(&abs)
+        .assert_exit(2);
+    assert_contains(&out.stderr, "is a symbolic link");
+    assert!(!real.join("j.jsonl").exists(), "written through the link");
+    assert!(!dir.path("plain/j.jsonl").exists());
+    assert_eq!(methods(&rec), Vec::<String>::new());
+    // Without links, the same directories are fine.
+    echo_journaled(&dir, "elsewhere/real/j.jsonl").assert_exit(0);
+    assert!(!journal(&real.join("j.jsonl")).is_empty());
+}
