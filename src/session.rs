@@ -423,12 +423,18 @@ impl Drop for Session {
     }
 }
 
-/// A JSON-RPC error object as our error.
+/// A JSON-RPC error object as our error. The server's message is cut at
+/// 500 bytes and its data at 200 (with a marker saying how much was cut),
+/// so that a hostile server cannot flood the terminal or the journal
+/// through an error.
 fn rpc_error(err: &Value) -> Error {
     let code = err.get("code").and_then(Value::as_i64);
     let message = err.get("message").and_then(Value::as_str).unwrap_or("");
     let mut text = match code {
-        Some(c) => format!("server error {c}: {}", term::line(message)),
+        Some(c) => format!(
+            "server error {c}: {}",
+            term::clip(&term::line(message), 500)
+        ),
         None => format!(
             "malformed error response: {}",
             term::clip(&err.to_string(), 200)

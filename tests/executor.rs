@@ -1287,3 +1287,31 @@ fn journal_follows_no_symlink_in_its_directory_path() {
     echo_journaled(&dir, "elsewhere/real/j.jsonl").assert_exit(0);
     assert!(!journal(&real.join("j.jsonl")).is_empty());
 }
+
+#[test]
+fn a_server_error_message_is_bounded_in_output_and_journal() {
+    // The fixture quotes the URI in its error's message and data: a long
+    // one stands for a server that floods through its errors.
+    let (dir, _) = demo_recording("exec_error_bounded");
+    let uri = format!("fixture://{}", "x".repeat(20_000));
+    let path = dir.path("j.jsonl");
+    let out = run(&dir, &["read", "demo", &uri, "--journal"])
+        .arg(&path)
+        .assert_exit(4);
+    let line = out.stderr.trim_end();
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        line.starts_with(
+            "rivumi-mcp: server 'demo': server error -32002: resource not \
+             found: fixture://xxx"
+        ),
+        "{line}"
+    );
+    // 500 bytes of message and 200 of data, each with its marker.
+    assert!(line.len() < 1000, "{} bytes on stderr", line.len());
+    assert_contains(line, "… [19530 more bytes] (");
+    assert_contains(line, "more bytes])");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.len() < 5000, "{} bytes journaled", text.len());
+    assert_contains(&text, "more bytes]");
+}
