@@ -108,10 +108,32 @@ pub(crate) fn check_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Keys of other MCP clients' formats (and JSON Schema's `$schema`), which
+/// rivumi-mcp ignores: named in the warning (they are format, not
+/// content), so that a hook or an auto-approval written for another client
+/// is seen not to apply here.
+const FOREIGN_KEYS: &[&str] = &[
+    "$schema",
+    "alwaysAllow",
+    "autoApprove",
+    "description",
+    "disabled",
+    "enabled",
+    "envFile",
+    "hooks",
+    "inputs",
+    "preToolHook",
+    "pre_tool_hook",
+    "timeout",
+    "transportType",
+    "trust",
+];
+
 /// The message for a key that is not one of `known`. The key is named
-/// only when it is a near miss of a known key (then it is a typo, not a
-/// secret pasted in the wrong place); otherwise the diagnostic says where
-/// it is, not what it is, and its pointer stops at the enclosing object.
+/// only when it is a near miss of a known key (a typo) or a key of another
+/// client's format; anything else may be a secret pasted in the wrong
+/// place, so the diagnostic says where it is, not what it is, and its
+/// pointer stops at the enclosing object.
 pub(super) fn unknown_key(
     noun: &str,
     place: &str,
@@ -123,6 +145,9 @@ pub(super) fn unknown_key(
             "{noun} '{}'{place}; did you mean '{sug}'?",
             crate::term::line(key)
         ),
+        None if FOREIGN_KEYS.contains(&key) => {
+            format!("{noun} '{key}'{place}")
+        }
         None => format!("{noun}{place}"),
     }
 }
