@@ -200,6 +200,9 @@ fn ptr(segs: &[&str]) -> String {
     out
 }
 
+/// The diagnostics of one file, and what checks need to produce them (the
+/// `--strict` flag, the environment, the file's directory). Document-level
+/// checks report through it directly; a server's through a [`Cursor`].
 pub(super) struct Checker<'a> {
     diags: Vec<Diagnostic>,
     strict: bool,
