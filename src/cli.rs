@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::deadline;
 use crate::error::{Error, Result};
-pub(crate) use crate::suggest::suggest;
+use crate::suggest::suggest;
 
 /// What the command line asks for.
 #[derive(Debug)]

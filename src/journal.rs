@@ -2,16 +2,17 @@
 //!
 //! Enabled by `--journal PATH` or `RIVUMI_MCP_JOURNAL`. One event per line,
 //! each with a UTC timestamp and the run's random id, so several runs can
-//! share a file. The file is created 0600 and never followed through a
-//! symlink. Events carry names, never secrets: argv and the names of
+//! share a file. The file is created 0600; an existing one is used only
+//! when it is the user's own, 0600 and singly linked, and no symlink is
+//! followed, neither the file nor a directory on its path. Events carry names, never secrets: argv and the names of
 //! environment variables, URLs (which can hold no credentials, by the
 //! config rules), never a token, header value, env value or credential.
 //! Like `msg`, it is process-wide state set once at start-up.
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,32 +27,20 @@ struct Journal {
 
 static JOURNAL: OnceLock<Mutex<Journal>> = OnceLock::new();
 
-/// Opens the journal for appending. Refuses a symlink and anything that is
-/// not a regular file.
+/// Opens the journal for appending. A new file is created 0600; an
+/// existing one must be a regular file of the user's own, mode 0600, with
+/// one link; no component of the path may be a symbolic link. Anything
+/// else is refused with the file named, so that a journal cannot be turned
+/// into a write to someone else's file (a symlink or hard link planted in
+/// a shared directory) or be read by others.
 pub(crate) fn open(path: &Path) -> Result<()> {
     let shown = path.display();
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            let why = if e.raw_os_error() == Some(libc::ELOOP) {
-                "it is a symbolic link".to_string()
-            } else {
-                e.to_string()
-            };
-            Error::usage(format!("journal {shown}: cannot open: {why}"))
-        })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::usage(format!("journal {shown}: {e}")))?;
-    if !meta.is_file() {
-        return Err(Error::usage(format!(
-            "journal {shown}: not a regular file"
-        )));
-    }
+    let refuse = |why: String| Error::usage(format!("journal {shown}: {why}"));
+    check_directories(path).map_err(refuse)?;
+    let file = open_file(path).map_err(refuse)?;
+    // The walk again: a directory swapped for a link while the file was
+    // opened is noticed too.
+    check_directories(path).map_err(refuse)?;
     let mut id = [0u8; 8];
     getrandom::fill(&mut id).map_err(|e| {
         Error::usage(format!("no randomness for the run id: {e}"))
@@ -59,6 +48,77 @@ pub(crate) fn open(path: &Path) -> Result<()> {
     let run = crate::allowlist::hex(&id);
     let _ = JOURNAL.set(Mutex::new(Journal { file, run }));
     Ok(())
+}
+
+/// Refuses a symbolic link among the directories of `path`, as written
+/// (a relative path starts at the working directory, which is not
+/// checked).
+fn check_directories(path: &Path) -> std::result::Result<(), String> {
+    let Some(parent) = path.parent() else { return Ok(()) };
+    let mut walked = PathBuf::new();
+    for part in parent.components() {
+        walked.push(part);
+        if !matches!(part, Component::Normal(_)) {
+            continue;
+        }
+        // A missing directory fails at the open, with its own error.
+        let meta = std::fs::symlink_metadata(&walked);
+        if meta.is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "refused: directory {} is a symbolic link (give the \
+                 journal a path without links)",
+                walked.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Creates the file, or opens the existing one and checks it.
+fn open_file(path: &Path) -> std::result::Result<File, String> {
+    let opts = |create: bool| {
+        let mut o = std::fs::OpenOptions::new();
+        o.append(true)
+            .create_new(create)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        o
+    };
+    let cannot = |e: std::io::Error| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            "cannot open: it is a symbolic link".to_string()
+        } else {
+            format!("cannot open: {e}")
+        }
+    };
+    match opts(true).open(path) {
+        Ok(file) => return Ok(file),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(cannot(e)),
+    }
+    let file = opts(false).open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    if meta.nlink() > 1 {
+        return Err(format!(
+            "refused: the file has {} hard links (a journal must be a file \
+             of its own)",
+            meta.nlink()
+        ));
+    }
+    if meta.uid() != crate::sys::euid() {
+        return Err("refused: the file belongs to another user".to_string());
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode != 0o600 {
+        return Err(format!(
+            "refused: the file's mode is {mode:04o}, not 0600 (others could \
+             read or change it; chmod 600 it or give a new path)"
+        ));
+    }
+    Ok(file)
 }
 
 /// Appends one event. `fields` must be a JSON object; it must not hold

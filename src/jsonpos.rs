@@ -21,10 +21,6 @@ use serde_json::{Map, Value};
 /// per level, so this bound is what keeps the stack safe.
 const MAX_DEPTH: u32 = 128;
 
-/// Longest stretch of offending input quoted in an error message, so that a
-/// diagnostic stays one readable line.
-const MAX_QUOTED: usize = 32;
-
 /// A place in the source text, reported to the user as `line:col`.
 ///
 /// Both are 1-based; `col` counts Unicode scalar values, not bytes, so that
@@ -247,14 +243,19 @@ impl<'a> Parser<'a> {
     }
 
     /// Describes the character at the cursor for "found ..." messages.
+    /// Only JSON's own punctuation is quoted; anything else is named by
+    /// its class, because the text of a broken file may be a secret pasted
+    /// in the wrong place (an error says where, not what).
     fn found(&self) -> String {
         match self.src.get(self.at..).and_then(|s| s.chars().next()) {
             None => "end of input".to_owned(),
-            Some(c) if c.is_ascii_graphic() => format!("'{c}'"),
-            Some(c) if c.is_control() || c.is_whitespace() || c.is_ascii() => {
+            Some(c) if c.is_ascii_punctuation() => format!("'{c}'"),
+            Some(c) if c.is_ascii_digit() => "a digit".to_owned(),
+            Some(c) if c.is_ascii_alphabetic() => "a letter".to_owned(),
+            Some(c) if c.is_control() || c.is_whitespace() => {
                 format!("U+{:04X}", u32::from(c))
             }
-            Some(c) => format!("'{c}' (U+{:04X})", u32::from(c)),
+            Some(_) => "a non-ASCII character".to_owned(),
         }
     }
 
@@ -647,7 +648,8 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses `true`, `false` or `null`; any other bare word is an error
-    /// that quotes the word (so `NaN`, `True` or `undefined` read clearly).
+    /// that says, for the usual mistakes (`NaN`, `True`), what is wrong,
+    /// without quoting it: it may be a token pasted without quotes.
     fn literal(&mut self) -> Result<Kind, SyntaxError> {
         let pos = self.pos();
         let start = self.at;
@@ -661,18 +663,14 @@ impl<'a> Parser<'a> {
             "false" => Ok(Kind::Bool(false)),
             "null" => Ok(Kind::Null),
             _ => {
-                let shown = word.get(..MAX_QUOTED).unwrap_or(word);
-                let more = if shown.len() < word.len() { "..." } else { "" };
                 let hint = match word {
                     "NaN" | "Infinity" => " (NaN and Infinity are not JSON)",
                     "True" | "False" | "Null" | "TRUE" | "FALSE" | "NULL" => {
                         " (JSON literals are lowercase)"
                     }
-                    _ => "",
+                    _ => " (strings need double quotes)",
                 };
-                let msg = format!(
-                    "expected a JSON value, found '{shown}{more}'{hint}"
-                );
+                let msg = format!("expected a JSON value, found a word{hint}");
                 self.err(pos, msg)
             }
         }
@@ -731,7 +729,11 @@ mod tests {
         assert_eq!(k.value.pos, p(1, 18));
         let e = fail("[\"日本\", x]");
         assert_eq!(e.pos, p(1, 8));
-        assert_eq!(e.to_string(), "1:8: expected a JSON value, found 'x'");
+        assert_eq!(
+            e.to_string(),
+            "1:8: expected a JSON value, found a word \
+             (strings need double quotes)"
+        );
         Ok(())
     }
 
@@ -860,9 +862,13 @@ mod tests {
             (
                 "{\"a\": 1, b: 2}",
                 p(1, 10),
-                "expected '\"' to start an object key, found 'b'",
+                "expected '\"' to start an object key, found a letter",
             ),
-            ("{\"a\" 1}", p(1, 6), "expected ':' after object key, found '1'"),
+            (
+                "{\"a\" 1}",
+                p(1, 6),
+                "expected ':' after object key, found a digit",
+            ),
             ("{\"a\":}", p(1, 6), "expected a JSON value, found '}'"),
             (
                 "{\"a\"",
@@ -877,18 +883,32 @@ mod tests {
             (
                 "NaN",
                 p(1, 1),
-                "expected a JSON value, found 'NaN' \
+                "expected a JSON value, found a word \
                  (NaN and Infinity are not JSON)",
             ),
-            ("[-Infinity]", p(1, 3), "expected a digit after '-', found 'I'"),
+            (
+                "[-Infinity]",
+                p(1, 3),
+                "expected a digit after '-', found a letter",
+            ),
             (
                 "True",
                 p(1, 1),
-                "expected a JSON value, found 'True' \
+                "expected a JSON value, found a word \
                  (JSON literals are lowercase)",
             ),
-            ("nul", p(1, 1), "expected a JSON value, found 'nul'"),
-            ("truex", p(1, 1), "expected a JSON value, found 'truex'"),
+            (
+                "nul",
+                p(1, 1),
+                "expected a JSON value, found a word \
+                 (strings need double quotes)",
+            ),
+            (
+                "truex",
+                p(1, 1),
+                "expected a JSON value, found a word \
+                 (strings need double quotes)",
+            ),
             ("01", p(1, 1), "leading zeros are not allowed in numbers"),
             ("[-007]", p(1, 3), "leading zeros are not allowed in numbers"),
             (
@@ -911,7 +931,7 @@ mod tests {
             (
                 "1.e5",
                 p(1, 3),
-                "expected a digit after the decimal point, found 'e'",
+                "expected a digit after the decimal point, found a letter",
             ),
             (
                 "1e",
@@ -928,13 +948,13 @@ mod tests {
             (
                 "0x10",
                 p(1, 2),
-                "expected end of input after the top-level value, found 'x'",
+                "expected end of input after the top-level value, found a letter",
             ),
             ("1e400", p(1, 1), "number out of range"),
             (
                 "1 2",
                 p(1, 3),
-                "expected end of input after the top-level value, found '2'",
+                "expected end of input after the top-level value, found a digit",
             ),
             (
                 "{}{}",
@@ -958,7 +978,7 @@ mod tests {
                 "\"\\x\"",
                 p(1, 3),
                 "invalid escape in a string: expected one of \
-                 \" \\ / b f n r t u after '\\', found 'x'",
+                 \" \\ / b f n r t u after '\\', found a letter",
             ),
             (
                 "\"\\'\"",
@@ -969,7 +989,7 @@ mod tests {
             (
                 "\"\\u12G4\"",
                 p(1, 6),
-                "expected 4 hex digits after '\\u', found 'G'",
+                "expected 4 hex digits after '\\u', found a letter",
             ),
             (
                 "\"\\uD800\"",

@@ -14,10 +14,10 @@ use crate::cli::Global;
 use crate::config::{self, Config, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::msg;
 use crate::session::Session;
 use crate::transport::http::{self, HttpTransport};
 use crate::transport::stdio::{self, StdioTransport};
-use crate::{cli, msg};
 
 pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_REQUEST: Duration = Duration::from_secs(300);
@@ -144,7 +144,9 @@ impl Context {
                     names.join(", ")
                 }
             );
-            if let Some(s) = cli::suggest(name, names.iter().copied()) {
+            if let Some(s) =
+                crate::suggest::suggest(name, names.iter().copied())
+            {
                 msg.push_str(&format!("; did you mean '{s}'?"));
             }
             return Err(Error::refused(msg));

@@ -270,8 +270,9 @@ pub(crate) struct RpcError {
     pub(crate) data: Option<Value>,
 }
 
-/// How much of a server's error message and data is shown.
+/// How much of a server's error message is shown, and of its data.
 const ERROR_TEXT: usize = 500;
+const ERROR_DATA: usize = 200;
 
 impl RpcError {
     fn parse(err: &Value) -> RpcError {
@@ -299,7 +300,7 @@ impl RpcError {
         if let Some(data) = &self.data {
             text.push_str(&format!(
                 " ({})",
-                term::clip(&term::line(&data.to_string()), ERROR_TEXT)
+                term::clip(&term::line(&data.to_string()), ERROR_DATA)
             ));
         }
         text

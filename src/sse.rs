@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 /// The UTF-8 encoding of U+FEFF, which the standard drops once from the
 /// very start of a stream.
@@ -19,6 +20,25 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// The largest chunk [`EventReader`] asks its reader for, so that one read
 /// never makes it hold more than this on top of the parser's own buffers.
 const READ_CHUNK: usize = 8 * 1024;
+
+/// The shortest wait before reconnecting, whatever `retry` says.
+pub(crate) const MIN_RETRY: Duration = Duration::from_millis(100);
+/// The wait before reconnecting when the server sent no `retry`.
+pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+/// The longest wait before reconnecting, whatever `retry` says. (A wait
+/// that would not end before the request's deadline is not begun at all.)
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// How long to wait before reconnecting, given a stream's `retry` value
+/// ([`Parser::retry`]): bounded to [`MIN_RETRY`]..=[`MAX_RETRY`], or
+/// [`DEFAULT_RETRY`] when the server sent none. The floor keeps a server
+/// that sends `retry: 0` (and ends its stream at once) from making the
+/// client reconnect in a tight loop.
+pub(crate) fn reconnect_delay(retry: Option<u64>) -> Duration {
+    retry
+        .map_or(DEFAULT_RETRY, Duration::from_millis)
+        .clamp(MIN_RETRY, MAX_RETRY)
+}
 
 /// Bounds on what one stream may make the parser buffer, so that a hostile
 /// or broken server cannot exhaust memory with a line or an event that
@@ -594,6 +614,18 @@ mod tests {
         let outcome = parse(b"data: a\n\nid: 3\n");
         assert_eq!(outcome.last_event_id, "");
         assert!(!outcome.saw_id);
+    }
+
+    #[test]
+    fn reconnect_delay_is_bounded() {
+        let delay = |text: &[u8]| reconnect_delay(parse(text).retry);
+        assert_eq!(delay(b""), DEFAULT_RETRY);
+        assert_eq!(delay(b"retry: 0\n"), MIN_RETRY);
+        assert_eq!(delay(b"retry: 99\n"), MIN_RETRY);
+        assert_eq!(delay(b"retry: 100\n"), Duration::from_millis(100));
+        assert_eq!(delay(b"retry: 2500\n"), Duration::from_millis(2500));
+        assert_eq!(delay(b"retry: 30001\n"), MAX_RETRY);
+        assert_eq!(delay(b"retry: 18446744073709551615\n"), MAX_RETRY);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! A tool result, a description, a server's stderr line or an OAuth error
 //! text may carry escape sequences that recolour, retitle or clear the
 //! terminal, hyperlink text to somewhere else (OSC 8), write the clipboard
-//! (OSC 52), or reorder what is shown (bidi overrides). [`sanitize`] makes
+//! (OSC 52), reorder what is shown (bidi overrides), or hide text that a
+//! model still reads (tag characters, zero-width characters, fillers that
+//! look blank, line separators). [`sanitize`] makes
 //! every such character visible instead of letting the terminal act on it:
 //! the escape character itself is shown as `\x1b`, so no sequence can start.
 
@@ -59,7 +61,20 @@ pub(crate) fn needs_escape(c: char, lines: Lines) -> bool {
         '\u{2066}'..='\u{2069}' | '\u{061c}' => true,
         // Zero-width and invisible formatting characters.
         '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => true,
-        '\u{00ad}' | '\u{180e}' => true,
+        '\u{00ad}' | '\u{180e}' | '\u{034f}' => true,
+        // Line and paragraph separators: some terminals and editors break
+        // the line there, so text could be laid out as it is not.
+        '\u{2028}' | '\u{2029}' => true,
+        // Fillers that render as blank space yet are letters (Hangul
+        // fillers, Khmer inherent vowels, the braille blank): used to make
+        // a name or a hidden instruction look empty.
+        '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' => true,
+        '\u{17b4}' | '\u{17b5}' | '\u{2800}' => true,
+        // Interlinear annotations and invisible musical formatting.
+        '\u{fff9}'..='\u{fffb}' | '\u{1d173}'..='\u{1d17a}' => true,
+        // Tag characters: invisible, yet they spell ASCII text that a
+        // model reads (prompt smuggling).
+        '\u{e0000}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -114,6 +129,46 @@ mod tests {
     #[test]
     fn bidi_and_zero_width_made_visible() {
         assert_eq!(line("a\u{202e}b\u{200b}c"), "a<U+202E>b<U+200B>c");
+    }
+
+    #[test]
+    fn invisible_smuggling_characters_made_visible() {
+        // "hi" in tag characters, then every invisible class.
+        let s = "a\u{e0001}\u{e0068}\u{e0069}\u{e007f}b";
+        let want = "a<U+E0001><U+E0068><U+E0069><U+E007F>b";
+        assert_eq!(sanitize(s, Lines::Keep), want);
+        for c in [
+            '\u{e0000}',
+            '\u{e007f}',
+            '\u{3164}',
+            '\u{115f}',
+            '\u{1160}',
+            '\u{ffa0}',
+            '\u{200b}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{200e}',
+            '\u{200f}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{feff}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{2800}',
+            '\u{034f}',
+            '\u{fffb}',
+            '\u{1d173}',
+        ] {
+            let shown = format!("<U+{:04X}>", c as u32);
+            assert_eq!(sanitize(&c.to_string(), Lines::Keep), shown);
+            assert_eq!(line(&c.to_string()), shown);
+            assert!(!json_escape(&c.to_string()).contains(c));
+        }
+        // Their visible neighbours are left alone.
+        for c in ['\u{e0080}', '\u{3163}', '\u{1161}', '\u{ffa1}', 'é', '日']
+        {
+            assert_eq!(line(&c.to_string()), c.to_string());
+        }
     }
 
     #[test]

@@ -20,6 +20,18 @@ const MAX_NAME_LEN: usize = 253;
 /// Longest DNS label accepted (RFC 1035).
 const MAX_LABEL_LEN: usize = 63;
 
+/// Longest URL accepted, in characters. The HTTP layer (`http::Uri`)
+/// refuses more than 65534 bytes; no MCP endpoint needs more than a
+/// fraction of this bound, which leaves that limit far away.
+pub(crate) const MAX_URL_LEN: usize = 8192;
+
+/// Visible ASCII characters that RFC 3986 does not allow in a path
+/// unencoded. The HTTP layer refuses some of them (`<`, `>`, `` ` ``) and
+/// takes others only for leniency's sake, so all are refused here, with a
+/// percent-encoding to use instead: what this module accepts, the
+/// connector can send. (`\`, `?` and `#` have their own errors.)
+const NOT_IN_PATH: &str = "\"<>[]^`{|}";
+
 /// The two schemes an MCP HTTP transport or an OAuth endpoint may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scheme {
@@ -90,6 +102,14 @@ pub(crate) enum UrlError {
     Backslash {
         at: usize,
     },
+    /// More than [`MAX_URL_LEN`] characters.
+    TooLong,
+    /// A character not allowed unencoded in a path, at this 1-based
+    /// character position of the whole URL.
+    PathChar {
+        at: usize,
+        ch: char,
+    },
     NotAbsolute,
     /// The scheme, lowercased; None when it is not shown because the URL
     /// may carry credentials.
@@ -141,6 +161,15 @@ impl fmt::Display for UrlError {
             UrlError::Backslash { at } => {
                 write!(f, "URL contains a backslash at character {at}")
             }
+            UrlError::TooLong => {
+                write!(f, "URL is longer than {MAX_URL_LEN} characters")
+            }
+            UrlError::PathChar { at, ch } => write!(
+                f,
+                "URL path contains '{ch}' at character {at}, which HTTP does \
+                 not allow unencoded; write it as %{:02X}",
+                u32::from(*ch)
+            ),
             UrlError::NotAbsolute => f.write_str(
                 "not an absolute URL (it must start with http:// or https://)",
             ),
@@ -242,7 +271,8 @@ impl Url {
         }
         let (host, port) = parse_authority(authority)?;
         let port = port.filter(|&p| p != scheme.default_port());
-        let path = check_path(path)?;
+        let path_start = raw.len().saturating_sub(path.len());
+        let path = check_path(path, path_start)?;
         let url = Url { scheme, host, port, path };
         if scheme == Scheme::Http && !url.is_loopback() {
             return Err(UrlError::PlainHttp);
@@ -329,6 +359,10 @@ fn check_chars(raw: &str) -> Result<(), UrlError> {
         if ch == '\\' {
             return Err(UrlError::Backslash { at });
         }
+    }
+    // All visible ASCII now: the byte length is the character count.
+    if raw.len() > MAX_URL_LEN {
+        return Err(UrlError::TooLong);
     }
     Ok(())
 }
@@ -486,7 +520,8 @@ fn parse_port(port: &str) -> Result<u16, UrlError> {
 /// Checks the path (empty or starting with '/') and returns it as kept:
 /// visible ASCII, well-formed percent-escapes, no dot segments (also
 /// percent-encoded ones, which some servers decode before resolving).
-fn check_path(path: &str) -> Result<String, UrlError> {
+/// `start` is the path's byte offset in the URL, for positions in errors.
+fn check_path(path: &str, start: usize) -> Result<String, UrlError> {
     if path.is_empty() {
         return Ok("/".to_owned());
     }
@@ -496,6 +531,11 @@ fn check_path(path: &str) -> Result<String, UrlError> {
             // check_chars already refused these; kept as a local guarantee.
             let (at, ch) = (i.saturating_add(1), char::from(b));
             return Err(UrlError::Control { at, ch });
+        }
+        if NOT_IN_PATH.contains(char::from(b)) {
+            // ASCII from here on: the byte offset is the character one.
+            let at = start.saturating_add(i).saturating_add(1);
+            return Err(UrlError::PathChar { at, ch: char::from(b) });
         }
         if b == b'%' {
             let hex = |k: usize| {
@@ -676,6 +716,14 @@ mod tests {
             ("https://example.com/a/%2e%2E/b", DotSegment),
             ("https://example.com/a/.%2e", DotSegment),
             ("https://example.com/%2E", DotSegment),
+            ("https://example.com/a<b", PathChar { at: 22, ch: '<' }),
+            ("https://example.com/>", PathChar { at: 21, ch: '>' }),
+            ("http://[::1]:9/`x", PathChar { at: 16, ch: '`' }),
+            ("https://example.com/{a}", PathChar { at: 21, ch: '{' }),
+            ("https://example.com/a|b", PathChar { at: 22, ch: '|' }),
+            ("https://example.com/\"", PathChar { at: 21, ch: '"' }),
+            ("https://example.com/[x]", PathChar { at: 21, ch: '[' }),
+            ("https://example.com/x^", PathChar { at: 22, ch: '^' }),
         ]
     }
 
@@ -750,6 +798,11 @@ mod tests {
             ),
             ("https://example.com/?a", "URL must not have a query"),
             ("https://example.com/#a", "URL must not have a fragment"),
+            (
+                "https://example.com/mcp<x>",
+                "URL path contains '<' at character 24, which HTTP does not \
+                 allow unencoded; write it as %3C",
+            ),
             (
                 "http://example.com/",
                 "plain http is only allowed to a loopback address \
@@ -836,6 +889,100 @@ mod tests {
         assert_eq!(max.len(), 253);
         Url::parse(&format!("https://{max}/"))?;
         Ok(())
+    }
+
+    #[test]
+    fn length_limit() -> TestResult {
+        let at_limit = format!("https://example.com/{}", "a".repeat(8172));
+        assert_eq!(at_limit.len(), MAX_URL_LEN);
+        Url::parse(&at_limit)?;
+        let over = format!("{at_limit}a");
+        assert_eq!(Url::parse(&over), Err(UrlError::TooLong));
+        Ok(())
+    }
+
+    /// A small deterministic generator (xorshift), so the cross-check
+    /// below needs no extra crate and every failure can be replayed.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            let n = u64::try_from(from.len()).unwrap_or(1);
+            let i = usize::try_from(self.next() % n).unwrap_or(0);
+            from.get(i).copied().unwrap_or("")
+        }
+    }
+
+    /// One URL-ish string: mostly well-formed pieces, with every visible
+    /// ASCII character and a few others mixed into the path.
+    fn generate(g: &mut Gen) -> String {
+        let schemes = ["https://", "http://", "HTTPS://", "https:/", "ftp://"];
+        let hosts = [
+            "example.com",
+            "localhost",
+            "127.0.0.1",
+            "[::1]",
+            "[2001:db8::1]",
+            "a_b.example",
+            "xn--bcher-kva.example",
+            "ex%41mple.com",
+            "1.2.3",
+            "",
+        ];
+        let ports = ["", ":8443", ":80", ":0", ":65535", ":", ":99999"];
+        let mut path = String::new();
+        for _ in 0..(g.next() % 8) {
+            match g.next() % 4 {
+                0 => path.push('/'),
+                1 => path.push_str(g.pick(&["%2F", "%2e", "%zz", "..", "."])),
+                _ => {
+                    let b = u8::try_from(g.next() % 95 + 32).unwrap_or(b'a');
+                    path.push(char::from(b));
+                }
+            }
+        }
+        if !g.next().is_multiple_of(4) && !path.is_empty() {
+            path.insert(0, '/');
+        }
+        let (scheme, host) = (g.pick(&schemes), g.pick(&hosts));
+        format!("{scheme}{host}{}{path}", g.pick(&ports))
+    }
+
+    /// Whatever this module accepts, the HTTP layer ureq uses (`http::Uri`)
+    /// parses too, and reads the same scheme, host, port and path from it.
+    #[test]
+    fn accepted_urls_parse_in_the_http_layer() {
+        let mut g = Gen(0x9E37_79B9_7F4A_7C15);
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let raw = generate(&mut g);
+            let Ok(url) = Url::parse(&raw) else { continue };
+            accepted += 1;
+            let canonical = url.to_string();
+            let uri: http::Uri = match canonical.parse() {
+                Ok(uri) => uri,
+                Err(e) => panic!("{raw:?} -> {canonical:?}: http says {e}"),
+            };
+            assert_eq!(uri.scheme_str(), Some(url.scheme.as_str()), "{raw:?}");
+            assert_eq!(uri.host(), Some(url.host_str().as_str()), "{raw:?}");
+            assert_eq!(uri.port_u16(), url.port, "{raw:?}");
+            assert_eq!(uri.path(), url.path, "{raw:?}");
+        }
+        // The generator must reach the accepting side often enough for
+        // the check to mean something.
+        assert!(accepted > 2_000, "only {accepted} accepted");
+        for (raw, _) in ACCEPTED {
+            let canonical = Url::parse(raw).map(|u| u.to_string());
+            let canonical = canonical.unwrap_or_default();
+            assert!(canonical.parse::<http::Uri>().is_ok(), "{raw:?}");
+        }
     }
 
     #[test]

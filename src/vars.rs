@@ -3,20 +3,25 @@
 //! Pure: the caller hands in how to look a variable up. A `$` that does not
 //! start `${` is literal; an unterminated `${` or an invalid name is an
 //! error, so a typo never reaches a server as a literal `${TOKEN}` header.
+//!
+//! A default may itself hold references, as in a shell:
+//! `${A:-${B:-none}}` is A, else B, else `none`. The nesting is parsed, not
+//! found by the first `}` (which would send `${B` and a stray `}` as literal
+//! text), and is bounded at [`MAX_DEPTH`] levels so that a hostile config
+//! cannot exhaust the stack.
 
-/// One `${...}` reference in a template.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct VarRef {
-    pub(crate) name: String,
-    /// The text after `:-`, used when the variable is unset or empty.
-    pub(crate) default: Option<String>,
-}
+/// How deep `${...}` may nest inside defaults: `${A:-${B}}` is depth 2.
+pub(crate) const MAX_DEPTH: usize = 4;
 
 /// A piece of a parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
     Text(String),
-    Var(VarRef),
+    /// `${name}` or `${name:-default}`; the default is a template itself.
+    Var {
+        name: String,
+        default: Option<Vec<Piece>>,
+    },
 }
 
 /// Whether `name` is a valid environment variable name.
@@ -26,49 +31,153 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// A syntax error: what is wrong, and the byte length of the template
+/// after the `${` it concerns (which gives its position).
+type Bad = (&'static str, usize);
+
+/// Parses a template. Errors name the rule and the position of the `${`,
+/// never the text: a malformed value may be a secret typed into the wrong
+/// place.
 fn parse(template: &str) -> Result<Vec<Piece>, String> {
+    match parse_seq(template, 1, false) {
+        Ok((pieces, _)) => Ok(pieces),
+        Err((what, left)) => {
+            let at = template.len().saturating_sub(left).saturating_sub(2);
+            let chars = template.get(..at).map_or(0, |t| t.chars().count());
+            Err(what.replace("{at}", &(chars + 1).to_string()))
+        }
+    }
+}
+
+/// Parses text and references up to the end of `s` or, inside a default
+/// (`nested`), up to the `}` that closes it. Returns the pieces and what
+/// follows them (starting with that `}`).
+fn parse_seq(
+    mut s: &str,
+    depth: usize,
+    nested: bool,
+) -> Result<(Vec<Piece>, &str), Bad> {
     let mut pieces = vec![];
     let mut text = String::new();
-    let mut rest = template;
-    while let Some(at) = rest.find("${") {
-        text.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            return Err("unterminated '${' (missing '}')".to_string());
+    loop {
+        let stop = if nested { s.find(['$', '}']) } else { s.find('$') };
+        let Some(at) = stop else {
+            text.push_str(s);
+            s = "";
+            break;
         };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((n, d)) => (n, Some(d.to_string())),
-            None => (inner, None),
-        };
-        if !valid_name(name) {
-            return Err(format!(
-                "'${{{inner}}}' does not name a variable \
-                 (use ${{NAME}} or ${{NAME:-default}})"
-            ));
+        text.push_str(&s[..at]);
+        s = &s[at..];
+        if s.starts_with('}') {
+            break;
         }
+        let Some(after) = s.strip_prefix("${") else {
+            text.push('$');
+            s = &s[1..];
+            continue;
+        };
+        if depth > MAX_DEPTH {
+            return Err((TOO_DEEP, after.len()));
+        }
+        let (piece, rest) = parse_ref(after, depth)?;
         if !text.is_empty() {
             pieces.push(Piece::Text(std::mem::take(&mut text)));
         }
-        pieces.push(Piece::Var(VarRef { name: name.to_string(), default }));
-        rest = &after[end + 1..];
+        pieces.push(piece);
+        s = rest;
     }
-    text.push_str(rest);
     if !text.is_empty() {
         pieces.push(Piece::Text(text));
     }
-    Ok(pieces)
+    Ok((pieces, s))
 }
 
-/// The variables a template refers to, or why it is malformed.
-pub(crate) fn refs(template: &str) -> Result<Vec<VarRef>, String> {
-    Ok(parse(template)?
-        .into_iter()
-        .filter_map(|p| match p {
-            Piece::Var(v) => Some(v),
-            Piece::Text(_) => None,
-        })
-        .collect())
+const UNTERMINATED: &str = "unterminated '${' at character {at} (missing '}')";
+const BAD_NAME: &str = "'${' at character {at} does not start a variable name \
+     (use ${NAME} or ${NAME:-default})";
+const TOO_DEEP: &str = "'${' at character {at} is nested more than 4 deep \
+     in a default";
+
+/// Parses one reference; `s` follows its `${`. Returns the piece and the
+/// text after its closing `}`.
+fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), Bad> {
+    let end = s
+        .find(|c: char| c != '_' && !c.is_ascii_alphanumeric())
+        .ok_or((UNTERMINATED, s.len()))?;
+    let (name, rest) = s.split_at(end);
+    let name_ok = valid_name(name);
+    if let Some(after) = rest.strip_prefix('}').filter(|_| name_ok) {
+        let piece = Piece::Var { name: name.to_string(), default: None };
+        return Ok((piece, after));
+    }
+    if let Some(after) = rest.strip_prefix(":-").filter(|_| name_ok) {
+        let (default, rest) = parse_seq(after, depth + 1, true)?;
+        let rest = rest.strip_prefix('}').ok_or((UNTERMINATED, s.len()))?;
+        let default = Some(default);
+        return Ok((Piece::Var { name: name.to_string(), default }, rest));
+    }
+    if s.contains('}') {
+        Err((BAD_NAME, s.len()))
+    } else {
+        Err((UNTERMINATED, s.len()))
+    }
+}
+
+/// Every variable a template refers to, defaults included, or why it is
+/// malformed.
+pub(crate) fn refs(template: &str) -> Result<Vec<String>, String> {
+    fn walk(pieces: &[Piece], out: &mut Vec<String>) {
+        for p in pieces {
+            if let Piece::Var { name, default } = p {
+                out.push(name.clone());
+                if let Some(d) = default {
+                    walk(d, out);
+                }
+            }
+        }
+    }
+    let mut out = vec![];
+    walk(&parse(template)?, &mut out);
+    Ok(out)
+}
+
+/// The variables whose absence makes `template` fail to expand under
+/// `lookup`, in order (empty for a malformed template: see [`refs`]).
+pub(crate) fn missing(
+    template: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut out = vec![];
+    if let Ok(pieces) = parse(template) {
+        let _ = expand_pieces(&pieces, lookup, &mut out);
+    }
+    out
+}
+
+/// Appends the expansion of `pieces` to a string; unset variables without
+/// a default go to `unset` instead.
+fn expand_pieces(
+    pieces: &[Piece],
+    lookup: &dyn Fn(&str) -> Option<String>,
+    unset: &mut Vec<String>,
+) -> String {
+    let mut out = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var { name, default } => match (lookup(name), default) {
+                (Some(val), Some(d)) if val.is_empty() => {
+                    out.push_str(&expand_pieces(d, lookup, unset));
+                }
+                (Some(val), _) => out.push_str(&val),
+                (None, Some(d)) => {
+                    out.push_str(&expand_pieces(d, lookup, unset));
+                }
+                (None, None) => unset.push(name.clone()),
+            },
+        }
+    }
+    out
 }
 
 /// Expands a template. `Err` carries the name of the first variable that
@@ -78,19 +187,13 @@ pub(crate) fn expand(
     template: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, Unset> {
-    let mut out = String::new();
-    for piece in parse(template).map_err(Unset::Malformed)? {
-        match piece {
-            Piece::Text(t) => out.push_str(&t),
-            Piece::Var(v) => match (lookup(&v.name), v.default) {
-                (Some(val), Some(d)) if val.is_empty() => out.push_str(&d),
-                (Some(val), _) => out.push_str(&val),
-                (None, Some(d)) => out.push_str(&d),
-                (None, None) => return Err(Unset::Var(v.name)),
-            },
-        }
+    let pieces = parse(template).map_err(Unset::Malformed)?;
+    let mut unset = vec![];
+    let out = expand_pieces(&pieces, lookup, &mut unset);
+    match unset.into_iter().next() {
+        Some(name) => Err(Unset::Var(name)),
+        None => Ok(out),
     }
-    Ok(out)
 }
 
 /// Why a template could not be expanded.
@@ -135,16 +238,61 @@ mod tests {
     #[test]
     fn unset_and_malformed() {
         assert_eq!(expand("${NOPE}", &env), Err(Unset::Var("NOPE".into())));
-        assert!(refs("${OPEN").is_err());
+        assert_eq!(
+            refs("ab${OPEN").unwrap_err(),
+            "unterminated '${' at character 3 (missing '}')"
+        );
+        assert_eq!(
+            refs("é ${sk-live-1}").unwrap_err(),
+            "'${' at character 3 does not start a variable name \
+             (use ${NAME} or ${NAME:-default})"
+        );
         assert!(refs("${1X}").is_err());
         assert!(refs("${}").is_err());
+        assert_eq!(refs("${A}${B:-c}").unwrap(), ["A", "B"]);
+    }
+
+    #[test]
+    fn nested_defaults_expand() {
+        let t = "${NOPE:-${HOME}}";
+        assert_eq!(expand(t, &env).unwrap(), "/home/u");
+        let t = "${NOPE:-${ALSO:-${EMPTY:-deep}}}!";
+        assert_eq!(expand(t, &env).unwrap(), "deep!");
+        let t = "<${NOPE:-a${HOME}b}>";
+        assert_eq!(expand(t, &env).unwrap(), "<a/home/ub>");
+        // The outer variable wins when set; the default is not needed.
+        assert_eq!(expand("${HOME:-${NOPE}}", &env).unwrap(), "/home/u");
+        assert!(missing("${HOME:-${NOPE}}", &env).is_empty());
+        // A `}` after a closed reference is literal, as before.
+        assert_eq!(expand("${NOPE:-x}y}", &env).unwrap(), "xy}");
+        assert_eq!(expand("${NOPE:-$}", &env).unwrap(), "$");
+        assert_eq!(refs("${A:-${B:-${C}}}").unwrap(), ["A", "B", "C"]);
+    }
+
+    #[test]
+    fn nested_unset_names_the_innermost() {
+        let t = "${NOPE:-${ALSO}}";
+        assert_eq!(expand(t, &env), Err(Unset::Var("ALSO".into())));
+        assert_eq!(missing(t, &env), ["ALSO"]);
+        assert_eq!(missing("${A}-${B:-x}-${C}", &env), ["A", "C"]);
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_checked() {
+        let ok = "${A:-${B:-${C:-${D:-x}}}}";
+        assert_eq!(expand(ok, &env).unwrap(), "x");
+        let deep = "${A:-${B:-${C:-${D:-${E}}}}}";
         assert_eq!(
-            refs("${A}${B:-c}").unwrap(),
-            vec![
-                VarRef { name: "A".into(), default: None },
-                VarRef { name: "B".into(), default: Some("c".into()) }
-            ]
+            refs(deep).unwrap_err(),
+            "'${' at character 21 is nested more than 4 deep in a default"
         );
+        // A very deep template fails cleanly, without recursing far.
+        let huge = "${A:-".repeat(100_000);
+        assert!(refs(&huge).is_err());
+        for bad in ["${A:-${B}", "${A:-${B", "${A:-${1}}", "${A:-${B-C}}"] {
+            assert!(refs(bad).is_err(), "{bad}");
+            assert!(matches!(expand(bad, &env), Err(Unset::Malformed(_))));
+        }
     }
 
     #[test]

@@ -452,7 +452,7 @@ fn github_format() {
              url: plain http is only allowed to a loopback address \
              (127.0.0.0/8, [::1], localhost); use https (/mcpServers/bad/url)",
             "::warning file=my%2Cconf%3A1.json,line=5,col=32::server 'warn': \
-             unknown key 'colour' (/mcpServers/warn/colour)",
+             unknown key (/mcpServers/warn)",
         ],
         "{}",
         out.stdout
@@ -563,10 +563,10 @@ fn json_output_shape() {
             {
                 "severity": "warning",
                 "server": "odd",
-                "pointer": "/mcpServers/odd/colour",
+                "pointer": "/mcpServers/odd",
                 "line": 7,
                 "column": 31,
-                "message": "unknown key 'colour'",
+                "message": "unknown key",
             },
         ])
     );
@@ -1005,5 +1005,109 @@ fn duplicate_mcp_servers_key_uses_neither_object() {
         assert_eq!(s["valid"], false, "{s}");
         assert_eq!(s["fingerprint"], Value::Null, "{s}");
         assert_ne!(s["allowlist"], "allowed", "{s}");
+    }
+}
+
+// ---------------------------------------------------------------------
+// Nested defaults reach the server expanded, never as literal text.
+
+#[test]
+fn nested_default_reaches_the_server_expanded() {
+    let dir = Dir::new("check_config_nested_default");
+    let mut server = crate::util::fixture_server(&[]);
+    server["env"] = serde_json::json!({
+        "PICKED": "${OUTER:-${INNER:-fallback}}",
+        "MIXED": "<${OUTER:-a${INNER}b}>",
+    });
+    crate::util::write_mcp_json(&dir, &[("demo", server)]);
+    let call = |inner: Option<&str>| {
+        let mut cmd = crate::util::run_allowed(
+            &dir,
+            "demo",
+            &["call", "-y", "demo", "env"],
+        );
+        if let Some(v) = inner {
+            cmd.env("INNER", v);
+        }
+        cmd
+    };
+    let out = call(Some("inner-value")).assert_exit(0);
+    let env = out.stdout_json();
+    assert_eq!(env["PICKED"], "inner-value");
+    assert_eq!(env["MIXED"], "<ainner-valueb>");
+    // INNER unset: PICKED falls back, MIXED cannot be expanded and the
+    // launch is refused naming the innermost variable.
+    let out = call(None).assert_exit(3);
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': env 'MIXED': environment variable \
+         'INNER' is not set\n"
+    );
+    let out = call(Some("")).assert_exit(0);
+    assert_eq!(out.stdout_json()["MIXED"], "<ab>");
+    assert_eq!(out.stdout_json()["PICKED"], "fallback");
+}
+
+// ---------------------------------------------------------------------
+// A broken file is located, never quoted: what is in the wrong place may
+// be a secret pasted there.
+
+#[test]
+fn text_that_fails_a_check_is_never_quoted() {
+    const MARK: &str = "sk-live-PASTED0secret";
+    let cases = [
+        // Syntax: a bare token where a value belongs, after the top-level
+        // value, as a key, and inside a string escape.
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"T": MARK}}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x"}}} MARK"#,
+        r#"{"mcpServers": {"a": {MARK: 1}}}"#,
+        r#"{"mcpServers": {"a": {"command": "\qMARK"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "args": [MARK]}}}"#,
+        // Keys that are not keys of the format or not names at all.
+        r#"{"mcpServers": {"a": {"command": "/x"}}, "MARK": 1}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "MARK": 1}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"MARK": "v"}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "headers": {"MARK x": "v"}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "oauth": {"MARK": 1, "client_id": "c"}}}}"#,
+        // Values that fail a check.
+        r#"{"mcpServers": {"a": {"command": "/x", "type": "MARK"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env": {"T": "${MARK}"}}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "env_vars": ["MARK"]}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "bearer_token_env_var": "MARK"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/",
+            "oauth": {"client_id": "c", "scopes": ["MARK x"]}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://u:MARK@example.com/"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://example.com/MARK<"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "/x", "timeout": "MARK"}}}"#,
+    ];
+    let dir = Dir::new("check_config_never_quoted");
+    for (i, case) in cases.iter().enumerate() {
+        let text = case.replace("MARK", MARK);
+        dir.write(".mcp.json", &text);
+        let runs = [
+            &["check-config"][..],
+            &["check-config", "--json"],
+            &["check-config", "--format", "github"],
+            &["check-config", "--strict"],
+            &["list"],
+            &["list", "--json"],
+        ];
+        for args in runs {
+            // "a" is allowed so that `list` reaches the entry; /x does not
+            // exist, so nothing is started even when the entry is valid.
+            let out = dir.command(args).env("RIVUMI_MCP_ALLOWLIST", "a").run();
+            assert!(
+                !out.all().contains("PASTED"),
+                "case {i} {text}\n{args:?} quoted it:\n{}",
+                out.all()
+            );
+            // Located all the same.
+            if args[0] == "check-config" {
+                assert_contains(&out.stdout, ".mcp.json");
+            }
+        }
     }
 }

@@ -219,8 +219,8 @@ echo 'and some chatter'"#,
                 "echo",
                 &other,
                 "exit 0 but stdout is not exactly one JSON object (2:1: \
-                 expected end of input after the top-level value, found \
-                 'a'), failing closed"
+                 expected end of input after the top-level value, found a \
+                 letter), failing closed"
             )
         )
     );
@@ -846,23 +846,38 @@ fn json_on_a_terminal_carries_no_raw_controls() {
     assert_eq!(out.stdout_json(), piped.stdout_json());
 }
 
-/// A minimal MCP server in `sh`: answers `initialize` and `tools/list`
-/// with names and descriptions full of escapes, and logs one on stderr.
-const SH_SERVER: &str = r#"printf 'log \033[31mred\033[0m\n' >&2
+/// A minimal MCP server in `sh` that runs `prelude`, then answers
+/// `initialize` with `server_info` and `tools/list` with `tools` (JSON
+/// text, in printf's format: `\\u` for a JSON `\u` escape).
+fn sh_server(prelude: &str, server_info: &str, tools: &str) -> String {
+    format!(
+        r#"{prelude}
 while IFS= read -r line; do
   id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
   case "$line" in
     *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh\\u001b[1mserver","version":"1\\u202e"}}}\n' "$id" ;;
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{server_info}}}}}\n' "$id" ;;
     *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","description":"Clears \\u001b[2J the \\u202escreen","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"tools":{tools}}}}}\n' "$id" ;;
   esac
-done"#;
+done"#
+    )
+}
+
+/// [`sh_server`] with names and descriptions full of escapes, and one
+/// logged on stderr.
+fn ansi_sh_server() -> String {
+    sh_server(
+        r"printf 'log \033[31mred\033[0m\n' >&2",
+        r#"{"name":"sh\\u001b[1mserver","version":"1\\u202e"}"#,
+        r#"[{"name":"t","description":"Clears \\u001b[2J the \\u202escreen","inputSchema":{"type":"object"}}]"#,
+    )
+}
 
 #[test]
 fn list_escapes_descriptions_and_server_info_on_a_terminal() {
     let dir = Dir::new("exec_list_ansi");
-    let server = script_file(&dir, "server.sh", SH_SERVER);
+    let server = script_file(&dir, "server.sh", &ansi_sh_server());
     write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
     let out = run(&dir, &["list", "demo"]).run_on_tty();
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -1564,4 +1579,151 @@ fn terminal_prompt_shows_the_description_bounded_and_marked() {
     );
     assert_absent(&out.stdout, "line 13");
     assert!(out.stdout.ends_with("wiped\n"), "{out:?}");
+}
+
+/// The tools of a server whose description hides text from the reader:
+/// "ig" in tag characters, a Hangul filler, zero-width characters and a
+/// line separator.
+const SMUGGLING_TOOLS: &str = r#"[{"name":"t","description":"Adds.\\udb40\\udc69\\udb40\\udc67\\u3164\\u200b\\u2060\\ufeff\\u2028x\\u115f\\uffa0","inputSchema":{"type":"object"}}]"#;
+
+#[test]
+fn list_shows_invisible_smuggling_characters() {
+    let dir = Dir::new("exec_list_smuggling");
+    let info = r#"{"name":"s","version":"1"}"#;
+    let script = sh_server("", info, SMUGGLING_TOOLS);
+    let server = script_file(&dir, "server.sh", &script);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    let out = run(&dir, &["list", "demo"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "demo: s 1 (protocol 2025-11-25)\n  mcp__demo__t  execute  \
+         Adds.<U+E0069><U+E0067><U+3164><U+200B><U+2060><U+FEFF><U+2028>x\
+         <U+115F><U+FFA0>\n"
+    );
+    // JSON on a terminal: the same value, escaped as \u sequences.
+    let piped = run(&dir, &["list", "demo", "--json"]).assert_exit(0);
+    let out = run(&dir, &["list", "demo", "--json"]).run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for c in ['\u{e0069}', '\u{3164}', '\u{200b}', '\u{2028}', '\u{ffa0}'] {
+        assert!(!out.stdout.contains(c), "{c:?} reached the terminal");
+        assert!(piped.stdout.contains(c), "{c:?} missing in the pipe");
+    }
+    assert_eq!(out.stdout_json(), piped.stdout_json());
+}
+
+/// `call demo echo` with `--journal PATH` (relative to `dir`).
+fn echo_journaled(dir: &Dir, path: &str) -> TestCommand {
+    run(dir, &["call", "demo", "echo", "text=hi", "--journal", path])
+}
+
+#[test]
+fn journal_refuses_a_hard_linked_file() {
+    let (dir, rec) = demo_recording("exec_journal_hardlink");
+    let other = dir.write("other.txt", "someone else's\n");
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    std::fs::hard_link(&other, dir.path("j.jsonl")).unwrap();
+    let out = echo_journaled(&dir, "j.jsonl").assert_exit(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: journal j.jsonl: refused: the file has 2 hard links (a \
+         journal must be a file of its own)\n"
+    );
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "someone else's\n");
+    assert_eq!(methods(&rec), Vec::<String>::new());
+}
+
+#[test]
+fn journal_refuses_an_existing_file_that_is_not_0600() {
+    let (dir, rec) = demo_recording("exec_journal_mode");
+    for mode in [0o644, 0o640, 0o660, 0o400, 0o700] {
+        let p = dir.write("j.jsonl", "");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        let out = echo_journaled(&dir, "j.jsonl").assert_exit(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "rivumi-mcp: journal j.jsonl: refused: the file's mode is \
+                 {mode:04o}, not 0600 (others could read or change it; chmod \
+                 600 it or give a new path)\n"
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "");
+    }
+    assert_eq!(methods(&rec), Vec::<String>::new());
+    // 0600 is used, and appended to.
+    let p = dir.write("j.jsonl", "");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    echo_journaled(&dir, "j.jsonl").assert_exit(0);
+    assert!(!journal(&p).is_empty());
+    // A new file is created 0600.
+    echo_journaled(&dir, "new.jsonl").assert_exit(0);
+    let meta = std::fs::metadata(dir.path("new.jsonl")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+}
+
+#[test]
+fn journal_follows_no_symlink_in_its_directory_path() {
+    let (dir, rec) = demo_recording("exec_journal_dir_link");
+    let real = dir.create_dir("elsewhere/real");
+    std::os::unix::fs::symlink(&real, dir.path("link")).unwrap();
+    dir.create_dir("plain");
+    for (path, link) in [
+        ("link/j.jsonl", "link"),
+        ("link/../plain/j.jsonl", "link"),
+        ("plain/../link/j.jsonl", "plain/../link"),
+    ] {
+        let out = echo_journaled(&dir, path).assert_exit(2);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "rivumi-mcp: journal {path}: refused: directory {link} is a \
+                 symbolic link (give the journal a path without links)\n"
+            )
+        );
+    }
+    // Absolute paths are walked from the root.
+    let abs = dir.path("link/j.jsonl");
+    let out = run(&dir, &["call", "demo", "echo", "text=hi", "--journal"])
+        .arg(&abs)
+        .assert_exit(2);
+    assert_contains(&out.stderr, "is a symbolic link");
+    assert!(!real.join("j.jsonl").exists(), "written through the link");
+    assert!(!dir.path("plain/j.jsonl").exists());
+    assert_eq!(methods(&rec), Vec::<String>::new());
+    // Without links, the same directories are fine.
+    echo_journaled(&dir, "elsewhere/real/j.jsonl").assert_exit(0);
+    assert!(!journal(&real.join("j.jsonl")).is_empty());
+}
+
+#[test]
+fn a_server_error_message_is_bounded_in_output_and_journal() {
+    // The fixture quotes the URI in its error's message and data: a long
+    // one stands for a server that floods through its errors.
+    let (dir, _) = demo_recording("exec_error_bounded");
+    let uri = format!("fixture://{}", "x".repeat(20_000));
+    let path = dir.path("j.jsonl");
+    let out = run(&dir, &["read", "demo", &uri, "--journal"])
+        .arg(&path)
+        .assert_exit(4);
+    let line = out.stderr.trim_end();
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        line.starts_with(
+            "rivumi-mcp: server 'demo': server error -32002: resource not \
+             found: fixture://xxx"
+        ),
+        "{line}"
+    );
+    // 500 bytes of message and 200 of data, each with its marker.
+    assert!(line.len() < 1000, "{} bytes on stderr", line.len());
+    assert_contains(line, "… [19530 more bytes] (");
+    assert_contains(line, "more bytes])");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.len() < 5000, "{} bytes journaled", text.len());
+    assert_contains(&text, "more bytes]");
 }

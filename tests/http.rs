@@ -893,3 +893,44 @@ fn unauthorized_mid_session_is_auth() {
     assert_eq!(fx.posts_of("tools/call").len(), 1, "{}", fx.summary());
     assert_eq!(fx.posts_of("initialize").len(), 1, "{}", fx.summary());
 }
+
+#[test]
+fn retry_zero_cannot_make_the_client_spin() {
+    // Every stream says `retry: 0`, gives an event id and ends without the
+    // answer: the client reconnects a bounded number of times, each after
+    // the documented floor of 100 ms, then fails.
+    let script = McpScript::new();
+    let hostile = |conn: &mut crate::util::http::Conn| {
+        conn.sse(&[]);
+        conn.write_raw(b"retry: 0\n\n");
+        let note = json!({"jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "working"}});
+        conn.event(Some(RESUME_EVENT_ID), &note);
+    };
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.method == "GET"
+            || req.rpc_method().as_deref() == Some("tools/call")
+        {
+            hostile(conn);
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_retry_floor", &fx.url());
+    let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
+    assert_contains(&error_line(&out), "ended 5 times before the response");
+    let reqs = fx.requests();
+    let gets: Vec<&Request> =
+        reqs.iter().filter(|r| r.method == "GET").collect();
+    assert_eq!(gets.len(), 5, "{}", fx.summary());
+    let mut prev = one_post(&fx, "tools/call").done.unwrap();
+    for get in gets {
+        let gap = get.at.duration_since(prev);
+        assert!(
+            gap >= Duration::from_millis(100),
+            "reconnected after {gap:?}"
+        );
+        prev = get.done.unwrap_or(get.at);
+    }
+}

@@ -50,10 +50,9 @@ impl Limits {
     }
 }
 
-/// Resumption attempts per request, and the bounds of the `retry` wait.
+/// Resumption attempts per request (the wait between them is bounded by
+/// [`sse::reconnect_delay`]).
 const MAX_RESUMES: usize = 5;
-const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
-const MAX_RETRY: Duration = Duration::from_secs(30);
 /// The longest session id accepted.
 const MAX_SESSION_ID: usize = 1024;
 /// How long the closing DELETE may take.
@@ -513,7 +512,7 @@ impl HttpTransport {
                 }
                 Ok(None) => {
                     let last = stream.parser().last_event_id().to_string();
-                    let retry = stream.parser().retry();
+                    let retry = sse::reconnect_delay(stream.parser().retry());
                     let resumable =
                         stream.parser().saw_id() && !last.is_empty();
                     self.stream = None;
@@ -542,11 +541,12 @@ impl HttpTransport {
         self.ureq_error(ureq::Error::from(e), deadline)
     }
 
-    /// Waits `retry` (clamped), then GETs the stream with `Last-Event-ID`.
+    /// Waits `retry` (already bounded), then GETs the stream with
+    /// `Last-Event-ID`.
     fn resume(
         &mut self,
         last: &str,
-        retry: Option<u64>,
+        retry: Duration,
         deadline: &Deadline,
     ) -> Result<()> {
         if self.resumes >= MAX_RESUMES {
@@ -556,8 +556,7 @@ impl HttpTransport {
             )));
         }
         self.resumes += 1;
-        let wait = retry.map(Duration::from_millis).unwrap_or(DEFAULT_RETRY);
-        let wait = wait.min(MAX_RETRY);
+        let wait = retry;
         if wait >= deadline.remaining()? {
             return Err(deadline.error());
         }

@@ -1,0 +1,899 @@
+//! Validation of a parsed `.mcp.json`: the document, then each server
+//! through a [`Cursor`] that knows the server's name and the JSON pointer
+//! of its entry, so that every diagnostic is one short call with a pointer
+//! relative to the entry.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::rules::{
+    COMMON_KEYS, HTTP_KEYS, STDIO_KEYS, check_env_name, check_header_name,
+    check_name, is_loader_var, is_token, npm_pinned, pin_example, py_pinned,
+    reserved, unknown_key,
+};
+use super::{
+    Config, Diagnostic, Entry, Http, MAX_SERVERS, Server, Severity, Stdio,
+    Transport,
+};
+use crate::deadline;
+use crate::jsonpos::{self, Kind as J, Member, Node, Pos};
+use crate::urlcheck::Url;
+use crate::vars;
+
+/// Validates the text of a file (`dir` resolves relative `cwd` values).
+pub(crate) fn validate(
+    text: &str,
+    path: &Path,
+    dir: &Path,
+    strict: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Config {
+    let mut c = Checker { diags: vec![], strict, lookup, dir };
+    let mut config = Config {
+        path: path.to_path_buf(),
+        entries: vec![],
+        diagnostics: vec![],
+        file_ok: true,
+    };
+    let doc = match jsonpos::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            c.error(None, "", e.pos, format!("invalid JSON: {}", e.msg));
+            config.diagnostics = c.diags;
+            config.file_ok = false;
+            return config;
+        }
+    };
+    let mut bad_servers: Vec<String> = vec![];
+    for d in &doc.duplicates {
+        let server = server_of_pointer(&d.pointer);
+        if server.is_none() {
+            config.file_ok = false;
+        }
+        let key = d.pointer.rsplit('/').next().unwrap_or("");
+        c.error(
+            server.clone(),
+            &d.pointer,
+            d.pos,
+            format!(
+                "duplicate key '{}' (first at {}:{}); JSON readers \
+                 disagree on which one counts, so neither is used",
+                unescape_pointer(key),
+                d.first.line,
+                d.first.col
+            ),
+        );
+        bad_servers.extend(server);
+    }
+    let root = &doc.root;
+    let J::Object(top) = &root.kind else {
+        c.error(
+            None,
+            "",
+            root.pos,
+            format!(
+                "the top level must be an object with \"mcpServers\", \
+                 not {}",
+                root.type_name()
+            ),
+        );
+        config.diagnostics = c.diags;
+        config.file_ok = false;
+        return config;
+    };
+    let mut servers_node = None;
+    for m in top {
+        match m.key.as_str() {
+            "mcpServers" => servers_node = servers_node.or(Some(m)),
+            "servers" => {}
+            other => c.soft(
+                None,
+                "",
+                m.key_pos,
+                unknown_key(
+                    "unknown top-level key",
+                    "",
+                    other,
+                    &["mcpServers"],
+                ),
+            ),
+        }
+    }
+    let Some(servers) = servers_node else {
+        let hint = if root.get("servers").is_some() {
+            "; found \"servers\" (VS Code's format): rename it to \
+             \"mcpServers\""
+        } else {
+            ""
+        };
+        c.error(
+            None,
+            "",
+            root.pos,
+            format!("missing the \"mcpServers\" object{hint}"),
+        );
+        config.diagnostics = c.diags;
+        config.file_ok = false;
+        return config;
+    };
+    if let Some(vs) = root.get("servers") {
+        c.soft(
+            None,
+            "/servers",
+            vs.key_pos,
+            "key \"servers\" (VS Code's format) is ignored; rivumi-mcp \
+             reads \"mcpServers\""
+                .to_string(),
+        );
+    }
+    let J::Object(members) = &servers.value.kind else {
+        c.error(
+            None,
+            "/mcpServers",
+            servers.value.pos,
+            format!(
+                "\"mcpServers\" must be an object, not {}",
+                servers.value.type_name()
+            ),
+        );
+        config.diagnostics = c.diags;
+        config.file_ok = false;
+        return config;
+    };
+    if members.len() > MAX_SERVERS {
+        c.error(
+            None,
+            "/mcpServers",
+            servers.value.pos,
+            format!(
+                "{} servers configured; the limit is {MAX_SERVERS}",
+                members.len()
+            ),
+        );
+        config.diagnostics = c.diags;
+        config.file_ok = false;
+        return config;
+    }
+    for m in members {
+        if config.entries.iter().any(|e| e.name == m.key) {
+            continue; // a duplicate, reported above
+        }
+        let before = c.error_count();
+        let server = Cursor::new(&mut c, &m.key).entry(m);
+        let bad = c.error_count() > before || bad_servers.contains(&m.key);
+        config.entries.push(Entry {
+            name: m.key.clone(),
+            server: if bad { None } else { server },
+        });
+    }
+    if !config.file_ok {
+        // A duplicate outside any one server (two "mcpServers" objects,
+        // say): readers disagree about the whole file, so nothing in it
+        // is usable.
+        for e in &mut config.entries {
+            e.server = None;
+        }
+    }
+    c.diags.sort_by_key(|d| (d.pos.line, d.pos.col));
+    config.diagnostics = c.diags;
+    config
+}
+
+/// `/mcpServers/<name>/...` -> `<name>`.
+fn server_of_pointer(pointer: &str) -> Option<String> {
+    let rest = pointer.strip_prefix("/mcpServers/")?;
+    let seg = rest.split('/').next()?;
+    Some(unescape_pointer(seg))
+}
+
+fn unescape_pointer(seg: &str) -> String {
+    seg.replace("~1", "/").replace("~0", "~")
+}
+
+/// Builds a JSON pointer from raw segments (the first is usually "").
+fn ptr(segs: &[&str]) -> String {
+    let mut out = String::new();
+    for s in segs.iter().skip(1) {
+        out.push('/');
+        out.push_str(&jsonpos::pointer_escape(s));
+    }
+    out
+}
+
+/// The diagnostics of one file, and what checks need to produce them (the
+/// `--strict` flag, the environment, the file's directory). Document-level
+/// checks report through it directly; a server's through a [`Cursor`].
+pub(super) struct Checker<'a> {
+    diags: Vec<Diagnostic>,
+    strict: bool,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    dir: &'a Path,
+}
+
+impl Checker<'_> {
+    fn push(
+        &mut self,
+        severity: Severity,
+        server: Option<String>,
+        pointer: &str,
+        pos: Pos,
+        message: String,
+    ) {
+        self.diags.push(Diagnostic {
+            severity,
+            server,
+            pointer: pointer.to_string(),
+            pos,
+            message,
+        });
+    }
+
+    fn error(&mut self, s: Option<String>, p: &str, pos: Pos, m: String) {
+        self.push(Severity::Error, s, p, pos, m);
+    }
+
+    /// A warning that `--strict` makes an error.
+    fn soft(&mut self, s: Option<String>, p: &str, pos: Pos, m: String) {
+        self.push(self.soft_severity(), s, p, pos, m);
+    }
+
+    /// The severity of a warning that `--strict` makes an error.
+    fn soft_severity(&self) -> Severity {
+        if self.strict { Severity::Error } else { Severity::Warning }
+    }
+
+    fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.severity == Severity::Error).count()
+    }
+}
+
+/// One server's view of the [`Checker`]: its diagnostics carry the server's
+/// name, and their pointers are relative to its entry ("" is the entry,
+/// "/command" its command).
+pub(super) struct Cursor<'c, 'a> {
+    c: &'c mut Checker<'a>,
+    server: String,
+    base: String,
+}
+
+impl<'c, 'a> Cursor<'c, 'a> {
+    pub(super) fn new(c: &'c mut Checker<'a>, name: &str) -> Self {
+        let base = ptr(&["", "mcpServers", name]);
+        Cursor { c, server: name.to_string(), base }
+    }
+
+    fn push(&mut self, sev: Severity, rel: &str, pos: Pos, m: String) {
+        let pointer = format!("{}{rel}", self.base);
+        self.c.push(sev, Some(self.server.clone()), &pointer, pos, m);
+    }
+
+    pub(super) fn error(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
+        self.push(Severity::Error, rel, pos, m.into());
+    }
+
+    fn warn(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
+        self.push(Severity::Warning, rel, pos, m.into());
+    }
+
+    /// A warning that `--strict` makes an error.
+    pub(super) fn soft(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
+        self.push(self.c.soft_severity(), rel, pos, m.into());
+    }
+
+    /// Errors so far (in the whole file), to tell whether a part added any.
+    pub(super) fn errors(&self) -> usize {
+        self.c.error_count()
+    }
+
+    /// Validates the server's `mcpServers` member.
+    pub(super) fn entry(&mut self, m: &Member) -> Option<Server> {
+        let name = m.key.as_str();
+        let at = |k: &str| format!("/{}", jsonpos::pointer_escape(k));
+        if let Err(msg) = check_name(name) {
+            self.error("", m.key_pos, msg);
+        } else if name.len() + "mcp____".len() > 48 {
+            self.warn(
+                "",
+                m.key_pos,
+                format!(
+                    "server name is {} characters: mcp__{name}__<tool> \
+                     leaves {} characters for tool names under the \
+                     64-character limit",
+                    name.len(),
+                    64usize.saturating_sub(name.len() + 7)
+                ),
+            );
+        }
+        let J::Object(fields) = &m.value.kind else {
+            self.error(
+                "",
+                m.value.pos,
+                format!(
+                    "a server entry must be an object, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return None;
+        };
+        let node = &m.value;
+        let ty = match node.get("type") {
+            None => None,
+            Some(t) => match &t.value.kind {
+                J::String(v) => match v.as_str() {
+                    "stdio" => Some("stdio"),
+                    "http" | "streamable-http" => Some("http"),
+                    "sse" => {
+                        self.error(
+                            &at("type"),
+                            t.value.pos,
+                            "type \"sse\" is the legacy HTTP+SSE transport, \
+                             which rivumi-mcp does not support; use a \
+                             Streamable HTTP endpoint with type \"http\"",
+                        );
+                        return None;
+                    }
+                    _ => {
+                        self.error(
+                            &at("type"),
+                            t.value.pos,
+                            "'type' must be one of: stdio, http, \
+                             streamable-http"
+                                .to_string(),
+                        );
+                        return None;
+                    }
+                },
+                _ => {
+                    self.error(
+                        &at("type"),
+                        t.value.pos,
+                        format!(
+                            "'type' must be a string, not {}",
+                            t.value.type_name()
+                        ),
+                    );
+                    return None;
+                }
+            },
+        };
+        let has_cmd = node.get("command").is_some();
+        let has_url = node.get("url").is_some();
+        let transport = match (has_cmd, has_url, ty) {
+            (true, true, _) => {
+                self.error(
+                    "",
+                    node.pos,
+                    "both 'command' and 'url' are set; a server has exactly \
+                     one transport"
+                        .to_string(),
+                );
+                return None;
+            }
+            (false, false, _) => {
+                let all =
+                    STDIO_KEYS.iter().chain(HTTP_KEYS).chain(COMMON_KEYS);
+                let mut msg =
+                    "neither 'command' (stdio) nor 'url' (http) is set"
+                        .to_string();
+                for f in fields {
+                    if all.clone().any(|k| *k == f.key) {
+                        continue;
+                    }
+                    if let Some(sug) =
+                        crate::suggest::suggest(&f.key, all.clone().copied())
+                    {
+                        msg.push_str(&format!(
+                            "; unknown key '{}': did you mean '{sug}'?",
+                            f.key
+                        ));
+                        break;
+                    }
+                }
+                self.error("", node.pos, msg);
+                return None;
+            }
+            (true, false, Some("http")) | (false, true, Some("stdio")) => {
+                let (want, have) = if has_cmd {
+                    ("http", "command")
+                } else {
+                    ("stdio", "url")
+                };
+                self.error(
+                    &at("type"),
+                    node.get("type").map_or(node.pos, |t| t.value.pos),
+                    format!(
+                        "type \"{want}\" contradicts '{have}' (a \"{want}\" \
+                         server needs '{}')",
+                        if want == "http" { "url" } else { "command" }
+                    ),
+                );
+                return None;
+            }
+            (true, false, _) => "stdio",
+            (false, true, _) => "http",
+        };
+        // Keys: known for this transport, misplaced, or unknown.
+        let (own, other) = if transport == "stdio" {
+            (STDIO_KEYS, HTTP_KEYS)
+        } else {
+            (HTTP_KEYS, STDIO_KEYS)
+        };
+        for f in fields {
+            let k = f.key.as_str();
+            if own.contains(&k) || COMMON_KEYS.contains(&k) {
+                continue;
+            }
+            if other.contains(&k) {
+                self.error(
+                    &at(k),
+                    f.key_pos,
+                    format!(
+                        "'{k}' does not apply to a {transport} server \
+                         (it belongs to {} servers)",
+                        if transport == "stdio" { "http" } else { "stdio" }
+                    ),
+                );
+                continue;
+            }
+            let known: Vec<&str> =
+                own.iter().chain(COMMON_KEYS).copied().collect();
+            let msg = unknown_key("unknown key", "", k, &known);
+            self.soft("", f.key_pos, msg);
+        }
+        let startup_timeout = self.timeout(node, "startup_timeout_sec");
+        let tool_timeout = self.timeout(node, "tool_timeout_sec");
+        let transport = if transport == "stdio" {
+            Transport::Stdio(self.stdio(node)?)
+        } else {
+            Transport::Http(Box::new(self.http(node)?))
+        };
+        Some(Server {
+            name: name.to_string(),
+            transport,
+            startup_timeout: startup_timeout.ok()?,
+            tool_timeout: tool_timeout.ok()?,
+        })
+    }
+
+    fn timeout(
+        &mut self,
+        node: &Node,
+        key: &str,
+    ) -> std::result::Result<Option<Duration>, ()> {
+        let Some(m) = node.get(key) else { return Ok(None) };
+        let p = format!("/{key}");
+        let value = match &m.value.kind {
+            J::Number(n) => n.as_f64().and_then(deadline::to_duration),
+            _ => None,
+        };
+        match value {
+            Some(d) => Ok(Some(d)),
+            None => {
+                self.error(
+                    &p,
+                    m.value.pos,
+                    format!(
+                        "'{key}' must be a positive number of seconds \
+                         (at most 1000000)"
+                    ),
+                );
+                Err(())
+            }
+        }
+    }
+
+    fn stdio(&mut self, node: &Node) -> Option<Stdio> {
+        let errors = self.errors();
+        let cmd_m = node.get("command")?;
+        let command = match &cmd_m.value.kind {
+            J::String(c) if c.is_empty() => {
+                self.error("/command", cmd_m.value.pos, "'command' is empty");
+                String::new()
+            }
+            J::String(c) => {
+                if c.contains('\0') {
+                    self.error(
+                        "/command",
+                        cmd_m.value.pos,
+                        "'command' contains a NUL byte",
+                    );
+                } else if c.trim() != c || c.contains(' ') {
+                    self.warn(
+                        "/command",
+                        cmd_m.value.pos,
+                        format!(
+                            "'command' contains spaces; it is run as one \
+                             program name '{c}', never through a shell \
+                             (put arguments in 'args')"
+                        ),
+                    );
+                }
+                c.clone()
+            }
+            _ => {
+                self.error(
+                    "/command",
+                    cmd_m.value.pos,
+                    format!(
+                        "'command' must be a string, not {}",
+                        cmd_m.value.type_name()
+                    ),
+                );
+                String::new()
+            }
+        };
+        let args = self.string_array(node, "args", "");
+        for (i, a) in args.iter().enumerate() {
+            if a.contains("${") {
+                let m = node.get("args").map_or(node.pos, |m| m.value.pos);
+                self.warn(
+                    &format!("/args/{i}"),
+                    m,
+                    "'${' in args is passed literally: variables are \
+                     expanded only in 'env' values (and http 'headers')"
+                        .to_string(),
+                );
+            }
+        }
+        let env = self.string_map(node, "env", "", MapKind::Env);
+        let env_vars = self.string_array(node, "env_vars", "");
+        if let Some(m) = node.get("env_vars") {
+            let mut seen: Vec<&str> = vec![];
+            for (i, n) in env_vars.iter().enumerate() {
+                let p = format!("/env_vars/{i}");
+                let pos = item_pos(&m.value, i);
+                if let Err(msg) = check_env_name(n) {
+                    self.error(&p, pos, msg);
+                } else if seen.contains(&n.as_str()) {
+                    self.warn(&p, pos, format!("'{n}' is listed twice"));
+                } else {
+                    self.check_set(&p, pos, n);
+                    self.loader_warning(&p, pos, n);
+                }
+                seen.push(n);
+            }
+        }
+        let mut cwd = None;
+        let mut cwd_path = None;
+        if let Some(m) = node.get("cwd") {
+            let p = "/cwd".to_string();
+            match &m.value.kind {
+                J::String(c) if !c.is_empty() && !c.contains('\0') => {
+                    cwd_path = Some(self.c.dir.join(c));
+                    cwd = Some(c.clone());
+                }
+                _ => self.error(
+                    &p,
+                    m.value.pos,
+                    "'cwd' must be a non-empty path string",
+                ),
+            }
+        }
+        if !command.is_empty() && !command.contains('\0') {
+            let pos =
+                node.get("args").map_or(cmd_m.value.pos, |m| m.value.pos);
+            self.unpinned_launcher(&command, &args, pos);
+        }
+        (self.errors() == errors).then_some(Stdio {
+            command,
+            args,
+            env,
+            env_vars,
+            cwd,
+            cwd_path,
+        })
+    }
+
+    fn http(&mut self, node: &Node) -> Option<Http> {
+        let errors = self.errors();
+        let url_m = node.get("url")?;
+        let url = self.url(&url_m.value, "/url");
+        let headers = self.string_map(node, "headers", "", MapKind::Header);
+        let mut bearer = None;
+        if let Some(m) = node.get("bearer_token_env_var") {
+            let p = "/bearer_token_env_var".to_string();
+            match &m.value.kind {
+                J::String(n) => match check_env_name(n) {
+                    Ok(()) => {
+                        self.check_set(&p, m.value.pos, n);
+                        bearer = Some(n.clone());
+                    }
+                    Err(msg) => self.error(&p, m.value.pos, msg),
+                },
+                _ => self.error(
+                    &p,
+                    m.value.pos,
+                    "'bearer_token_env_var' must be the name of an \
+                     environment variable"
+                        .to_string(),
+                ),
+            }
+        }
+        let oauth = node.get("oauth").and_then(|m| self.oauth(m));
+        let auth_header = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if node.get("oauth").is_some() && bearer.is_some() {
+            self.error(
+                "/oauth",
+                node.pos,
+                "both 'oauth' and 'bearer_token_env_var' are set; choose \
+                 one way to authenticate"
+                    .to_string(),
+            );
+        }
+        if let Some((k, v)) = auth_header {
+            let p = format!("/headers/{}", jsonpos::pointer_escape(k));
+            let pos = node.get("headers").map_or(node.pos, |m| m.value.pos);
+            if bearer.is_some() || node.get("oauth").is_some() {
+                self.error(
+                    &p,
+                    pos,
+                    "an 'Authorization' header conflicts with \
+                     'bearer_token_env_var'/'oauth'"
+                        .to_string(),
+                );
+            } else if !v.contains("${") {
+                self.warn(
+                    &p,
+                    pos,
+                    "the 'Authorization' header holds a literal value: a \
+                     secret in the config file; use \
+                     bearer_token_env_var or ${VAR}"
+                        .to_string(),
+                );
+            }
+        }
+        let url = url?;
+        (self.errors() == errors).then_some(Http {
+            url,
+            headers,
+            bearer_token_env_var: bearer,
+            oauth,
+        })
+    }
+
+    pub(super) fn url(&mut self, v: &Node, p: &str) -> Option<Url> {
+        match &v.kind {
+            J::String(raw) => match Url::parse(raw) {
+                Ok(u) => Some(u),
+                Err(e) => {
+                    self.error(p, v.pos, format!("url: {e}"));
+                    None
+                }
+            },
+            _ => {
+                self.error(
+                    p,
+                    v.pos,
+                    format!("must be a URL string, not {}", v.type_name()),
+                );
+                None
+            }
+        }
+    }
+    /// An optional array of strings; errors for anything else.
+    pub(super) fn string_array(
+        &mut self,
+        node: &Node,
+        key: &str,
+        base: &str,
+    ) -> Vec<String> {
+        let Some(m) = node.get(key) else { return vec![] };
+        let p = format!("{base}/{key}");
+        let J::Array(items) = &m.value.kind else {
+            self.error(
+                &p,
+                m.value.pos,
+                format!(
+                    "'{key}' must be an array of strings, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return vec![];
+        };
+        let mut out = vec![];
+        for (i, it) in items.iter().enumerate() {
+            match &it.kind {
+                J::String(v) if v.contains('\0') => self.error(
+                    &format!("{p}/{i}"),
+                    it.pos,
+                    format!("'{key}' item contains a NUL byte"),
+                ),
+                J::String(v) => out.push(v.clone()),
+                _ => self.error(
+                    &format!("{p}/{i}"),
+                    it.pos,
+                    format!(
+                        "'{key}' items must be strings, not {}",
+                        it.type_name()
+                    ),
+                ),
+            }
+        }
+        out
+    }
+
+    /// `env` or `headers`: an object of name -> template string.
+    fn string_map(
+        &mut self,
+        node: &Node,
+        key: &str,
+        base: &str,
+        kind: MapKind,
+    ) -> Vec<(String, String)> {
+        let Some(m) = node.get(key) else { return vec![] };
+        let p = format!("{base}/{key}");
+        let J::Object(fields) = &m.value.kind else {
+            self.error(
+                &p,
+                m.value.pos,
+                format!(
+                    "'{key}' must be an object of names to strings, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return vec![];
+        };
+        let mut out: Vec<(String, String)> = vec![];
+        for f in fields {
+            let fp = format!("{p}/{}", jsonpos::pointer_escape(&f.key));
+            let name_ok = match kind {
+                MapKind::Env => check_env_name(&f.key),
+                MapKind::Header => check_header_name(&f.key),
+            };
+            if let Err(msg) = name_ok {
+                // A key that is not even a name is not repeated: the
+                // pointer stops at the map (see `unknown_key`).
+                let is_name = match kind {
+                    MapKind::Env => vars::valid_name(&f.key),
+                    MapKind::Header => is_token(&f.key),
+                };
+                let at = if is_name { &fp } else { &p };
+                self.error(at, f.key_pos, msg);
+                continue;
+            }
+            if kind == MapKind::Header
+                && out.iter().any(|(k, _)| k.eq_ignore_ascii_case(&f.key))
+            {
+                self.error(
+                    &fp,
+                    f.key_pos,
+                    format!(
+                        "header '{}' is given twice (names are \
+                         case-insensitive)",
+                        f.key
+                    ),
+                );
+                continue;
+            }
+            let J::String(v) = &f.value.kind else {
+                self.error(
+                    &fp,
+                    f.value.pos,
+                    format!(
+                        "value of '{}' must be a string, not {}",
+                        f.key,
+                        f.value.type_name()
+                    ),
+                );
+                continue;
+            };
+            if v.contains(['\0', '\r', '\n']) {
+                self.error(
+                    &fp,
+                    f.value.pos,
+                    format!(
+                        "value of '{}' contains a NUL or line break",
+                        f.key
+                    ),
+                );
+                continue;
+            }
+            match vars::refs(v) {
+                Err(msg) => {
+                    self.error(&fp, f.value.pos, msg);
+                    continue;
+                }
+                Ok(names) => {
+                    for name in names.iter().filter(|n| reserved(n)) {
+                        self.error(
+                            &fp,
+                            f.value.pos,
+                            format!(
+                                "'{name}' is rivumi-mcp's own setting and is \
+                                 never passed to servers"
+                            ),
+                        );
+                    }
+                    for name in vars::missing(v, self.c.lookup) {
+                        if !reserved(&name) {
+                            self.check_set(&fp, f.value.pos, &name);
+                        }
+                    }
+                }
+            }
+            if kind == MapKind::Env {
+                self.loader_warning(&fp, f.key_pos, &f.key);
+            }
+            out.push((f.key.clone(), v.clone()));
+        }
+        out
+    }
+
+    /// Warns (errs under `--strict`) when a needed variable is unset.
+    pub(super) fn check_set(&mut self, p: &str, pos: Pos, name: &str) {
+        if (self.c.lookup)(name).is_none() {
+            self.soft(
+                p,
+                pos,
+                format!(
+                    "environment variable '{name}' is not set (starting \
+                     this server will fail until it is)"
+                ),
+            );
+        }
+    }
+
+    fn loader_warning(&mut self, p: &str, pos: Pos, n: &str) {
+        if is_loader_var(n) {
+            self.warn(
+                p,
+                pos,
+                format!(
+                    "'{n}' changes which code the server loads; make sure \
+                     that is intended"
+                ),
+            );
+        }
+    }
+
+    /// `npx pkg` without a version runs whatever was published last.
+    fn unpinned_launcher(&mut self, command: &str, args: &[String], pos: Pos) {
+        let prog = command.rsplit('/').next().unwrap_or(command);
+        let (takes_value, pinned): (&[&str], fn(&str) -> bool) = match prog {
+            "npx" | "bunx" | "pnpx" => (&["-p", "--package"], npm_pinned),
+            "uvx" | "pipx" => (&["--from", "--python", "--with"], py_pinned),
+            _ => return,
+        };
+        let mut it = args.iter();
+        let mut package = None;
+        while let Some(a) = it.next() {
+            if prog == "pipx" && a == "run" {
+                continue;
+            }
+            if takes_value.contains(&a.as_str()) {
+                it.next();
+            } else if !a.starts_with('-') {
+                package = Some(a);
+                break;
+            }
+        }
+        if let Some(p) = package
+            && !pinned(p)
+        {
+            self.warn(
+                "/args",
+                pos,
+                format!(
+                    "'{prog} {p}' runs whatever version was published \
+                         last; pin it (e.g. {})",
+                    pin_example(prog, p)
+                ),
+            );
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MapKind {
+    Env,
+    Header,
+}
+
+pub(super) fn item_pos(node: &Node, i: usize) -> Pos {
+    match &node.kind {
+        J::Array(items) => items.get(i).map_or(node.pos, |n| n.pos),
+        _ => node.pos,
+    }
+}

@@ -1,0 +1,356 @@
+//! The configuration model: `.mcp.json` read, validated and resolved.
+//!
+//! The file is Claude Code's format (`{"mcpServers": {name: entry}}`). This
+//! module is pure apart from reading the one file: it never starts, resolves
+//! or connects anything, and it never decides whether a server may start
+//! (that is the allowlist's job; configuration is not launch authority).
+//! Validation collects every problem rather than stopping at the first, so
+//! `check-config` can report them all with line, column and JSON pointer.
+//! Whatever this module accepts is exactly what the transports use later.
+//!
+//! This file holds the model and the loading; `check` walks a parsed file
+//! and reports (with a per-server cursor, so that each diagnostic is one
+//! short call), `oauth` checks the `oauth` block, and `rules` holds the
+//! pure rules on names and values that the checks apply.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Kind, Result};
+use crate::jsonpos::Pos;
+use crate::urlcheck::Url;
+
+mod check;
+mod oauth;
+mod rules;
+
+pub(crate) use check::validate;
+pub(crate) use rules::check_name;
+
+/// The largest configuration file read (a FIFO or `/dev/zero` never hangs
+/// the reader either: only regular files are read).
+pub(crate) const MAX_FILE: u64 = 4 << 20;
+/// The most servers one file may configure.
+pub(crate) const MAX_SERVERS: usize = 1000;
+/// The longest server name. Qualified tool names (`mcp__<server>__<tool>`)
+/// longer than 64 are shortened with a hash; a warning says when a name
+/// leaves little room.
+pub(crate) const MAX_NAME: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Severity {
+    Warning,
+    Error,
+}
+
+/// One problem found in the file.
+#[derive(Clone, Debug)]
+pub(crate) struct Diagnostic {
+    pub(crate) severity: Severity,
+    pub(crate) server: Option<String>,
+    pub(crate) pointer: String,
+    pub(crate) pos: Pos,
+    pub(crate) message: String,
+}
+
+/// A validated server entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) transport: Transport,
+    pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) tool_timeout: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Transport {
+    Stdio(Stdio),
+    Http(Box<Http>),
+}
+
+/// A subprocess server. `env` values are templates (`${VAR}` unexpanded);
+/// they are expanded at launch, so nothing secret is held here.
+#[derive(Clone, Debug)]
+pub(crate) struct Stdio {
+    pub(crate) command: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) env_vars: Vec<String>,
+    /// As written in the file.
+    pub(crate) cwd: Option<String>,
+    /// `cwd` resolved against the config file's directory.
+    pub(crate) cwd_path: Option<PathBuf>,
+}
+
+/// A Streamable HTTP server. Header values are templates.
+#[derive(Clone, Debug)]
+pub(crate) struct Http {
+    pub(crate) url: Url,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) bearer_token_env_var: Option<String>,
+    pub(crate) oauth: Option<OAuth>,
+}
+
+/// The operator-configured OAuth client of an HTTP server.
+#[derive(Clone, Debug)]
+pub(crate) struct OAuth {
+    /// `None` only with `registration: "dynamic"`.
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret_env_var: Option<String>,
+    pub(crate) authorization_server: Option<Url>,
+    pub(crate) authorization_endpoint: Option<Url>,
+    pub(crate) token_endpoint: Option<Url>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) redirect_port: Option<u16>,
+    pub(crate) redirect_path: String,
+    /// `"registration": "dynamic"`: RFC 7591 registration (opt-in).
+    pub(crate) dynamic_registration: bool,
+    /// `"grant": "client_credentials"` (machine to machine, no browser).
+    pub(crate) client_credentials: bool,
+    /// Ask for `offline_access` when the authorization server lists it.
+    pub(crate) offline_access: bool,
+    /// Log in inline when a request gets 401 / 403 insufficient_scope.
+    pub(crate) step_up: bool,
+}
+
+impl Server {
+    pub(crate) fn transport_name(&self) -> &'static str {
+        match self.transport {
+            Transport::Stdio(_) => "stdio",
+            Transport::Http(_) => "http",
+        }
+    }
+
+    /// The auth mode shown in tables: `-`, `bearer` or `oauth`.
+    pub(crate) fn auth_mode(&self) -> &'static str {
+        match &self.transport {
+            Transport::Http(h) if h.oauth.is_some() => "oauth",
+            Transport::Http(h) if h.bearer_token_env_var.is_some() => "bearer",
+            _ => "-",
+        }
+    }
+
+    /// What the server runs or reaches, without env or header values.
+    pub(crate) fn target(&self) -> String {
+        match &self.transport {
+            Transport::Stdio(s) => {
+                let mut t = s.command.clone();
+                for a in &s.args {
+                    t.push(' ');
+                    t.push_str(a);
+                }
+                t
+            }
+            Transport::Http(h) => h.url.to_string(),
+        }
+    }
+}
+
+/// One `mcpServers` member as found in the file: valid or not.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    /// `None` when the entry has errors.
+    pub(crate) server: Option<Server>,
+}
+
+/// The result of reading and validating a file.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) path: PathBuf,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+    /// False when a problem outside any one server (syntax, top level)
+    /// makes the whole file unusable.
+    pub(crate) file_ok: bool,
+}
+
+impl Config {
+    pub(crate) fn is_valid(&self) -> bool {
+        self.file_ok
+            && !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    pub(crate) fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The first error about `server`, for a refusal message.
+    pub(crate) fn first_error(&self, server: &str) -> Option<&Diagnostic> {
+        self.diagnostics.iter().find(|d| {
+            d.severity == Severity::Error
+                && d.server.as_deref() == Some(server)
+        })
+    }
+}
+
+/// The path used when `--config` is not given: `.mcp.json` in the current
+/// directory, and only there (no parent search, no `.env`).
+pub(crate) fn default_path() -> PathBuf {
+    PathBuf::from(".mcp.json")
+}
+
+/// Reads the file: regular files only, at most [`MAX_FILE`] bytes, UTF-8.
+/// Errors are `Kind::Usage` (exit 2): the file could not be read at all.
+pub(crate) fn read_file(path: &Path) -> Result<String> {
+    let shown = path.display();
+    // O_NONBLOCK so that opening a FIFO returns at once instead of waiting
+    // for a writer; the regular-file check below then refuses it.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound
+                && path == default_path()
+            {
+                " (rivumi-mcp reads ./.mcp.json only; use -c PATH)"
+            } else {
+                ""
+            };
+            Error::usage(format!("{shown}: cannot open: {e}{hint}"))
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::usage(format!("{shown}: cannot stat: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::usage(format!("{shown}: not a regular file")));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(Error::usage(format!(
+            "{shown}: file is {} bytes; the limit is {MAX_FILE}",
+            meta.len()
+        )));
+    }
+    let mut bytes = vec![];
+    file.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::usage(format!("{shown}: cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(Error::usage(format!(
+            "{shown}: file grew past the limit of {MAX_FILE} bytes"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::usage(format!(
+            "{shown}: not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Reads and validates a file. `strict` turns unknown keys and unset
+/// variables into errors; `lookup` reads the invoking environment.
+pub(crate) fn load(
+    path: &Path,
+    strict: bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config> {
+    let text = read_file(path)?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir =
+        if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    Ok(validate(&text, path, &dir, strict, lookup))
+}
+
+/// Turns the config-level refusal into the error for a run command.
+pub(crate) fn refuse(config: &Config, name: &str) -> Error {
+    match config.first_error(name) {
+        Some(d) => Error::new(
+            Kind::Refused,
+            format!(
+                "invalid entry in {} at {}:{}: {}",
+                config.path.display(),
+                d.pos.line,
+                d.pos.col,
+                d.message
+            ),
+        )
+        .for_server(name),
+        None => Error::refused("invalid entry").for_server(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Config {
+        let env = |n: &str| (n == "SET").then(|| "v".to_string());
+        validate(text, Path::new("t.json"), Path::new("/cfg"), false, &env)
+    }
+
+    fn messages(c: &Config) -> Vec<String> {
+        c.diagnostics.iter().map(|d| d.message.clone()).collect()
+    }
+
+    #[test]
+    fn minimal_stdio_and_http() {
+        let c = check(
+            r#"{"mcpServers": {
+                "a": {"command": "srv", "args": ["-x"], "cwd": "sub"},
+                "b": {"url": "https://example.com/mcp", "type": "http"}
+            }}"#,
+        );
+        assert!(c.is_valid(), "{:?}", c.diagnostics);
+        let a = c.entry("a").unwrap().server.as_ref().unwrap();
+        assert_eq!(a.target(), "srv -x");
+        match &a.transport {
+            Transport::Stdio(s) => {
+                assert_eq!(s.cwd_path.as_deref(), Some(Path::new("/cfg/sub")))
+            }
+            _ => panic!(),
+        }
+        assert_eq!(c.names(), ["a", "b"]);
+    }
+
+    #[test]
+    fn duplicate_server_is_refused() {
+        let c = check(
+            r#"{"mcpServers": {"a": {"command": "good"},
+                "a": {"command": "evil"}}}"#,
+        );
+        assert!(!c.is_valid());
+        assert!(c.entry("a").unwrap().server.is_none());
+        assert!(messages(&c)[0].contains("duplicate key 'a'"));
+    }
+
+    #[test]
+    fn transports_exclusive() {
+        let c = check(
+            r#"{"mcpServers": {"a": {"command": "x", "url": "https://e/"}}}"#,
+        );
+        assert!(messages(&c)[0].contains("both"));
+        let c = check(r#"{"mcpServers": {"a": {}}}"#);
+        assert!(messages(&c)[0].contains("neither"));
+        let c = check(
+            r#"{"mcpServers": {"a": {"type": "sse", "url": "https://e/"}}}"#,
+        );
+        assert!(messages(&c)[0].contains("legacy"));
+        let c = check(
+            r#"{"mcpServers": {"a": {"type": "http", "command": "x"}}}"#,
+        );
+        assert!(messages(&c)[0].contains("contradicts"));
+    }
+
+    #[test]
+    fn vscode_servers_gets_a_hint() {
+        let c = check(r#"{"servers": {}}"#);
+        assert!(messages(&c)[0].contains("VS Code"));
+        assert!(!c.file_ok);
+    }
+
+    #[test]
+    fn names() {
+        assert!(check_name("a-b_1").is_ok());
+        assert!(check_name("a__b").is_err());
+        assert!(check_name("a.b").is_err());
+        assert!(check_name(&"x".repeat(65)).is_err());
+    }
+}
