@@ -592,3 +592,101 @@ pub fn resource_rows(stdout: &str) -> Vec<(&str, &str)> {
         })
         .collect()
 }
+
+// ---- the TypeScript SDK v2 server (MCP 2026-07-28) ---------------------------
+
+/// The fixture server on the TypeScript SDK v2, which speaks 2026-07-28
+/// (and, in its dual-era modes, the handshake era beside it).
+const TS2_SERVER: &str = "fixtures/interop/ts2_server.cjs";
+/// Its SDK, as `scripts/interop-setup.sh` installs it.
+const TS2_SDK: &str =
+    ".interop/node/node_modules/@modelcontextprotocol/server/package.json";
+
+/// `ts2_server.cjs`'s tools, in its order: `whereami`'s `region` carries
+/// `x-mcp-header: Region`.
+pub const TS2_TOOLS: &[(&str, &str)] =
+    &[("echo", "read"), ("add", "read"), ("whereami", "execute")];
+
+/// How `ts2_server.cjs` treats 2025-era traffic (its legacy mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ts2Era {
+    /// Modern only: `initialize` gets -32022 (`reject`).
+    ModernOnly,
+    /// Both eras (`serve` over stdio, `stateless` over HTTP).
+    Dual,
+}
+
+impl Ts2Era {
+    /// The legacy mode argument for `transport` (`stdio` or `http`).
+    fn legacy_arg(self, transport: &str) -> &'static str {
+        match (self, transport) {
+            (Ts2Era::ModernOnly, _) => "reject",
+            (Ts2Era::Dual, "stdio") => "serve",
+            (Ts2Era::Dual, _) => "stateless",
+        }
+    }
+}
+
+/// `node` and `ts2_server.cjs`, when the SDK is installed; see
+/// [`node_and`] for what happens when it is not.
+#[derive(Debug, Clone)]
+pub struct Ts2 {
+    pub node: PathBuf,
+    pub script: PathBuf,
+}
+
+impl Ts2 {
+    /// The server, or `None` (after a line on stderr) when `.interop/`
+    /// lacks the SDK and [`SKIP_VAR`] is `1`.
+    pub fn installed(test: &str) -> Option<Ts2> {
+        let root = repo_root();
+        let script = root.join(TS2_SERVER);
+        let node = node_and(test, &[script.clone(), root.join(TS2_SDK)])?;
+        Some(Ts2 { node, script })
+    }
+
+    /// The `.mcp.json` entry that starts it over stdio; `marker` goes on
+    /// its command line (arguments after the mode are ignored).
+    pub fn stdio_entry(&self, era: Ts2Era, marker: &str) -> Value {
+        json!({
+            "command": self.node,
+            "args": [self.script, "stdio", era.legacy_arg("stdio"), marker],
+        })
+    }
+
+    /// Starts it over HTTP on a free port of 127.0.0.1 in `dir` and waits
+    /// for its "listening" line; returns the process and its URL.
+    pub fn start_http(
+        &self,
+        dir: &Dir,
+        era: Ts2Era,
+        marker: &str,
+    ) -> (ServerProcess, String) {
+        let mut cmd = dir.program(&self.node);
+        cmd.arg(&self.script).args([
+            "http",
+            era.legacy_arg("http"),
+            "0",
+            marker,
+        ]);
+        let process = ServerProcess::spawn(&cmd, marker, "ts2_server http");
+        let mut url = String::new();
+        let waited = process.wait_for(Duration::from_secs(15), |line| {
+            match line.trim().strip_prefix("ts2_server: listening on ") {
+                Some(u) => {
+                    url = u.to_string();
+                    true
+                }
+                None => false,
+            }
+        });
+        if let Err(why) = waited {
+            panic!(
+                "ts2_server http: no \"listening\" line ({why:?}); \
+                 stderr:\n{}",
+                process.stderr()
+            );
+        }
+        (process, url)
+    }
+}
