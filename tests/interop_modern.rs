@@ -11,6 +11,10 @@
 //!   client speaks 2026-07-28 (issue 12); run them with
 //!   `cargo test --test integration interop_modern:: -- --include-ignored`.
 //!
+//! And `fixtures/interop/py_server.py` (the Python SDK 2.3.0, dual-era over
+//! stdio and HTTP) with `"protocol": "modern"` in its `.mcp.json` entry
+//! (the config key issue 12 adds): ignored likewise.
+//!
 //! What the server answers on the wire in each mode is recorded in
 //! `fixtures/interop/README.md` (`era_probe.py` rechecks it). The
 //! conventions are those of `interop.rs` and `interop_http.rs`: servers
@@ -21,23 +25,26 @@
 use serde_json::{Value, json};
 
 use crate::util::interop::{
-    LIMIT, ServerProcess, TS2_TOOLS, Ts2, Ts2Era, Turn, assert_no_leftovers,
-    check_json_listing,
+    LIMIT, PY_TOOLS, ServerProcess, TS2_TOOLS, Ts2, Ts2Era, Turn,
+    assert_no_leftovers, check_json_listing, installed, start_py_http,
 };
 use crate::util::{Output, write_mcp_json};
 
-/// The server's name in `.mcp.json` (and so the allowlist).
+/// The TS v2 server's name in `.mcp.json` (and so the allowlist).
 const NAME: &str = "ts2";
+/// The Python server's.
+const PY: &str = "py";
 /// The protocols a dual-era server may be spoken to in.
 const EITHER_ERA: &[&str] = &["2025-11-25", "2026-07-28"];
 const MODERN: &[&str] = &["2026-07-28"];
 
-/// One test: its turn (whose `.mcp.json` names the server `ts2`) and, over
-/// HTTP, the server it started. Fields drop in order: the server is killed
-/// before the turn lets go of the lock.
+/// One test: its turn (whose `.mcp.json` names one server, `name`) and,
+/// over HTTP, the server it started. Fields drop in order: the server is
+/// killed before the turn lets go of the lock.
 struct Modern {
     http: Option<ServerProcess>,
     turn: Turn,
+    name: &'static str,
 }
 
 impl Modern {
@@ -49,7 +56,7 @@ impl Modern {
             &turn.dir,
             &[(NAME, ts2.stdio_entry(era, &turn.marker))],
         );
-        Some(Modern { http: None, turn })
+        Some(Modern { http: None, turn, name: NAME })
     }
 
     /// Over HTTP: the test starts the server on 127.0.0.1.
@@ -58,14 +65,39 @@ impl Modern {
         let turn = Turn::take("interop_modern", test);
         let (process, url) = ts2.start_http(&turn.dir, era, &turn.marker);
         write_mcp_json(&turn.dir, &[(NAME, json!({ "url": url }))]);
-        Some(Modern { http: Some(process), turn })
+        Some(Modern { http: Some(process), turn, name: NAME })
+    }
+
+    /// `py_server.py` with `"protocol": "modern"`: over stdio when `mode`
+    /// is `None`, else over HTTP in that mode.
+    fn py_modern(test: &str, mode: Option<&str>) -> Option<Modern> {
+        let s = installed(test, &[])?;
+        let turn = Turn::take("interop_modern", test);
+        let marker = &turn.marker;
+        let (http, mut entry) = match mode {
+            None => (
+                None,
+                json!({
+                    "command": s.python,
+                    "args": ["-X", format!("{marker}=1"), s.py_server],
+                }),
+            ),
+            Some(mode) => {
+                let (p, url) = start_py_http(&s, &turn.dir, mode, marker);
+                (Some(p), json!({ "url": url }))
+            }
+        };
+        entry["protocol"] = json!("modern");
+        write_mcp_json(&turn.dir, &[(PY, entry)]);
+        Some(Modern { http, turn, name: PY })
     }
 
     /// Runs `rivumi-mcp ARGS` and checks the exit code and the time taken;
     /// over stdio, also that the server it started is gone.
     #[track_caller]
     fn run(&self, args: &[&str], code: i32) -> Output {
-        let (out, cmd) = self.turn.run(NAME, args, code, || self.server_log());
+        let (out, cmd) =
+            self.turn.run(self.name, args, code, || self.server_log());
         if self.http.is_none() {
             assert_no_leftovers(
                 &self.turn.marker,
@@ -80,7 +112,7 @@ impl Modern {
     #[track_caller]
     fn batch(&self, lines: &[Value]) -> Vec<Value> {
         let args = ["batch"];
-        let mut cmd = self.turn.command(NAME, &args);
+        let mut cmd = self.turn.command(self.name, &args);
         let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
         cmd.stdin(input);
         let out =
@@ -95,7 +127,7 @@ impl Modern {
     fn server_log(&self) -> String {
         self.http
             .as_ref()
-            .map(|p| format!("\nts2_server stderr:\n{}", p.stderr()))
+            .map(|p| format!("\nserver stderr:\n{}", p.stderr()))
             .unwrap_or_default()
     }
 }
@@ -215,4 +247,52 @@ fn interop_modern_ts2_modern_only_http() {
     let out = t.run(&["read", NAME, "fixture://nope"], 4);
     assert_eq!(out.stdout, "");
     assert!(out.stderr.contains("-32602"), "{}", out.stderr);
+}
+
+// ---- the Python SDK 2.3.0, dual-era, told to speak 2026-07-28 ---------------
+
+/// `list`, `call`, `read`, `prompt` and `batch` against `py_server.py` on
+/// the 2026-07-28 wire, with its exact answers (fixtures/interop/README.md).
+#[track_caller]
+fn check_py_modern(t: &Modern) {
+    let out = t.run(&["list", PY, "--json"], 0);
+    let v = out.stdout_json();
+    let mut server = v["servers"][0].clone();
+    assert_eq!(server["protocol"], json!("2026-07-28"), "{v:#}");
+    server["protocol"] = json!("2025-11-25");
+    check_json_listing(&server, PY, "rivumi-interop-py", PY_TOOLS);
+
+    let out = t.run(&["call", "mcp__py__echo", "message=hi"], 0);
+    assert_eq!(out.stdout, "Echo: hi\n");
+    let out = t.run(&["read", PY, "fixture://readme"], 0);
+    assert_eq!(out.stdout, "Hello from the rivumi interop Python server.\n");
+    let out = t.run(&["prompt", PY, "review", "code=fn main(){}"], 0);
+    assert_eq!(
+        out.stdout,
+        "# Asks for a review of a code snippet.\n[user]\n\
+         Please review this rust code:\n\nfn main(){}\n"
+    );
+    let got = t.batch(&[
+        json!({"id": 1, "server": PY, "tool": "add", "arguments": {"a": 2, "b": 3}}),
+        json!({"id": 2, "server": PY, "read": "fixture://items/7"}),
+    ]);
+    assert_eq!(got[0]["result"]["content"][0]["text"], json!("2 + 3 = 5"));
+    assert_eq!(got[1]["result"]["contents"][0]["text"], json!("item 7"));
+}
+
+#[test]
+#[ignore = "needs the MCP 2026-07-28 client and its \"protocol\" key (issue 12)"]
+fn interop_modern_py_stdio() {
+    if let Some(t) = Modern::py_modern("interop_modern_py_stdio", None) {
+        check_py_modern(&t);
+    }
+}
+
+#[test]
+#[ignore = "needs the MCP 2026-07-28 client and its \"protocol\" key (issue 12)"]
+fn interop_modern_py_http() {
+    let test = "interop_modern_py_http";
+    if let Some(t) = Modern::py_modern(test, Some("stateless")) {
+        check_py_modern(&t);
+    }
 }

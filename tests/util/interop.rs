@@ -669,24 +669,55 @@ impl Ts2 {
             "0",
             marker,
         ]);
-        let process = ServerProcess::spawn(&cmd, marker, "ts2_server http");
-        let mut url = String::new();
-        let waited = process.wait_for(Duration::from_secs(15), |line| {
-            match line.trim().strip_prefix("ts2_server: listening on ") {
-                Some(u) => {
-                    url = u.to_string();
-                    true
-                }
-                None => false,
-            }
-        });
-        if let Err(why) = waited {
-            panic!(
-                "ts2_server http: no \"listening\" line ({why:?}); \
-                 stderr:\n{}",
-                process.stderr()
-            );
-        }
-        (process, url)
+        start_listening(&cmd, marker, "ts2_server http")
     }
+}
+
+/// Starts the HTTP server `cmd` (see [`ServerProcess::spawn`]) and waits
+/// for its `...: listening on http://127.0.0.1:PORT/mcp...` line on
+/// stderr (ts2_server.cjs, py_server.py); returns it and that URL.
+pub fn start_listening(
+    cmd: &TestCommand,
+    marker: &str,
+    what: &str,
+) -> (ServerProcess, String) {
+    let process = ServerProcess::spawn(cmd, marker, what);
+    let mut url = String::new();
+    let waited = process.wait_for(Duration::from_secs(15), |line| {
+        let Some(at) = line.find("listening on http://127.0.0.1:") else {
+            return false;
+        };
+        let rest = &line[at + "listening on ".len()..];
+        url = rest.split_whitespace().next().unwrap_or_default().to_string();
+        true
+    });
+    if let Err(why) = waited {
+        panic!(
+            "{what}: no \"listening\" line ({why:?}); stderr:\n{}",
+            process.stderr()
+        );
+    }
+    (process, url)
+}
+
+/// Starts `py_server.py` over HTTP in `mode` (`sse`, `json`, `stateless`,
+/// `stateless-json`) on a free port of 127.0.0.1 in `dir`; returns the
+/// process and its URL.
+pub fn start_py_http(
+    s: &Installed,
+    dir: &Dir,
+    mode: &str,
+    marker: &str,
+) -> (ServerProcess, String) {
+    let mut cmd = dir.program(&s.python);
+    // CPython accepts (and ignores) any -X name=value.
+    cmd.arg("-X").arg(format!("{marker}=1")).arg(&s.py_server).args([
+        "--transport",
+        "http",
+        "--mode",
+        mode,
+        "--port",
+        "0",
+    ]);
+    start_listening(&cmd, marker, &format!("py_server http {mode}"))
 }
