@@ -7,7 +7,7 @@
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: build test lint fmt clippy doc unit interop-setup conformance demo bench install clean
+.PHONY: build test lint fmt clippy doc unit interop-setup conformance conformance-2026 demo bench install clean
 
 build:
 	$(CARGO) build --release --bins
@@ -32,9 +32,22 @@ unit:
 test: lint interop-setup unit conformance
 
 # The official MCP conformance suite (pinned, node 22 from npm), each
-# scenario alone in a loopback-only network namespace.
+# scenario alone in a loopback-only network namespace: 0.1.16's required
+# set, and the 0.2.0-alpha.12 scenarios that pass today.
+CONFORMANCE_2026 := --suite 0.2.0-alpha.12
+
 conformance: build
 	bash scripts/conformance.sh required
+	bash scripts/conformance.sh $(CONFORMANCE_2026) passing
+
+# The MCP 2026-07-28 tables of 0.2.0-alpha.12 (not yet part of `make test`):
+# its 2026-07-28 client requirements on the 2026-07-28 wire, then its
+# 2025-11-25 requirements on their own wire. Both tables always print.
+conformance-2026: build
+	status=0; \
+	bash scripts/conformance.sh $(CONFORMANCE_2026) --wire 2026-07-28 required || status=1; \
+	bash scripts/conformance.sh $(CONFORMANCE_2026) required || status=1; \
+	exit $$status
 
 
 demo: build

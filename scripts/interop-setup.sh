@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the MCP servers used by rivumi-mcp's interop tests into .interop/ (gitignored):
-#   .interop/node   the TypeScript reference server @modelcontextprotocol/server-everything (npm)
+#   .interop/node   the TypeScript reference server @modelcontextprotocol/server-everything (npm), and
+#                   the TypeScript SDK v2 @modelcontextprotocol/server, which runs fixtures/interop/ts2_server.cjs
 #   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
@@ -11,6 +12,7 @@ set -euo pipefail
 #   Node: fixtures/interop/node/package.json + package-lock.json (the full dependency tree)
 #   Python: fixtures/interop/py-constraints.txt (every transitive dependency)
 SERVER_EVERYTHING_VERSION="2026.8.31" # @modelcontextprotocol/server-everything, newest on npm as of 2026-11
+TS_SERVER_VERSION="2.3.1"             # @modelcontextprotocol/server (TS SDK v2, speaks 2026-07-28), newest on npm as of 2026-12
 MCP_PY_VERSION="2.3.0"                # `mcp` on PyPI, newest; 2.x provides mcp.server.mcpserver.MCPServer
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,28 +31,37 @@ command -v npm >/dev/null || die "npm not found"
 command -v python3 >/dev/null || die "python3 not found (need >= 3.10)"
 mkdir -p "$DEST"
 
-# ---- 1. Node: @modelcontextprotocol/server-everything --------------------------------
-pinned_in_pkg="$(node -p "require('$FIX/node/package.json').dependencies['@modelcontextprotocol/server-everything']")"
-[ "$pinned_in_pkg" = "$SERVER_EVERYTHING_VERSION" ] ||
-  die "fixtures/interop/node/package.json pins $pinned_in_pkg, script pins $SERVER_EVERYTHING_VERSION"
+# ---- 1. Node: @modelcontextprotocol/server-everything and @modelcontextprotocol/server -------
+# Prints the version package.json pins for a package, or the one installed in .interop/node.
+pinned_node() { node -p "require('$FIX/node/package.json').dependencies['$1']"; }
+installed_node() {
+  local pkg="$NODE_DIR/node_modules/$1/package.json"
+  [ -f "$pkg" ] && node -p "require('$pkg').version"
+}
+[ "$(pinned_node @modelcontextprotocol/server-everything)" = "$SERVER_EVERYTHING_VERSION" ] ||
+  die "fixtures/interop/node/package.json pins server-everything $(pinned_node @modelcontextprotocol/server-everything), script pins $SERVER_EVERYTHING_VERSION"
+[ "$(pinned_node @modelcontextprotocol/server)" = "$TS_SERVER_VERSION" ] ||
+  die "fixtures/interop/node/package.json pins @modelcontextprotocol/server $(pinned_node @modelcontextprotocol/server), script pins $TS_SERVER_VERSION"
 
 node_stamp="$(hash_of "$FIX/node/package.json" "$FIX/node/package-lock.json")"
-se_pkg="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json"
-installed_se=""
-[ -f "$se_pkg" ] && installed_se="$(node -p "require('$se_pkg').version")"
-if [ "$installed_se" = "$SERVER_EVERYTHING_VERSION" ] && [ "$(cat "$NODE_DIR/.stamp" 2>/dev/null)" = "$node_stamp" ]; then
-  step "node: server-everything $SERVER_EVERYTHING_VERSION already installed, skipping"
+node_pins="server-everything $SERVER_EVERYTHING_VERSION, server $TS_SERVER_VERSION"
+if [ "$(installed_node @modelcontextprotocol/server-everything)" = "$SERVER_EVERYTHING_VERSION" ] &&
+  [ "$(installed_node @modelcontextprotocol/server)" = "$TS_SERVER_VERSION" ] &&
+  [ "$(cat "$NODE_DIR/.stamp" 2>/dev/null)" = "$node_stamp" ]; then
+  step "node: $node_pins already installed, skipping"
 else
-  step "node: installing server-everything $SERVER_EVERYTHING_VERSION into .interop/node (npm ci, locked tree)"
+  step "node: installing $node_pins into .interop/node (npm ci, locked tree)"
   mkdir -p "$NODE_DIR"
   rm -f "$NODE_DIR/.stamp"
   cp "$FIX/node/package.json" "$FIX/node/package-lock.json" "$NODE_DIR/"
   # No package in the tree has install scripts, so none are run.
   npm ci --prefix "$NODE_DIR" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
-  installed_se="$(node -p "require('$se_pkg').version")"
-  [ "$installed_se" = "$SERVER_EVERYTHING_VERSION" ] || die "npm installed server-everything $installed_se"
+  got="$(installed_node @modelcontextprotocol/server-everything)"
+  [ "$got" = "$SERVER_EVERYTHING_VERSION" ] || die "npm installed server-everything $got"
+  got="$(installed_node @modelcontextprotocol/server)"
+  [ "$got" = "$TS_SERVER_VERSION" ] || die "npm installed @modelcontextprotocol/server $got"
   echo "$node_stamp" >"$NODE_DIR/.stamp"
-  step "node: installed server-everything $installed_se"
+  step "node: installed $node_pins"
 fi
 
 # ---- 2. Python: mcp in .interop/venv ------------------------------------------------
@@ -71,9 +82,11 @@ else
   step "python: installed mcp $MCP_PY_VERSION"
 fi
 
-# ---- 3. Smoke check: both servers are importable/startable ------------------------------
+# ---- 3. Smoke check: the servers are importable/startable ---------------------------------
 [ -f "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] ||
   die "server-everything dist/index.js missing"
+RIVUMI_INTEROP_NODE_DIR="$NODE_DIR" node "$FIX/ts2_server.cjs" check ||
+  die "fixtures/interop/ts2_server.cjs cannot load @modelcontextprotocol/server from .interop/node"
 "$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' || die "mcp.server.mcpserver not importable"
 "$VENV/bin/python" "$FIX/py_server.py" --help >/dev/null || die "fixtures/interop/py_server.py --help failed"
-step "ok: node $(node --version) server-everything $SERVER_EVERYTHING_VERSION; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') mcp $MCP_PY_VERSION"
+step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') mcp $MCP_PY_VERSION"

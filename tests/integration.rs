@@ -15,6 +15,8 @@ mod interop;
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
 mod interop_oauth;
+// A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
+mod interop_modern;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // `list`: tables, paging, JSON, several servers, the allowlist.

@@ -3,8 +3,9 @@
 #
 # The suite starts a mock server per scenario, then runs
 #   tests/conformance/client.sh <server-url>
-# with MCP_CONFORMANCE_SCENARIO (and, for some auth scenarios, MCP_CONFORMANCE_CONTEXT, a JSON object)
-# in the environment, and judges what the mock server saw. This script turns that into rivumi-mcp
+# with MCP_CONFORMANCE_SCENARIO, MCP_CONFORMANCE_PROTOCOL_VERSION (the wire the scenario runs at; from
+# 0.2.0) and, for some scenarios, MCP_CONFORMANCE_CONTEXT (a JSON object: client credentials for auth
+# scenarios, `toolCalls` for http-custom-headers) in the environment, and judges what the mock server saw. This script turns that into rivumi-mcp
 # commands: a throwaway config naming the server `conf`, RIVUMI_MCP_ALLOWLIST=conf, then the commands
 # the scenario expects. Exits with the first failing command's code (the suite counts a non-zero exit
 # as a failure), after running the rest.
@@ -64,21 +65,49 @@ run() {
   return "$rc"
 }
 
-# Best effort for scenarios without a recipe: list, then call the first tool, with an empty object.
-list_and_call_first() {
-  local out first
-  out="$("$bin" -c "$cfg" -v list conf --json --timeout 20 --startup-timeout 20)"
+# js CODE: runs CODE under node with `input` = stdin parsed as JSON (null if empty or not JSON) and
+# `ctx` = MCP_CONFORMANCE_CONTEXT parsed (an empty object if unset); CODE prints what it wants.
+js() {
+  CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+      let input = null; try { input = JSON.parse(s); } catch {}
+      const ctx = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
+      '"$1"'
+    });'
+}
+
+# list_json: `list conf --json` into $tmp/list.json (run in this shell, so a failure is noted).
+list_json() {
+  "$bin" -c "$cfg" -v list conf --json --timeout 20 --startup-timeout 20 >"$tmp/list.json"
   local rc=$?
   echo "client.sh: \$ rivumi-mcp list conf --json -> exit $rc" >&2
-  printf '%s\n' "$out"
-  if [ "$rc" -ne 0 ]; then
-    [ "$status" -ne 0 ] || status=$rc
-    return
-  fi
-  first="$(printf '%s' "$out" | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      try { const t = JSON.parse(s).servers[0].tools || []; if (t.length) process.stdout.write(t[0].name); } catch {}
-    });')"
+  [ "$rc" -eq 0 ] || [ "$status" -ne 0 ] || status=$rc
+}
+
+# call_each_listed: calls every tool that `list conf --json` shows, with a value of the declared type
+# for each required argument (a string "x", 1, true, {}, [] or null). A client that keeps a tool the
+# scenario wants excluded therefore calls it, and the scenario sees that.
+call_each_listed() {
+  local name args
+  list_json
+  while IFS=$'\t' read -r name args; do
+    [ -n "$name" ] && run call conf "$name" --args "$args" --yes
+  done < <(js '
+    const tools = (input && input.servers && input.servers[0].tools) || [];
+    const sample = { string: "x", integer: 1, number: 1, boolean: true, object: {}, array: [], null: null };
+    for (const t of tools) {
+      const sch = t.inputSchema || {}, props = sch.properties || {}, args = {};
+      for (const k of sch.required || []) args[k] = sample[(props[k] || {}).type] ?? "x";
+      console.log(t.name + "\t" + JSON.stringify(args));
+    }' <"$tmp/list.json")
+}
+
+# Best effort for scenarios without a recipe: list, then call the first tool, with an empty object.
+list_and_call_first() {
+  local first
+  list_json
+  cat "$tmp/list.json"
+  first="$(js 'const t = (input && input.servers && input.servers[0].tools) || []; if (t.length) console.log(t[0].name);' <"$tmp/list.json")"
   if [ -n "$first" ]; then
     run call conf "$first" --yes
   else
@@ -106,6 +135,62 @@ case "$scenario" in
     # Needs elicitation support (the tool sends elicitation/create); rivumi-mcp declares none.
     run list conf
     run call conf test_client_elicitation_defaults --yes
+    ;;
+  request-metadata)
+    # (2026-07-28) Every POST is checked for _meta (protocolVersion, clientCapabilities object,
+    # clientInfo) and an MCP-Protocol-Version header equal to it. The FIRST POST, whatever it is, gets
+    # 400 -32022 {supported:["2026-07-28"]}; the client must retry with 2026-07-28 in both.
+    run list conf
+    ;;
+  sep-2322-client-request-state)
+    # (2026-07-28) Tools answer `input_required` (an elicitation/create inputRequest). echo_state gives
+    # a requestState to echo byte for byte, no_state gives none (the retry must carry none), unrelated
+    # must carry neither, no_result_type answers without resultType (complete: no retry).
+    run list conf
+    for t in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+      run call conf "$t" --yes
+    done
+    ;;
+  http-standard-headers)
+    # (2026-07-28) Mcp-Method on every POST, Mcp-Name for tools/call and prompts/get (params.name) and
+    # resources/read (params.uri); each method is judged on its first request.
+    run list conf --all
+    run call conf test_headers --yes
+    run call conf my-hyphenated-tool --yes
+    run read conf 'file:///path/to/file%20name.txt'
+    run read conf 'https://example.com/resource?id=123'
+    run prompt conf test_prompt
+    ;;
+  http-custom-headers)
+    # (2026-07-28) The calls come in MCP_CONFORMANCE_CONTEXT.toolCalls: test_custom_headers (every kind
+    # of x-mcp-header value) and test_custom_headers_null (verbose: null must send no header).
+    run list conf
+    while IFS=$'\t' read -r name args; do
+      run call conf "$name" --args "$args" --yes
+    done < <(js 'for (const c of ctx.toolCalls || []) console.log(c.name + "\t" + JSON.stringify(c.arguments || {}));' </dev/null)
+    ;;
+  http-invalid-tool-headers)
+    # (2026-07-28) valid_tool must be called; the 11 invalid_* tools (bad x-mcp-header) must be
+    # excluded from the list, so never called.
+    call_each_listed
+    ;;
+  json-schema-ref-no-deref)
+    # (2026-07-28) tools/list shows a schema with a network $ref; the canary URL must never be fetched.
+    run list conf
+    ;;
+  json-schema-2020-12-preservation)
+    # The inputSchema of json_schema_2020_12_tool, as listed, goes back verbatim as the `schema`
+    # argument of json_schema_echo; the mock compares it with what it sent.
+    list_json
+    schema_args="$(js '
+      const t = ((input && input.servers && input.servers[0].tools) || []).find(t => t.name === "json_schema_2020_12_tool");
+      if (t) console.log(JSON.stringify({ schema: t.inputSchema }));' <"$tmp/list.json")"
+    if [ -n "$schema_args" ]; then
+      run call conf json_schema_echo --args "$schema_args" --yes
+    else
+      echo "client.sh: json_schema_2020_12_tool not listed" >&2
+      [ "$status" -ne 0 ] || status=1
+    fi
     ;;
   *)
     # auth/*: the first request gets 401; step-up (opted into in the config

@@ -592,3 +592,132 @@ pub fn resource_rows(stdout: &str) -> Vec<(&str, &str)> {
         })
         .collect()
 }
+
+// ---- the TypeScript SDK v2 server (MCP 2026-07-28) ---------------------------
+
+/// The fixture server on the TypeScript SDK v2, which speaks 2026-07-28
+/// (and, in its dual-era modes, the handshake era beside it).
+const TS2_SERVER: &str = "fixtures/interop/ts2_server.cjs";
+/// Its SDK, as `scripts/interop-setup.sh` installs it.
+const TS2_SDK: &str =
+    ".interop/node/node_modules/@modelcontextprotocol/server/package.json";
+
+/// `ts2_server.cjs`'s tools, in its order: `whereami`'s `region` carries
+/// `x-mcp-header: Region`.
+pub const TS2_TOOLS: &[(&str, &str)] =
+    &[("echo", "read"), ("add", "read"), ("whereami", "execute")];
+
+/// How `ts2_server.cjs` treats 2025-era traffic (its legacy mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ts2Era {
+    /// Modern only: `initialize` gets -32022 (`reject`).
+    ModernOnly,
+    /// Both eras (`serve` over stdio, `stateless` over HTTP).
+    Dual,
+}
+
+impl Ts2Era {
+    /// The legacy mode argument for `transport` (`stdio` or `http`).
+    fn legacy_arg(self, transport: &str) -> &'static str {
+        match (self, transport) {
+            (Ts2Era::ModernOnly, _) => "reject",
+            (Ts2Era::Dual, "stdio") => "serve",
+            (Ts2Era::Dual, _) => "stateless",
+        }
+    }
+}
+
+/// `node` and `ts2_server.cjs`, when the SDK is installed; see
+/// [`node_and`] for what happens when it is not.
+#[derive(Debug, Clone)]
+pub struct Ts2 {
+    pub node: PathBuf,
+    pub script: PathBuf,
+}
+
+impl Ts2 {
+    /// The server, or `None` (after a line on stderr) when `.interop/`
+    /// lacks the SDK and [`SKIP_VAR`] is `1`.
+    pub fn installed(test: &str) -> Option<Ts2> {
+        let root = repo_root();
+        let script = root.join(TS2_SERVER);
+        let node = node_and(test, &[script.clone(), root.join(TS2_SDK)])?;
+        Some(Ts2 { node, script })
+    }
+
+    /// The `.mcp.json` entry that starts it over stdio; `marker` goes on
+    /// its command line (arguments after the mode are ignored).
+    pub fn stdio_entry(&self, era: Ts2Era, marker: &str) -> Value {
+        json!({
+            "command": self.node,
+            "args": [self.script, "stdio", era.legacy_arg("stdio"), marker],
+        })
+    }
+
+    /// Starts it over HTTP on a free port of 127.0.0.1 in `dir` and waits
+    /// for its "listening" line; returns the process and its URL.
+    pub fn start_http(
+        &self,
+        dir: &Dir,
+        era: Ts2Era,
+        marker: &str,
+    ) -> (ServerProcess, String) {
+        let mut cmd = dir.program(&self.node);
+        cmd.arg(&self.script).args([
+            "http",
+            era.legacy_arg("http"),
+            "0",
+            marker,
+        ]);
+        start_listening(&cmd, marker, "ts2_server http")
+    }
+}
+
+/// Starts the HTTP server `cmd` (see [`ServerProcess::spawn`]) and waits
+/// for its `...: listening on http://127.0.0.1:PORT/mcp...` line on
+/// stderr (ts2_server.cjs, py_server.py); returns it and that URL.
+pub fn start_listening(
+    cmd: &TestCommand,
+    marker: &str,
+    what: &str,
+) -> (ServerProcess, String) {
+    let process = ServerProcess::spawn(cmd, marker, what);
+    let mut url = String::new();
+    let waited = process.wait_for(Duration::from_secs(15), |line| {
+        let Some(at) = line.find("listening on http://127.0.0.1:") else {
+            return false;
+        };
+        let rest = &line[at + "listening on ".len()..];
+        url = rest.split_whitespace().next().unwrap_or_default().to_string();
+        true
+    });
+    if let Err(why) = waited {
+        panic!(
+            "{what}: no \"listening\" line ({why:?}); stderr:\n{}",
+            process.stderr()
+        );
+    }
+    (process, url)
+}
+
+/// Starts `py_server.py` over HTTP in `mode` (`sse`, `json`, `stateless`,
+/// `stateless-json`) on a free port of 127.0.0.1 in `dir`; returns the
+/// process and its URL.
+pub fn start_py_http(
+    s: &Installed,
+    dir: &Dir,
+    mode: &str,
+    marker: &str,
+) -> (ServerProcess, String) {
+    let mut cmd = dir.program(&s.python);
+    // CPython accepts (and ignores) any -X name=value.
+    cmd.arg("-X").arg(format!("{marker}=1")).arg(&s.py_server).args([
+        "--transport",
+        "http",
+        "--mode",
+        mode,
+        "--port",
+        "0",
+    ]);
+    start_listening(&cmd, marker, &format!("py_server http {mode}"))
+}
