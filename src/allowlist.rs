@@ -228,6 +228,7 @@ mod tests {
             }),
             startup_timeout: None,
             tool_timeout: None,
+            protocol: crate::mcp::Choice::Auto,
         }
     }
 

@@ -45,6 +45,8 @@ pub(crate) struct Global {
     pub(crate) raw: bool,
     /// Log in inline when a server asks for (more) authorization.
     pub(crate) step_up: bool,
+    /// `--protocol`: overrides every server's `protocol` key.
+    pub(crate) protocol: Option<crate::mcp::Choice>,
 }
 
 #[derive(Debug)]
@@ -314,6 +316,7 @@ enum Flag {
     Raw,
     Refresh,
     StepUp,
+    Protocol,
     NoBrowser,
     Save,
 }
@@ -365,6 +368,7 @@ const OPTS: &[Opt] = &[
     opt(Flag::Raw, "raw", Applies::Every),
     opt(Flag::Refresh, "refresh", Applies::Only(&[Cmd::Login])),
     opt(Flag::StepUp, "step-up", Applies::Mcp),
+    valued(Flag::Protocol, "protocol", Applies::Mcp),
     opt(Flag::NoBrowser, "no-browser", Applies::Only(&[Cmd::Login])),
     valued(Flag::Save, "save", Applies::Only(&[Cmd::Call, Cmd::Read])),
 ];
@@ -387,6 +391,10 @@ OPTIONS (any command, before or after it):
         --raw           Print server text as sent, even on a terminal
         --step-up       When a server asks for (more) authorization, log in
                         there and then (commands that speak to servers)
+        --protocol auto|modern|legacy
+                        Which MCP era to speak, for every server: auto
+                        (default) finds out; modern is 2026-07-28 only;
+                        legacy is the initialize handshake (2025-11-25 …)
 
     -h, --help          Show help (of a command: rivumi-mcp list --help)
     -V, --version       Show the version
@@ -795,6 +803,13 @@ fn build(
             Flag::NoBrowser => no_browser = true,
             Flag::Refresh => refresh = true,
             Flag::StepUp => g.step_up = true,
+            Flag::Protocol => g.protocol =
+                Some(crate::mcp::Choice::parse(&value).ok_or_else(|| {
+                    Error::usage(format!(
+                        "{flag}: unknown protocol '{value}' [pick from: {}]",
+                        crate::mcp::Choice::NAMES.join(", ")
+                    ))
+                })?),
             Flag::Save => save = Some(PathBuf::from(value)),
         }
     }

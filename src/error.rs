@@ -79,13 +79,22 @@ pub(crate) struct Error {
     /// Already printed where it happened (e.g. one of several servers
     /// of `list`); `main` only uses its kind for the exit code.
     reported: bool,
+    /// The HTTP status that caused it, when a server answered with one
+    /// that is not an MCP answer (the era probe falls back on a 4xx).
+    http_status: Option<u16>,
 }
 
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn new(kind: Kind, msg: impl Into<String>) -> Error {
-        Error { kind, server: None, msg: msg.into(), reported: false }
+        Error {
+            kind,
+            server: None,
+            msg: msg.into(),
+            reported: false,
+            http_status: None,
+        }
     }
 
     pub(crate) fn usage(msg: impl Into<String>) -> Error {
@@ -127,6 +136,16 @@ impl Error {
             "message": self.to_string(),
             "server": self.server_name(),
         })
+    }
+
+    /// Notes the HTTP status that caused the error.
+    pub(crate) fn with_http_status(mut self, status: u16) -> Error {
+        self.http_status = Some(status);
+        self
+    }
+
+    pub(crate) fn http_status(&self) -> Option<u16> {
+        self.http_status
     }
 
     /// Marks the error as printed already.

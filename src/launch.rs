@@ -33,6 +33,7 @@ pub(crate) struct Context {
     max_message: usize,
     lookup: fn(&str) -> Option<String>,
     step_up: bool,
+    protocol: Option<crate::mcp::Choice>,
 }
 
 impl Context {
@@ -86,6 +87,7 @@ impl Context {
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
             step_up: g.step_up,
+            protocol: g.protocol,
         })
     }
 
@@ -228,9 +230,10 @@ impl Context {
                 )
             }
         };
-        Session::initialize(
+        Session::open(
             name,
             transport,
+            self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
         )

@@ -1,46 +1,78 @@
-//! The MCP session on top of a transport: lifecycle, requests, paging.
+//! The MCP session on top of a transport: which era is spoken, requests,
+//! paging.
 //!
-//! `initialize` negotiates the protocol version (one of
-//! [`mcp::Version::HANDSHAKE`]; anything else is refused), then every
-//! request waits for its response under a named deadline while answering
-//! what the server asks in the meantime, as [`mcp::answer`] decides.
-//! Responses are matched by exact id (`1` is not `"1"`); late and unknown
-//! ids are ignored. A request that times out is cancelled and closes the
-//! server. What a message *is* comes from [`mcp::classify`]; this module
-//! only decides what to do about it.
+//! A session speaks one era, chosen when it opens ([`mcp::Choice`]):
+//!
+//! - **The handshake era**: `initialize` negotiates one of
+//!   [`mcp::Version::HANDSHAKE`] (anything else is refused), then
+//!   `notifications/initialized`.
+//! - **2026-07-28**: no handshake. `server/discover` says what the server
+//!   is; every request carries the `_meta` envelope (and, over HTTP, the
+//!   standard headers); a result may be `input_required`, and the request
+//!   is then retried with a new id, the answers and the server's
+//!   `requestState`, for at most [`MAX_INPUT_ROUNDS`] rounds.
+//!
+//! With `auto`, the transport decides the opening. Over HTTP a modern
+//! request goes first (`server/discover`): a DiscoverResult, or `-32022`
+//! listing 2026-07-28, means modern; anything else (a 4xx that is not the
+//! answer to our request, another error) falls back to `initialize`. Over
+//! stdio `initialize` goes first, since a 2025 server may not survive
+//! anything else: a 2025 server costs nothing extra, and a modern-only
+//! server answers `-32022` listing 2026-07-28 and keeps the pipe open for
+//! the modern opening. A dual-era stdio server is spoken to in the
+//! handshake era unless the operator chose `modern`.
+//!
+//! Every request waits for its response under a named deadline while
+//! answering what the server asks in the meantime, as [`mcp::answer`]
+//! decides. Responses are matched by exact id (`1` is not `"1"`); late
+//! and unknown ids are ignored. A request that times out is cancelled and
+//! closes the server. What a message *is* comes from [`mcp::classify`];
+//! this module only decides what to do about it.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
-use crate::mcp::{self, Incoming, Outcome, Version, method};
-use crate::transport::{Closed, Transport};
+use crate::mcp::{
+    self, Choice, Incoming, Outcome, ResultType, RpcError, Version, method,
+};
+use crate::transport::{Closed, Transport, Wire};
 use crate::{msg, term};
 
 /// Paging bounds: a server cannot keep us listing forever.
 pub(crate) const MAX_PAGES: usize = 100;
 pub(crate) const MAX_ITEMS: usize = 10_000;
+/// How many times one request may come back `input_required`.
+pub(crate) const MAX_INPUT_ROUNDS: usize = 8;
 
-/// What a server told us about itself in `initialize`.
+/// What a server told us about itself.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ServerInfo {
-    /// The negotiated revision; `None` until `initialize` answered.
+    /// The revision spoken; `None` until the opening succeeded.
     pub(crate) version: Option<Version>,
     pub(crate) protocol: String,
     pub(crate) info: Value,
     pub(crate) capabilities: Value,
     pub(crate) instructions: Option<String>,
+    /// How the era was chosen, for `-v` and the journal.
+    pub(crate) chosen: String,
 }
 
-/// The items of a paged list, and whether a bound cut it short.
+/// The items of a paged list, whether a bound cut it short, and how long
+/// a 2026-07-28 server said the list stays fresh (`ttlMs`, the shortest
+/// of its pages).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Listing {
     pub(crate) items: Vec<Value>,
     pub(crate) complete: bool,
+    pub(crate) ttl: Option<Duration>,
 }
+
+/// A request's answer: its result, or the server's JSON-RPC error.
+type Answer = std::result::Result<Value, RpcError>;
 
 pub(crate) struct Session {
     name: String,
@@ -64,10 +96,11 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Runs `initialize` and `notifications/initialized` within `startup`.
-    pub(crate) fn initialize(
+    /// Opens the session in the era `choice` allows, within `startup`.
+    pub(crate) fn open(
         name: &str,
         transport: Box<dyn Transport>,
+        choice: Choice,
         startup: &Deadline,
         request_timeout: Duration,
     ) -> Result<Session> {
@@ -80,13 +113,63 @@ impl Session {
             list_changed: BTreeSet::new(),
             closed: None,
         };
-        let result = s
-            .request_with(
-                method::INITIALIZE,
-                mcp::initialize_params(),
-                startup,
-            )
-            .map_err(|e| e.for_server(name))?;
+        let opened = match (choice, s.transport.wire()) {
+            (Choice::Legacy, _) => s.handshake(startup, false),
+            (Choice::Modern, _) => s.discover(startup, "configured"),
+            (Choice::Auto, Wire::Stdio) => s.handshake(startup, true),
+            (Choice::Auto, Wire::Http) => s.probe(startup),
+        };
+        if let Err(e) = opened {
+            s.close();
+            return Err(e.for_server(name));
+        }
+        msg::debug(&format!(
+            "server '{name}': {}, protocol {} ({})",
+            if s.modern() { "discovered" } else { "initialized" },
+            s.server.protocol,
+            s.server.chosen
+        ));
+        crate::journal::event(
+            "initialized",
+            json!({"server": name, "protocol": s.server.protocol,
+                   "serverInfo": s.server.info, "chosen": s.server.chosen}),
+        );
+        Ok(s)
+    }
+
+    /// The handshake era: `initialize`, then `notifications/initialized`.
+    /// With `may_switch`, a `-32022` that lists 2026-07-28 leads to the
+    /// modern opening on the same connection.
+    fn handshake(&mut self, d: &Deadline, may_switch: bool) -> Result<()> {
+        self.server.version = None;
+        let answer = self.exchange(
+            method::INITIALIZE,
+            mcp::initialize_params(),
+            &[],
+            d,
+        )?;
+        let result = match answer {
+            Ok(r) => r,
+            Err(e) => {
+                let modern = e.supported_versions().is_some_and(|v| {
+                    v.iter().any(|v| v == Version::MODERN.as_str())
+                });
+                if modern && may_switch {
+                    return self.discover(
+                        d,
+                        "initialize answered -32022 listing 2026-07-28",
+                    );
+                }
+                let mut text = e.describe();
+                if modern {
+                    text.push_str(
+                        "; the server speaks 2026-07-28 only: set \"protocol\" \
+                         to \"auto\" or \"modern\" (or pass --protocol auto)",
+                    );
+                }
+                return Err(Error::server(text));
+            }
+        };
         let protocol = result
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -95,16 +178,14 @@ impl Session {
         let Some(version) =
             Version::parse(&protocol).filter(|v| v.negotiable())
         else {
-            s.close();
             return Err(Error::server(format!(
                 "server answered protocol version '{}', which rivumi-mcp \
-                 does not speak (it speaks {})",
+                 does not speak in initialize (it speaks {})",
                 term::line(&protocol),
                 Version::negotiable_list()
-            ))
-            .for_server(name));
+            )));
         };
-        s.server = ServerInfo {
+        self.server = ServerInfo {
             version: Some(version),
             protocol,
             info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
@@ -116,21 +197,111 @@ impl Session {
                 .get("instructions")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            chosen: std::mem::take(&mut self.server.chosen),
         };
-        s.transport
-            .send(&mcp::initialized(), startup)
-            .map_err(|e| e.for_server(name))?;
-        msg::debug(&format!(
-            "server '{name}': initialized, protocol {}",
-            s.server.protocol
-        ));
-        crate::journal::event(
-            "initialized",
-            json!({"server": name, "protocol": s.server.protocol,
-                   "serverInfo": s.server.info}),
-        );
+        if self.server.chosen.is_empty() {
+            self.server.chosen = "initialize".to_string();
+        }
+        self.transport.send(&mcp::initialized(), d)
+    }
 
-        Ok(s)
+    /// The 2026-07-28 opening: `server/discover`, retried once after a
+    /// `-32022` that lists 2026-07-28 (a server may refuse the first
+    /// request of a connection that way).
+    fn discover(&mut self, d: &Deadline, why: &str) -> Result<()> {
+        self.server.version = Some(Version::MODERN);
+        let mut answer = self.discover_once(d)?;
+        if let Err(e) = &answer
+            && lists_modern(e)
+        {
+            answer = self.discover_once(d)?;
+        }
+        match answer {
+            Ok(r) => self.accept_discovered(&r, why),
+            Err(e) => Err(Error::server(e.describe())),
+        }
+    }
+
+    fn discover_once(&mut self, d: &Deadline) -> Result<Answer> {
+        let mut params = json!({});
+        mcp::with_modern_meta(&mut params, Version::MODERN);
+        self.exchange(method::SERVER_DISCOVER, params, &[], d)
+    }
+
+    fn accept_discovered(&mut self, result: &Value, why: &str) -> Result<()> {
+        let Some(found) = mcp::discovered(result) else {
+            return Err(Error::server(
+                "server/discover: the result has no 'supportedVersions' \
+                 array",
+            ));
+        };
+        let modern = Version::MODERN.as_str();
+        if !found.supported.iter().any(|v| v == modern) {
+            return Err(Error::server(format!(
+                "server/discover: the server supports {}, not {modern}",
+                term::clip(&term::line(&found.supported.join(", ")), 200)
+            )));
+        }
+        self.server = ServerInfo {
+            version: Some(Version::MODERN),
+            protocol: modern.to_string(),
+            info: found.server_info,
+            capabilities: found.capabilities,
+            instructions: found.instructions,
+            chosen: why.to_string(),
+        };
+        Ok(())
+    }
+
+    /// `auto` over HTTP: a modern request first; the handshake era only
+    /// when the answer is not a modern one.
+    fn probe(&mut self, d: &Deadline) -> Result<()> {
+        self.server.version = Some(Version::MODERN);
+        let why = match self.discover_once(d) {
+            Ok(Ok(r)) if mcp::discovered(&r).is_some() => {
+                return self.accept_discovered(&r, "server/discover answered");
+            }
+            Ok(Err(e)) if lists_modern(&e) => {
+                return self.discover(
+                    d,
+                    "server/discover answered -32022 listing 2026-07-28",
+                );
+            }
+            Ok(Err(e))
+                if matches!(
+                    e.code,
+                    Some(
+                        mcp::code::HEADER_MISMATCH
+                            | mcp::code::MISSING_CLIENT_CAPABILITY
+                    )
+                ) =>
+            {
+                // A modern server that refuses what we sent: no other
+                // era would fare better.
+                return Err(Error::server(e.describe()));
+            }
+            Ok(Ok(_)) => "server/discover answered with something else".into(),
+            Ok(Err(e)) => format!(
+                "server/discover refused: {}",
+                term::clip(&e.describe(), 120)
+            ),
+            Err(e)
+                if e.http_status()
+                    .is_some_and(|s| (400..500).contains(&s)) =>
+            {
+                format!(
+                    "server/discover refused: {}",
+                    term::clip(e.message(), 120)
+                )
+            }
+            Err(e) => return Err(e),
+        };
+        msg::debug(&format!(
+            "server '{}': {why}; trying initialize",
+            self.name
+        ));
+        self.server.chosen = format!("{why}; initialize");
+        self.handshake(d, true)
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -151,34 +322,133 @@ impl Session {
         what: &str,
     ) -> Result<Value> {
         let d = Deadline::new(what, self.request_timeout);
-        self.request_with(method, params, &d)
+        self.request_with(method, params, &[], &d)
             .map_err(|e| e.for_server(&self.name))
     }
 
     /// Makes one call ([`mcp::Call`]) under the per-request deadline.
     pub(crate) fn call(&mut self, call: &mcp::Call<'_>) -> Result<Value> {
-        self.request(call.method(), call.params(), &call.what())
+        let d = Deadline::new(call.what(), self.request_timeout);
+        self.request_with(
+            call.method(),
+            call.params(),
+            &call.param_headers(),
+            &d,
+        )
+        .map_err(|e| e.for_server(&self.name))
     }
 
+    fn modern(&self) -> bool {
+        self.server.version.is_some_and(Version::is_modern)
+    }
+
+    /// One request in the session's era; in 2026-07-28, with the `_meta`
+    /// envelope and the `input_required` rounds.
     fn request_with(
         &mut self,
         method: &str,
         mut params: Value,
-        deadline: &Deadline,
+        headers: &[(String, String)],
+        d: &Deadline,
     ) -> Result<Value> {
+        if !self.modern() {
+            return self
+                .exchange(method, params, headers, d)?
+                .map_err(|e| Error::server(e.describe()));
+        }
+        mcp::with_modern_meta(&mut params, Version::MODERN);
+        let original = params.clone();
+        for round in 0.. {
+            let result = self
+                .exchange(method, params, headers, d)?
+                .map_err(|e| Error::server(e.describe()))?;
+            match mcp::result_type(&result) {
+                ResultType::Complete => return Ok(result),
+                ResultType::Unknown(t) => {
+                    return Err(Error::server(format!(
+                        "{method}: unknown resultType '{}'",
+                        term::clip(&term::line(&t), 60)
+                    )));
+                }
+                ResultType::InputRequired => {}
+            }
+            if !mcp::may_require_input(method) {
+                return Err(Error::server(format!(
+                    "{method}: the server answered input_required, which \
+                     this method does not allow"
+                )));
+            }
+            if round >= MAX_INPUT_ROUNDS {
+                return Err(Error::server(format!(
+                    "{method}: the server still asks for input after \
+                     {MAX_INPUT_ROUNDS} rounds; giving up"
+                )));
+            }
+            let (requests, state) = mcp::input_requests(&result)
+                .map_err(|why| Error::server(format!("{method}: {why}")))?;
+            let mut responses = Map::new();
+            for r in &requests {
+                let answer = mcp::answer_input(r)
+                    .map_err(|why| Error::server(term::line(&why)))?;
+                msg::warn(&format!(
+                    "server '{}' asked for input ({}{}); declined: \
+                     rivumi-mcp answers no elicitation",
+                    self.name,
+                    term::line(&r.method),
+                    r.params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(|m| format!(
+                            ": {}",
+                            term::clip(&term::line(m), 200)
+                        ))
+                        .unwrap_or_default()
+                ));
+                responses.insert(r.key.clone(), answer);
+            }
+            params = mcp::retry_params(&original, responses, state.as_ref());
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// Sends one request with a fresh id and waits for its answer. Over
+    /// the modern wire the standard headers (and `headers`) go with it.
+    fn exchange(
+        &mut self,
+        method: &str,
+        mut params: Value,
+        headers: &[(String, String)],
+        deadline: &Deadline,
+    ) -> Result<Answer> {
         let id = self.next_id;
         self.next_id += 1;
         if mcp::wants_progress(method) {
             // Ask for progress notices; shown on a terminal only.
             mcp::with_progress_token(&mut params, id);
         }
-        self.transport.send(&mcp::request(id, method, params), deadline)?;
+        if self.modern() {
+            let mut all = mcp::headers::standard(
+                Version::MODERN.as_str(),
+                method,
+                &params,
+            );
+            all.extend(headers.iter().cloned());
+            let req = mcp::request(id, method, params);
+            self.transport.send_modern(&req, &all, deadline)?;
+        } else {
+            self.transport
+                .send(&mcp::request(id, method, params), deadline)?;
+        }
         let want = json!(id);
         loop {
             let msg = match self.transport.recv(deadline) {
                 Ok(m) => m,
                 Err(e) if e.kind() == Kind::Timeout => {
-                    if method != method::INITIALIZE {
+                    // initialize is never cancelled; over the modern HTTP
+                    // wire, closing the stream is the cancellation.
+                    let by_closing =
+                        self.modern() && self.transport.wire() == Wire::Http;
+                    if method != method::INITIALIZE && !by_closing {
                         let d =
                             Deadline::new("cancel", Duration::from_secs(1));
                         let _ = self
@@ -197,14 +467,14 @@ impl Session {
                     return Err(Error::server(why));
                 }
             };
-            let mut result = None;
+            let mut answer = None;
             for m in batch {
                 if let Some(r) = self.handle(m, &want, deadline)? {
-                    result = Some(r);
+                    answer = Some(r);
                 }
             }
-            if let Some(r) = result {
-                return r;
+            if let Some(r) = answer {
+                return Ok(r);
             }
         }
     }
@@ -215,7 +485,7 @@ impl Session {
         m: Value,
         want: &Value,
         deadline: &Deadline,
-    ) -> Result<Option<Result<Value>>> {
+    ) -> Result<Option<Answer>> {
         match mcp::classify(m) {
             Incoming::Request { id, method, .. } => {
                 self.answer(&method, id, deadline)?;
@@ -228,10 +498,12 @@ impl Session {
             Incoming::Response { id, outcome } if &id == want => {
                 Ok(Some(match outcome {
                     Outcome::Result(r) => Ok(r),
-                    Outcome::BadResult => Err(Error::server(
-                        "response 'result' is not an object",
-                    )),
-                    Outcome::Error(e) => Err(Error::server(e.describe())),
+                    Outcome::BadResult => {
+                        return Err(Error::server(
+                            "response 'result' is not an object",
+                        ));
+                    }
+                    Outcome::Error(e) => Err(e),
                 }))
             }
             Incoming::Response { id, .. } => {
@@ -305,23 +577,27 @@ impl Session {
     /// Follows `nextCursor` through every page of a list method.
     pub(crate) fn list_all(&mut self, list: mcp::List) -> Result<Listing> {
         let (method, key) = (list.method(), list.key());
-        let mut items = vec![];
+        let mut l = Listing::default();
         let mut cursor: Option<String> = None;
         let mut seen = BTreeSet::new();
         for page in 1..=MAX_PAGES {
             let params = mcp::List::page_params(cursor.as_deref());
             let what = format!("{method} (page {page})");
             let r = self.request(method, params, &what)?;
+            if let Some(ms) = r.get("ttlMs").and_then(Value::as_u64) {
+                let ttl = Duration::from_millis(ms);
+                l.ttl = Some(l.ttl.map_or(ttl, |t| t.min(ttl)));
+            }
             match r.get(key) {
                 Some(Value::Array(a)) => {
-                    let room = MAX_ITEMS - items.len();
-                    items.extend(a.iter().take(room).cloned());
+                    let room = MAX_ITEMS - l.items.len();
+                    l.items.extend(a.iter().take(room).cloned());
                     if a.len() > room {
                         self.incomplete(
                             method,
                             &format!("more than {MAX_ITEMS} items"),
                         );
-                        return Ok(Listing { items, complete: false });
+                        return Ok(l);
                     }
                 }
                 _ => {
@@ -338,15 +614,18 @@ impl Session {
                             method,
                             "the server repeated a cursor",
                         );
-                        return Ok(Listing { items, complete: false });
+                        return Ok(l);
                     }
                     cursor = Some(c.clone());
                 }
-                _ => return Ok(Listing { items, complete: true }),
+                _ => {
+                    l.complete = true;
+                    return Ok(l);
+                }
             }
         }
         self.incomplete(method, &format!("more than {MAX_PAGES} pages"));
-        Ok(Listing { items, complete: false })
+        Ok(l)
     }
 
     fn incomplete(&self, method: &str, why: &str) {
@@ -368,6 +647,12 @@ impl Session {
     }
 }
 
+/// Whether a `-32022` lists 2026-07-28 among the server's versions.
+fn lists_modern(e: &RpcError) -> bool {
+    e.supported_versions()
+        .is_some_and(|v| v.iter().any(|v| v == Version::MODERN.as_str()))
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
@@ -387,7 +672,7 @@ mod tests {
 
     /// What the test can inspect after the session is done with it.
     #[derive(Default)]
-    struct Wire {
+    struct Seen {
         sent: Vec<Value>,
         closed: bool,
     }
@@ -397,12 +682,17 @@ mod tests {
     struct Fake {
         script: Script,
         queue: VecDeque<Value>,
-        wire: Arc<Mutex<Wire>>,
+        seen: Arc<Mutex<Seen>>,
+        wire: crate::transport::Wire,
     }
 
     impl Transport for Fake {
+        fn wire(&self) -> crate::transport::Wire {
+            self.wire
+        }
+
         fn send(&mut self, msg: &Value, _: &Deadline) -> Result<()> {
-            self.wire.lock().unwrap().sent.push(msg.clone());
+            self.seen.lock().unwrap().sent.push(msg.clone());
             let replies = (self.script)(msg);
             self.queue.extend(replies);
             Ok(())
@@ -413,7 +703,7 @@ mod tests {
         }
 
         fn close(&mut self) -> Closed {
-            self.wire.lock().unwrap().closed = true;
+            self.seen.lock().unwrap().closed = true;
             Closed::Eof
         }
     }
@@ -444,21 +734,34 @@ mod tests {
         })
     }
 
-    fn start(script: Script) -> (Result<Session>, Arc<Mutex<Wire>>) {
-        let wire = Arc::new(Mutex::new(Wire::default()));
-        let fake =
-            Fake { script, queue: VecDeque::new(), wire: Arc::clone(&wire) };
+    fn start(script: Script) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_on(crate::transport::Wire::Stdio, Choice::Auto, script)
+    }
+
+    fn start_on(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let fake = Fake {
+            script,
+            queue: VecDeque::new(),
+            seen: Arc::clone(&seen),
+            wire,
+        };
         let d = Deadline::new("initialize", Duration::from_secs(5));
-        let s = Session::initialize(
+        let s = Session::open(
             "fake",
             Box::new(fake),
+            choice,
             &d,
             Duration::from_secs(5),
         );
-        (s, wire)
+        (s, seen)
     }
 
-    fn sent(wire: &Arc<Mutex<Wire>>) -> Vec<Value> {
+    fn sent(wire: &Arc<Mutex<Seen>>) -> Vec<Value> {
         wire.lock().unwrap().sent.clone()
     }
 
@@ -519,7 +822,11 @@ mod tests {
         }));
         let e = s.unwrap_err();
         assert_eq!(e.server_name(), Some("fake"));
-        assert!(e.to_string().contains("server error -32600: go away"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("server error -32600 (InvalidRequest): go away"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -643,7 +950,8 @@ mod tests {
         let (s, wire) = start(script);
         let mut s = s.unwrap();
         let args = serde_json::Map::new();
-        let call = mcp::Call::Tool { name: "t", arguments: &args };
+        let call =
+            mcp::Call::Tool { name: "t", arguments: &args, headers: &[] };
         s.call(&call).unwrap();
         let sent = sent(&wire);
         let pong = sent.iter().find(|m| m["id"] == "p1").unwrap();

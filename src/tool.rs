@@ -8,9 +8,10 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::mcp::headers::{self, ParamHeader};
 use crate::naming::{self, Class};
 use crate::suggest::suggest;
-use crate::{callargs, msg, out};
+use crate::{callargs, msg, out, term};
 
 /// A tool with its qualified name and classification.
 #[derive(Debug, Clone)]
@@ -22,6 +23,9 @@ pub(crate) struct Tool {
     pub(crate) class: Class,
     /// The definition as the server sent it (untrusted).
     pub(crate) def: Value,
+    /// The parameters it designated with `x-mcp-header`, mirrored into
+    /// `Mcp-Param-*` headers on the 2026-07-28 HTTP wire.
+    pub(crate) headers: Vec<ParamHeader>,
 }
 
 impl Tool {
@@ -31,13 +35,26 @@ impl Tool {
     }
 }
 
-/// Decorates a server's tool definitions. Items without a string name are
-/// skipped with a warning; they cannot be called anyway.
+/// Decorates a server's tool definitions. Items without a string name,
+/// and tools whose `x-mcp-header` designations are invalid, are skipped
+/// with a warning; the rest of the server's tools stay usable.
 pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
-    let named: Vec<(&str, &Value)> = items
+    let named: Vec<(&str, &Value, Vec<ParamHeader>)> = items
         .iter()
         .filter_map(|t| match t.get("name").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() => Some((n, t)),
+            Some(n) if !n.is_empty() => {
+                match headers::declarations(t.get("inputSchema")) {
+                    Ok(h) => Some((n, t, h)),
+                    Err(why) => {
+                        msg::warn(&format!(
+                            "server '{server}': skipped tool '{}': {}",
+                            out::shown(n),
+                            term::line(&why)
+                        ));
+                        None
+                    }
+                }
+            }
             _ => {
                 msg::warn(&format!(
                     "server '{server}': skipped a tool without a name"
@@ -46,16 +63,17 @@ pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
             }
         })
         .collect();
-    let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = named.iter().map(|(n, _, _)| *n).collect();
     let qualified = naming::qualify(server, &names);
     named
         .into_iter()
         .zip(qualified)
-        .map(|((n, def), q)| Tool {
+        .map(|((n, def, headers), q)| Tool {
             name: n.to_string(),
             qualified: q,
             class: naming::classify(def),
             def: def.clone(),
+            headers,
         })
         .collect()
 }

@@ -332,7 +332,7 @@ fn read_of_an_unknown_uri_is_a_server_error() {
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
-        "rivumi-mcp: server 'demo': server error -32002: resource not found: \
+        "rivumi-mcp: server 'demo': server error -32002 (ResourceNotFound): resource not found: \
          fixture://nope ({\"uri\":\"fixture://nope\"})\n"
     );
 }
@@ -385,7 +385,7 @@ fn prompt_without_its_required_argument_is_a_server_error() {
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
-        "rivumi-mcp: server 'demo': server error -32602: missing required \
+        "rivumi-mcp: server 'demo': server error -32602 (InvalidParams/ResourceNotFound): missing required \
          argument: name\n"
     );
 }

@@ -896,7 +896,7 @@ fn list_escapes_descriptions_and_server_info_on_a_terminal() {
 fn server_error_text_is_escaped_on_stderr() {
     let (dir, _) = demo_recording("exec_error_ansi");
     let uri = "fixture://\u{1b}[31mx\u{202e}";
-    let expected = "rivumi-mcp: server 'demo': server error -32002: resource \
+    let expected = "rivumi-mcp: server 'demo': server error -32002 (ResourceNotFound): resource \
          not found: fixture://\\x1b[31mx<U+202E> \
          ({\"uri\":\"fixture://\\u001b[31mx<U+202E>\"})\n";
     let out = run(&dir, &["read", "demo", uri]).run_on_tty();
@@ -1714,7 +1714,7 @@ fn a_server_error_message_is_bounded_in_output_and_journal() {
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
         line.starts_with(
-            "rivumi-mcp: server 'demo': server error -32002: resource not \
+            "rivumi-mcp: server 'demo': server error -32002 (ResourceNotFound): resource not \
              found: fixture://xxx"
         ),
         "{line}"

@@ -30,7 +30,20 @@ fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
 }
 
 /// A directory whose `.mcp.json` has server `web` at `url`.
+/// A config naming the fixture as `web`, in the handshake era: the
+/// fixture is a 2025 server, and these tests are about that era's
+/// mechanics (sessions, streams, resumption).
 fn setup(test: &str, url: &str) -> Dir {
+    let dir = Dir::new(test);
+    write_mcp_json(
+        &dir,
+        &[("web", json!({ "url": url, "protocol": "legacy" }))],
+    );
+    dir
+}
+
+/// The same with `protocol` left at `auto`: the 2026-07-28 probe first.
+fn setup_auto(test: &str, url: &str) -> Dir {
     let dir = Dir::new(test);
     write_mcp_json(&dir, &[("web", json!({ "url": url }))]);
     dir
@@ -165,7 +178,7 @@ fn sse_answers_with_priming_and_server_requests() {
 #[test]
 fn session_id_and_protocol_headers() {
     let fx = HttpFixture::mcp(McpScript::new().sessions());
-    let dir = setup("http_session_headers", &fx.url());
+    let dir = setup_auto("http_session_headers", &fx.url());
     call_hi(&dir, &[]);
     let reqs = fx.requests();
     let methods: Vec<String> = reqs
@@ -177,6 +190,7 @@ fn session_id_and_protocol_headers() {
     assert_eq!(
         methods,
         [
+            "POST server/discover",
             "POST initialize",
             "POST notifications/initialized",
             "POST tools/list",
@@ -186,11 +200,25 @@ fn session_id_and_protocol_headers() {
         "{}",
         fx.summary()
     );
-    let init = &reqs[0];
+    // The 2026-07-28 probe: the modern envelope and headers, no session.
+    // The 2025 fixture refuses it (400, no session id), and the
+    // handshake era goes on as if nothing had happened.
+    let probe = &reqs[0];
+    assert_eq!(probe.header_all("mcp-protocol-version"), ["2026-07-28"]);
+    assert_eq!(probe.header_all("mcp-method"), ["server/discover"]);
+    assert_eq!(probe.header("mcp-session-id"), None);
+    assert_eq!(
+        probe.json()["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        json!("2026-07-28")
+    );
+    assert_eq!(probe.status, Some(400), "a 2025 server with sessions");
+    let init = &reqs[1];
     assert_eq!(init.header("mcp-session-id"), None);
     assert_eq!(init.header("mcp-protocol-version"), None);
+    assert_eq!(init.header("mcp-method"), None);
     assert_eq!(init.json()["params"]["protocolVersion"], json!("2025-11-25"));
-    for r in &reqs[1..] {
+    for r in &reqs[2..] {
+        assert_eq!(r.header("mcp-method"), None, "{r:?}");
         assert_eq!(r.header_all("mcp-session-id"), ["sess-1"], "{r:?}");
         assert_eq!(
             r.header_all("mcp-protocol-version"),
@@ -270,14 +298,16 @@ fn second_404_after_reinitialize_fails() {
 fn initialize_400_404_405_hint_at_the_old_transport() {
     for status in [400, 404, 405] {
         let fx = HttpFixture::mcp(McpScript::new().init_status(status));
-        let dir = setup("http_init_status", &fx.url());
+        let dir = setup_auto("http_init_status", &fx.url());
         let out = cmd(&dir, &["list", "web"]).assert_exit(4);
         assert_eq!(out.stdout, "");
         let line = error_line(&out);
         assert_contains(&line, &format!("HTTP {status} to initialize"));
         assert_contains(&line, "deprecated HTTP+SSE transport");
         assert_contains(&line, "2024-11-05");
-        assert_eq!(fx.requests().len(), 1, "{}", fx.summary());
+        // The 2026-07-28 probe, then initialize; nothing else.
+        assert_eq!(fx.requests().len(), 2, "{}", fx.summary());
+        assert_eq!(fx.posts_of("server/discover").len(), 1);
     }
 }
 
@@ -485,7 +515,11 @@ fn bearer_token_on_every_request() {
     let dir = Dir::new("http_bearer");
     write_mcp_json(
         &dir,
-        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+        &[(
+            "web",
+            json!({"url": fx.url(), "bearer_token_env_var": "TOK",
+                   "protocol": "legacy"}),
+        )],
     );
     let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
     let out = c.env("TOK", "tok-abc.123").assert_exit(0);
@@ -508,7 +542,11 @@ fn bearer_token_unset_refuses_before_connecting() {
     let dir = Dir::new("http_bearer_unset");
     write_mcp_json(
         &dir,
-        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+        &[(
+            "web",
+            json!({"url": fx.url(), "bearer_token_env_var": "TOK",
+                   "protocol": "legacy"}),
+        )],
     );
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(3);
     let line = error_line(&out);
@@ -528,7 +566,11 @@ fn server_without_token_gets_no_authorization() {
     write_mcp_json(
         &dir,
         &[
-            ("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"})),
+            (
+                "web",
+                json!({"url": fx.url(), "bearer_token_env_var": "TOK",
+                   "protocol": "legacy"}),
+            ),
             ("other", json!({"url": other.url()})),
         ],
     );
@@ -640,7 +682,11 @@ fn unauthorized_with_a_token_says_it_was_refused() {
     let dir = Dir::new("http_401_token");
     write_mcp_json(
         &dir,
-        &[("web", json!({"url": fx.url(), "bearer_token_env_var": "TOK"}))],
+        &[(
+            "web",
+            json!({"url": fx.url(), "bearer_token_env_var": "TOK",
+                   "protocol": "legacy"}),
+        )],
     );
     let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
     let out = c.env("TOK", "stale-token-789").assert_exit(6);

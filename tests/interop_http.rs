@@ -195,10 +195,15 @@ impl HttpInterop {
         let s = installed(test, &[LOOPBACK_ONLY])?;
         let turn = Turn::take("interop_http", test);
         let server = HttpServer::start(&s, &turn.dir, kind, 0, &turn.marker);
-        write_mcp_json(
-            &turn.dir,
-            &[(kind.name(), json!({"url": server.url()}))],
-        );
+        // The Python SDK speaks both eras: these tests are about the
+        // handshake era's sessions and streams over HTTP, so they ask for
+        // it (tests/interop_modern.rs speaks 2026-07-28 to it).
+        // server-everything speaks 2025 only and is left to `auto`.
+        let entry = match kind {
+            Kind::Py(_) => json!({"url": server.url(), "protocol": "legacy"}),
+            _ => json!({"url": server.url()}),
+        };
+        write_mcp_json(&turn.dir, &[(kind.name(), entry)]);
         Some(HttpInterop { kind, installed: s, server, turn })
     }
 

@@ -2,18 +2,18 @@
 //! ts2_server.cjs` on the TypeScript SDK v2 (`@modelcontextprotocol/server`
 //! 2.3.1), over stdio and Streamable HTTP, in its two kinds:
 //!
-//! - **dual-era** (`serve` over stdio, `stateless` over HTTP): it answers
-//!   `initialize` too, so `rivumi-mcp` works with it today; these tests
-//!   accept either protocol in `list --json`, since an `auto` client may
-//!   rightly pick 2026-07-28 for it.
+//! - **dual-era** (`serve` over stdio, `stateless` over HTTP): with
+//!   `protocol` left at `auto`, it is spoken to in 2026-07-28 over HTTP
+//!   (the modern probe comes first) and in 2025-11-25 over stdio
+//!   (`initialize` comes first there, so that no 2025 server is ever sent
+//!   something it may not survive).
 //! - **modern-only** (`reject`): `initialize` gets `-32022`
-//!   UnsupportedProtocolVersion. These tests are `#[ignore]`d until the
-//!   client speaks 2026-07-28 (issue 12); run them with
-//!   `cargo test --test integration interop_modern:: -- --include-ignored`.
+//!   UnsupportedProtocolVersion listing 2026-07-28; over stdio the pipe
+//!   stays open and the modern opening follows on it.
 //!
 //! And `fixtures/interop/py_server.py` (the Python SDK 2.3.0, dual-era over
-//! stdio and HTTP) with `"protocol": "modern"` in its `.mcp.json` entry
-//! (the config key issue 12 adds): ignored likewise.
+//! stdio and HTTP): over HTTP with `auto` (which must pick 2026-07-28),
+//! over stdio with `"protocol": "modern"`.
 //!
 //! What the server answers on the wire in each mode is recorded in
 //! `fixtures/interop/README.md` (`era_probe.py` rechecks it). The
@@ -34,8 +34,9 @@ use crate::util::{Output, write_mcp_json};
 const NAME: &str = "ts2";
 /// The Python server's.
 const PY: &str = "py";
-/// The protocols a dual-era server may be spoken to in.
-const EITHER_ERA: &[&str] = &["2025-11-25", "2026-07-28"];
+/// What `auto` speaks to a dual-era server over stdio, and everything
+/// 2026-07-28 speaks.
+const HANDSHAKE: &[&str] = &["2025-11-25"];
 const MODERN: &[&str] = &["2026-07-28"];
 
 /// One test: its turn (whose `.mcp.json` names one server, `name`) and,
@@ -68,8 +69,9 @@ impl Modern {
         Some(Modern { http: Some(process), turn, name: NAME })
     }
 
-    /// `py_server.py` with `"protocol": "modern"`: over stdio when `mode`
-    /// is `None`, else over HTTP in that mode.
+    /// `py_server.py`: over stdio with `"protocol": "modern"` when `mode`
+    /// is `None`, else over HTTP in that mode with `protocol` left at
+    /// `auto`.
     fn py_modern(test: &str, mode: Option<&str>) -> Option<Modern> {
         let s = installed(test, &[])?;
         let turn = Turn::take("interop_modern", test);
@@ -87,7 +89,9 @@ impl Modern {
                 (Some(p), json!({ "url": url }))
             }
         };
-        entry["protocol"] = json!("modern");
+        if mode.is_none() {
+            entry["protocol"] = json!("modern");
+        }
         write_mcp_json(&turn.dir, &[(PY, entry)]);
         Some(Modern { http, turn, name: PY })
     }
@@ -206,13 +210,13 @@ fn check_all(t: &Modern, protocols: &[&str]) {
     check_batch(t);
 }
 
-// ---- dual-era: works today, through initialize ------------------------------
+// ---- dual-era ---------------------------------------------------------------
 
 #[test]
 fn interop_modern_ts2_dual_stdio() {
     let test = "interop_modern_ts2_dual_stdio";
     if let Some(t) = Modern::stdio(test, Ts2Era::Dual) {
-        check_all(&t, EITHER_ERA);
+        check_all(&t, HANDSHAKE);
     }
 }
 
@@ -220,23 +224,40 @@ fn interop_modern_ts2_dual_stdio() {
 fn interop_modern_ts2_dual_http() {
     let test = "interop_modern_ts2_dual_http";
     if let Some(t) = Modern::http(test, Ts2Era::Dual) {
-        check_all(&t, EITHER_ERA);
+        check_all(&t, MODERN);
+        // -v says how the era was chosen.
+        let out = t.run(&["list", NAME, "-v"], 0);
+        assert!(
+            out.stderr.contains(
+                "server 'ts2': discovered, protocol 2026-07-28 \
+                 (server/discover answered)"
+            ),
+            "{}",
+            out.stderr
+        );
     }
 }
 
-// ---- modern-only: needs the 2026-07-28 client (issue 12) --------------------
+// ---- modern-only ------------------------------------------------------------
 
 #[test]
-#[ignore = "needs the MCP 2026-07-28 client (issue 12): initialize gets -32022"]
 fn interop_modern_ts2_modern_only_stdio() {
     let test = "interop_modern_ts2_modern_only_stdio";
     if let Some(t) = Modern::stdio(test, Ts2Era::ModernOnly) {
         check_all(&t, MODERN);
+        let out = t.run(&["list", NAME, "-v"], 0);
+        assert!(
+            out.stderr.contains(
+                "discovered, protocol 2026-07-28 (initialize answered \
+                 -32022 listing 2026-07-28)"
+            ),
+            "{}",
+            out.stderr
+        );
     }
 }
 
 #[test]
-#[ignore = "needs the MCP 2026-07-28 client (issue 12): initialize gets -32022"]
 fn interop_modern_ts2_modern_only_http() {
     let test = "interop_modern_ts2_modern_only_http";
     let Some(t) = Modern::http(test, Ts2Era::ModernOnly) else {
@@ -249,7 +270,7 @@ fn interop_modern_ts2_modern_only_http() {
     assert!(out.stderr.contains("-32602"), "{}", out.stderr);
 }
 
-// ---- the Python SDK 2.3.0, dual-era, told to speak 2026-07-28 ---------------
+// ---- the Python SDK 2.3.0, dual-era -----------------------------------------
 
 /// `list`, `call`, `read`, `prompt` and `batch` against `py_server.py` on
 /// the 2026-07-28 wire, with its exact answers (fixtures/interop/README.md).
@@ -281,7 +302,6 @@ fn check_py_modern(t: &Modern) {
 }
 
 #[test]
-#[ignore = "needs the MCP 2026-07-28 client and its \"protocol\" key (issue 12)"]
 fn interop_modern_py_stdio() {
     if let Some(t) = Modern::py_modern("interop_modern_py_stdio", None) {
         check_py_modern(&t);
@@ -289,7 +309,6 @@ fn interop_modern_py_stdio() {
 }
 
 #[test]
-#[ignore = "needs the MCP 2026-07-28 client and its \"protocol\" key (issue 12)"]
 fn interop_modern_py_http() {
     let test = "interop_modern_py_http";
     if let Some(t) = Modern::py_modern(test, Some("stateless")) {

@@ -45,11 +45,11 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
         l.tools = Some(if has("tools") {
             s.list_all(mcp::List::Tools)?
         } else {
-            Listing { items: vec![], complete: true }
+            Listing { complete: true, ..Listing::default() }
         });
     }
     if show.resources {
-        let empty = Listing { items: vec![], complete: true };
+        let empty = Listing { complete: true, ..Listing::default() };
         if has("resources") {
             l.resources = Some(s.list_all(mcp::List::Resources)?);
             l.templates = Some(s.list_all(mcp::List::ResourceTemplates)?);
@@ -62,7 +62,7 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
         l.prompts = Some(if has("prompts") {
             s.list_all(mcp::List::Prompts)?
         } else {
-            Listing { items: vec![], complete: true }
+            Listing { complete: true, ..Listing::default() }
         });
     }
     let count = |x: &Option<Listing>| x.as_ref().map(|x| x.items.len());

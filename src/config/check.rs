@@ -17,6 +17,7 @@ use super::{
 };
 use crate::deadline;
 use crate::jsonpos::{self, Kind as J, Member, Node, Pos};
+use crate::mcp::Choice;
 use crate::urlcheck::Url;
 use crate::vars;
 
@@ -442,6 +443,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         }
         let startup_timeout = self.timeout(node, "startup_timeout_sec");
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
+        let protocol = self.protocol(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -452,7 +454,27 @@ impl<'c, 'a> Cursor<'c, 'a> {
             transport,
             startup_timeout: startup_timeout.ok()?,
             tool_timeout: tool_timeout.ok()?,
+            protocol: protocol.ok()?,
         })
+    }
+
+    /// `protocol`: `auto` (the default), `modern` or `legacy`.
+    fn protocol(&mut self, node: &Node) -> std::result::Result<Choice, ()> {
+        let Some(m) = node.get("protocol") else { return Ok(Choice::Auto) };
+        if let J::String(s) = &m.value.kind
+            && let Some(c) = Choice::parse(s)
+        {
+            return Ok(c);
+        }
+        self.error(
+            "/protocol",
+            m.value.pos,
+            format!(
+                "'protocol' must be one of {}",
+                Choice::NAMES.map(|n| format!("\"{n}\"")).join(", ")
+            ),
+        );
+        Err(())
     }
 
     fn timeout(

@@ -62,6 +62,8 @@ pub(crate) struct Server {
     pub(crate) transport: Transport,
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) tool_timeout: Option<Duration>,
+    /// Which protocol era to speak (`protocol`; default `auto`).
+    pub(crate) protocol: crate::mcp::Choice,
 }
 
 #[derive(Clone, Debug)]

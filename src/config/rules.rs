@@ -11,7 +11,7 @@ pub(super) const STDIO_KEYS: &[&str] =
 pub(super) const HTTP_KEYS: &[&str] =
     &["url", "headers", "bearer_token_env_var", "oauth"];
 pub(super) const COMMON_KEYS: &[&str] =
-    &["type", "startup_timeout_sec", "tool_timeout_sec"];
+    &["type", "startup_timeout_sec", "tool_timeout_sec", "protocol"];
 
 /// Header names the transport sets itself; a config may not override them.
 const RESERVED_HEADERS: &[&str] = &[
@@ -22,6 +22,8 @@ const RESERVED_HEADERS: &[&str] = &[
     "host",
     "keep-alive",
     "last-event-id",
+    "mcp-method",
+    "mcp-name",
     "mcp-protocol-version",
     "mcp-session-id",
     "proxy-authorization",
@@ -185,7 +187,10 @@ pub(super) fn check_header_name(n: &str) -> std::result::Result<(), String> {
              !#$%&'*+-.^_`|~ only)"
             .to_string());
     }
-    if RESERVED_HEADERS.contains(&n.to_ascii_lowercase().as_str()) {
+    let lower = n.to_ascii_lowercase();
+    if RESERVED_HEADERS.contains(&lower.as_str())
+        || lower.starts_with("mcp-param-")
+    {
         return Err(format!(
             "header '{n}' is set by rivumi-mcp itself and cannot be \
              configured"

@@ -174,6 +174,7 @@ mod tests {
             qualified: "mcp__s__t".into(),
             class: Class::Execute,
             def,
+            headers: vec![],
         };
         let arguments = Map::new();
         let action = Action::Tool { tool: &tool, arguments: &arguments };

@@ -74,9 +74,11 @@ impl Action<'_> {
     /// The protocol call this action makes.
     fn call(&self) -> mcp::Call<'_> {
         match self {
-            Action::Tool { tool, arguments } => {
-                mcp::Call::Tool { name: &tool.name, arguments }
-            }
+            Action::Tool { tool, arguments } => mcp::Call::Tool {
+                name: &tool.name,
+                arguments,
+                headers: &tool.headers,
+            },
             Action::Read { uri } => mcp::Call::Read { uri },
             Action::Prompt { name, arguments } => {
                 mcp::Call::Prompt { name, arguments }

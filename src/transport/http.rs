@@ -22,7 +22,7 @@ use serde_json::Value;
 use ureq::http::Response;
 use ureq::{Agent, Body};
 
-use super::{Closed, Transport};
+use super::{Closed, Transport, Wire};
 use crate::auth::Authorization;
 use crate::config::Http;
 use crate::deadline::Deadline;
@@ -78,7 +78,13 @@ pub(crate) struct HttpTransport {
     /// Id of the request whose response has not arrived yet.
     awaiting: Option<Value>,
     resumes: usize,
-    first_post: bool,
+    /// Whether the server has answered any request of ours, in either
+    /// era: the legacy-transport hint is given only when nothing did.
+    answered: bool,
+    /// The 2026-07-28 headers of the request in flight; `None` in the
+    /// handshake era (then the session id and negotiated version go out
+    /// instead).
+    modern: Option<Vec<(String, String)>>,
     limits: Limits,
     closed: bool,
 }
@@ -156,7 +162,8 @@ impl HttpTransport {
             stream: None,
             awaiting: None,
             resumes: 0,
-            first_post: true,
+            answered: false,
+            modern: None,
             limits,
             closed: false,
         })
@@ -173,6 +180,12 @@ impl HttpTransport {
         }
         if let Some(v) = self.auth.header() {
             req = req.header("authorization", v);
+        }
+        if let Some(h) = &self.modern {
+            for (k, v) in h {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            return req;
         }
         if let Some(p) = &self.protocol {
             req = req.header("mcp-protocol-version", p.as_str());
@@ -241,15 +254,22 @@ impl HttpTransport {
         crate::net::error(e, &self.target, deadline)
     }
 
-    /// Reads a small error body for messages: at most 200 bytes, one line.
-    fn snippet(resp: &mut Response<Body>) -> String {
-        let body = resp
-            .body_mut()
+    /// Reads an error body, bounded.
+    fn error_body(resp: &mut Response<Body>) -> Vec<u8> {
+        resp.body_mut()
             .with_config()
             .limit(64 * 1024)
             .read_to_vec()
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&body);
+            .unwrap_or_default()
+    }
+
+    /// Reads a small error body for messages: at most 200 bytes, one line.
+    fn snippet(resp: &mut Response<Body>) -> String {
+        Self::snippet_of(&Self::error_body(resp))
+    }
+
+    fn snippet_of(body: &[u8]) -> String {
+        let text = String::from_utf8_lossy(body);
         let text = text.trim();
         if text.is_empty() {
             String::new()
@@ -270,11 +290,13 @@ impl HttpTransport {
             .to_ascii_lowercase()
     }
 
-    /// Turns a non-2xx status into the matching error.
+    /// Turns a non-2xx status into the matching error; `body` when it was
+    /// read already.
     fn status_error(
         &self,
         resp: &mut Response<Body>,
         initialize: bool,
+        body: Option<&[u8]>,
     ) -> Error {
         let status = resp.status().as_u16();
         let header = |n: &str| {
@@ -313,15 +335,19 @@ impl HttpTransport {
                 format!("{what} (HTTP {status}){detail}; {hint}"),
             );
         }
-        let body = Self::snippet(resp);
-        if initialize && self.first_post && matches!(status, 400 | 404 | 405) {
+        let body = match body {
+            Some(b) => Self::snippet_of(b),
+            None => Self::snippet(resp),
+        };
+        if initialize && !self.answered && matches!(status, 400 | 404 | 405) {
             return Error::server(format!(
                 "HTTP {status} to initialize{body}; the server may only speak \
                  the deprecated HTTP+SSE transport (2024-11-05), which \
                  rivumi-mcp does not support"
-            ));
+            ))
+            .with_http_status(status);
         }
-        Error::server(format!("HTTP {status}{body}"))
+        Error::server(format!("HTTP {status}{body}")).with_http_status(status)
     }
 
     /// Keeps the session id from the initialize response.
@@ -366,9 +392,7 @@ impl HttpTransport {
                 ));
             }
         }
-        let r = self.accept_answer(resp, initialize, deadline);
-        self.first_post = false;
-        r
+        self.accept_answer(resp, initialize, deadline)
     }
 
     /// Reads a request's HTTP answer: JSON now, or an SSE stream to read
@@ -381,8 +405,9 @@ impl HttpTransport {
     ) -> Result<()> {
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
-            return Err(self.status_error(&mut resp, initialize));
+            return self.error_answer(resp, initialize);
         }
+        self.answered = true;
         if initialize {
             self.take_session(&resp)?;
         }
@@ -418,6 +443,35 @@ impl HttpTransport {
                 )))
             }
         }
+    }
+
+    /// A non-2xx answer to a request. A JSON-RPC error that answers the
+    /// request (its id) is the server's answer whatever the status (a
+    /// 2026-07-28 server says `-32022` with a 400, an unknown method with a
+    /// 404) and goes to the session; anything else is an HTTP error.
+    fn error_answer(
+        &mut self,
+        mut resp: Response<Body>,
+        initialize: bool,
+    ) -> Result<()> {
+        let status = resp.status().as_u16();
+        let refused =
+            matches!(status, 401 | 403) || (300..400).contains(&status);
+        if refused || Self::media_type(&resp) != "application/json" {
+            return Err(self.status_error(&mut resp, initialize, None));
+        }
+        let body = Self::error_body(&mut resp);
+        if let Ok(v) = serde_json::from_slice::<Value>(&body)
+            && v.get("error").is_some_and(Value::is_object)
+            && v.get("result").is_none()
+            && v.get("id").is_some()
+            && v.get("id") == self.awaiting.as_ref()
+        {
+            self.answered = true;
+            self.pending.push_back(v);
+            return Ok(());
+        }
+        Err(self.status_error(&mut resp, initialize, Some(&body)))
     }
 
     fn reader(&self, resp: Response<Body>) -> Reader {
@@ -481,7 +535,7 @@ impl HttpTransport {
         }
 
         if !(200..300).contains(&status) {
-            return Err(self.status_error(&mut resp, false));
+            return Err(self.status_error(&mut resp, false, None));
         }
         let _ = resp.body_mut().with_config().limit(64 * 1024).read_to_vec();
         Ok(())
@@ -518,6 +572,13 @@ impl HttpTransport {
                     self.stream = None;
                     if self.awaiting.is_none() {
                         return Err(Error::server("the stream ended"));
+                    }
+                    if self.modern.is_some() {
+                        // 2026-07-28 has no resumption: a broken stream
+                        // is a failed request.
+                        return Err(Error::server(
+                            "the event stream ended before the response",
+                        ));
                     }
                     if !resumable {
                         return Err(Error::server(
@@ -581,7 +642,7 @@ impl HttpTransport {
             .map_err(|e| self.ureq_error(e, deadline))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
-            return Err(self.status_error(&mut resp, false).context(
+            return Err(self.status_error(&mut resp, false, None).context(
                 "resuming the event stream (GET with Last-Event-ID)",
             ));
         }
@@ -625,15 +686,15 @@ fn encode(m: &Value) -> Result<Vec<u8>> {
         .map_err(|e| Error::server(format!("cannot encode: {e}")))
 }
 
-impl Transport for HttpTransport {
-    fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+impl HttpTransport {
+    /// Sends a request, or a notification or reply.
+    fn send_message(
+        &mut self,
+        msg: &Value,
+        deadline: &Deadline,
+    ) -> Result<()> {
         let is_request =
             msg.get("method").is_some() && msg.get("id").is_some();
-        if mcp::is_initialize(msg) {
-            self.init = Some(msg.clone());
-        } else if mcp::is_initialized(msg) {
-            self.initialized = Some(msg.clone());
-        }
         if is_request {
             self.stream = None;
             self.pending.clear();
@@ -643,6 +704,32 @@ impl Transport for HttpTransport {
         } else {
             self.send_other(msg, deadline)
         }
+    }
+}
+
+impl Transport for HttpTransport {
+    fn wire(&self) -> Wire {
+        Wire::Http
+    }
+
+    fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
+        if mcp::is_initialize(msg) {
+            self.init = Some(msg.clone());
+            self.modern = None;
+        } else if mcp::is_initialized(msg) {
+            self.initialized = Some(msg.clone());
+        }
+        self.send_message(msg, deadline)
+    }
+
+    fn send_modern(
+        &mut self,
+        msg: &Value,
+        headers: &[(String, String)],
+        deadline: &Deadline,
+    ) -> Result<()> {
+        self.modern = Some(headers.to_vec());
+        self.send_message(msg, deadline)
     }
 
     fn recv(&mut self, deadline: &Deadline) -> Result<Value> {

@@ -1,8 +1,12 @@
 //! Transports move JSON-RPC messages; the session gives them meaning.
 //!
 //! Both transports have the same shape: `send` one message, `recv` the next
-//! message from the server before a deadline, `close` for good. A transport
-//! knows nothing of MCP methods; it frames, bounds and times out.
+//! message from the server before a deadline, `close` for good. A
+//! transport frames, bounds and times out; what messages mean is the
+//! session's. The HTTP transport keeps the handshake era's session (it
+//! remembers `initialize` to start over after a 404) and sends the
+//! 2026-07-28 headers the session hands it with [`Transport::send_modern`];
+//! both ask [`crate::mcp`] what a message is rather than spelling methods.
 
 pub(crate) mod http;
 pub(crate) mod stdio;
@@ -37,9 +41,29 @@ impl Closed {
     }
 }
 
+/// Which wire a transport is: decides how `auto` finds a server's era
+/// and how a request is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    Stdio,
+    Http,
+}
+
 pub(crate) trait Transport: Send {
+    fn wire(&self) -> Wire;
     /// Sends one message (request, response or notification).
     fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()>;
+    /// Sends a request of the 2026-07-28 era with its per-request headers
+    /// (`MCP-Protocol-Version`, `Mcp-Method`, …); only HTTP has headers.
+    fn send_modern(
+        &mut self,
+        msg: &Value,
+        headers: &[(String, String)],
+        deadline: &Deadline,
+    ) -> Result<()> {
+        let _ = headers;
+        self.send(msg, deadline)
+    }
     /// The next message from the server.
     fn recv(&mut self, deadline: &Deadline) -> Result<Value>;
     /// Ends the connection and everything it started. Idempotent.

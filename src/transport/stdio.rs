@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Closed, Transport};
+use super::{Closed, Transport, Wire};
 use crate::config::Stdio;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -355,6 +355,10 @@ fn write_lines(mut stdin: impl Write, rx: &Receiver<Vec<u8>>) {
 }
 
 impl Transport for StdioTransport {
+    fn wire(&self) -> Wire {
+        Wire::Stdio
+    }
+
     fn send(&mut self, msg: &Value, _deadline: &Deadline) -> Result<()> {
         let mut bytes = serde_json::to_vec(msg)
             .map_err(|e| Error::server(format!("cannot encode: {e}")))?;

@@ -662,7 +662,8 @@ impl McpScript {
         self
     }
 
-    /// Answer `initialize` with this status (and a short text body).
+    /// Answer every POST with this status (and a short text body), as a
+    /// server of the old HTTP+SSE transport does.
     pub fn init_status(mut self, status: u16) -> McpScript {
         self.init_status = Some(status);
         self
@@ -820,15 +821,16 @@ impl McpScript {
     fn post(&self, req: &Request, conn: &mut Conn) {
         let msg = req.json();
         let method = msg.get("method").and_then(Value::as_str);
+        // An old HTTP+SSE server refuses every POST alike.
+        if let Some(status) = self.init_status {
+            conn.respond(
+                status,
+                &[("content-type", "text/plain")],
+                b"not here",
+            );
+            return;
+        }
         if method == Some("initialize") {
-            if let Some(status) = self.init_status {
-                conn.respond(
-                    status,
-                    &[("content-type", "text/plain")],
-                    b"not here",
-                );
-                return;
-            }
             let mut extra = vec![];
             let sid;
             if self.sessions {

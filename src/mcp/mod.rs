@@ -1,6 +1,12 @@
 //! The Model Context Protocol itself, without I/O: revisions, method
 //! names, envelopes, and what an incoming message is.
 //!
+//! Two eras share it: the handshake era (2024-11-05 … 2025-11-25:
+//! `initialize`, sessions, server requests) and 2026-07-28 (no handshake,
+//! `_meta` on every request, `resultType` and `input_required` retries,
+//! HTTP headers in [`headers`]). [`Choice`] is what the operator asked
+//! for; [`Version`] what was spoken.
+//!
 //! This is the one module that spells an MCP method name. The session,
 //! both transports, the login probe and every command build their
 //! messages here and ask [`classify`] what a message from a server is, so
@@ -8,9 +14,12 @@
 //! change in one file. Nothing here reads or writes anything; everything
 //! is unit-tested on values.
 
+pub(crate) mod headers;
+
 use serde_json::{Map, Value, json};
 
 use crate::term;
+use headers::ParamHeader;
 
 /// A protocol revision, oldest first (so `<` means older).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -19,11 +28,13 @@ pub(crate) enum Version {
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
+    V2026_07_28,
 }
 
 impl Version {
     /// Every revision this module knows, newest first.
-    pub(crate) const ALL: [Version; 4] = [
+    pub(crate) const ALL: [Version; 5] = [
+        Version::V2026_07_28,
         Version::V2025_11_25,
         Version::V2025_06_18,
         Version::V2025_03_26,
@@ -37,18 +48,27 @@ impl Version {
     /// The newest revision of the handshake era, offered in `initialize`.
     pub(crate) const LATEST_HANDSHAKE: Version = Version::V2025_11_25;
 
+    /// The revision without a handshake that this client speaks.
+    pub(crate) const MODERN: Version = Version::V2026_07_28;
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Version::V2024_11_05 => "2024-11-05",
             Version::V2025_03_26 => "2025-03-26",
             Version::V2025_06_18 => "2025-06-18",
             Version::V2025_11_25 => "2025-11-25",
+            Version::V2026_07_28 => "2026-07-28",
         }
     }
 
     /// The revision a version string names, if this module knows it.
     pub(crate) fn parse(s: &str) -> Option<Version> {
         Version::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether it is the era without a handshake (2026-07-28 on).
+    pub(crate) fn is_modern(self) -> bool {
+        self >= Version::V2026_07_28
     }
 
     /// Whether this client speaks it in `initialize`.
@@ -74,9 +94,38 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// What the operator chose for a server: the config key `protocol` or
+/// `--protocol`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// Find out: 2026-07-28 where the server speaks it, else the
+    /// handshake era (how depends on the transport; see the session).
+    #[default]
+    Auto,
+    /// 2026-07-28 only.
+    Modern,
+    /// The handshake era only.
+    Legacy,
+}
+
+impl Choice {
+    pub(crate) const NAMES: [&str; 3] = ["auto", "modern", "legacy"];
+
+    pub(crate) fn parse(s: &str) -> Option<Choice> {
+        match s {
+            "auto" => Some(Choice::Auto),
+            "modern" => Some(Choice::Modern),
+            "legacy" => Some(Choice::Legacy),
+            _ => None,
+        }
+    }
+}
+
 /// Method names, as the specification spells them.
 pub(crate) mod method {
     pub(crate) const INITIALIZE: &str = "initialize";
+    pub(crate) const SERVER_DISCOVER: &str = "server/discover";
+    pub(crate) const ELICITATION_CREATE: &str = "elicitation/create";
     pub(crate) const PING: &str = "ping";
     pub(crate) const TOOLS_LIST: &str = "tools/list";
     pub(crate) const TOOLS_CALL: &str = "tools/call";
@@ -100,6 +149,36 @@ pub(crate) mod method {
 /// JSON-RPC and MCP error codes that this client produces or names.
 pub(crate) mod code {
     pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const HEADER_MISMATCH: i64 = -32020;
+    pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+    /// The name of a code that MCP defines, for messages.
+    pub(crate) fn name(code: i64) -> Option<&'static str> {
+        Some(match code {
+            -32700 => "ParseError",
+            -32600 => "InvalidRequest",
+            METHOD_NOT_FOUND => "MethodNotFound",
+            INVALID_PARAMS => "InvalidParams/ResourceNotFound",
+            -32603 => "InternalError",
+            HEADER_MISMATCH => "HeaderMismatch",
+            MISSING_CLIENT_CAPABILITY => "MissingRequiredClientCapability",
+            UNSUPPORTED_PROTOCOL_VERSION => "UnsupportedProtocolVersion",
+            -32002 => "ResourceNotFound",
+            _ => return None,
+        })
+    }
+}
+
+/// The `_meta` keys of the 2026-07-28 envelope.
+pub(crate) mod meta {
+    pub(crate) const PROTOCOL_VERSION: &str =
+        "io.modelcontextprotocol/protocolVersion";
+    pub(crate) const CLIENT_CAPABILITIES: &str =
+        "io.modelcontextprotocol/clientCapabilities";
+    pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
 /// A paged list and the key of its items in each page.
@@ -143,9 +222,19 @@ impl List {
 /// What a command asks a server to do once it is running.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Call<'a> {
-    Tool { name: &'a str, arguments: &'a Map<String, Value> },
-    Read { uri: &'a str },
-    Prompt { name: &'a str, arguments: &'a Map<String, Value> },
+    /// `headers`: the parameters the tool designated with `x-mcp-header`.
+    Tool {
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        headers: &'a [ParamHeader],
+    },
+    Read {
+        uri: &'a str,
+    },
+    Prompt {
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+    },
 }
 
 impl Call<'_> {
@@ -159,11 +248,21 @@ impl Call<'_> {
 
     pub(crate) fn params(&self) -> Value {
         match self {
-            Call::Tool { name, arguments }
+            Call::Tool { name, arguments, .. }
             | Call::Prompt { name, arguments } => {
                 json!({"name": name, "arguments": arguments})
             }
             Call::Read { uri } => json!({"uri": uri}),
+        }
+    }
+
+    /// The `Mcp-Param-*` headers of this call (2026-07-28 over HTTP).
+    pub(crate) fn param_headers(&self) -> Vec<(String, String)> {
+        match self {
+            Call::Tool { arguments, headers, .. } => {
+                headers::param_headers(headers, arguments)
+            }
+            _ => vec![],
         }
     }
 
@@ -190,6 +289,162 @@ pub(crate) fn initialize_params() -> Value {
         "capabilities": {},
         "clientInfo": client_info(),
     })
+}
+
+/// Adds the 2026-07-28 `_meta` to request params (an object): the
+/// version, the client's capabilities (none) and who we are.
+pub(crate) fn with_modern_meta(params: &mut Value, version: Version) {
+    if !params.is_object() {
+        *params = json!({});
+    }
+    let Value::Object(p) = params else { return };
+    let m = p.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = m {
+        m.insert(meta::PROTOCOL_VERSION.into(), json!(version.as_str()));
+        m.insert(meta::CLIENT_CAPABILITIES.into(), json!({}));
+        m.insert(meta::CLIENT_INFO.into(), client_info());
+    }
+}
+
+/// What a 2026-07-28 server said about itself in `server/discover`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Discovered {
+    pub(crate) supported: Vec<String>,
+    pub(crate) capabilities: Value,
+    pub(crate) instructions: Option<String>,
+    pub(crate) server_info: Value,
+}
+
+/// A `server/discover` result, if `result` is one (it lists the versions
+/// the server supports).
+pub(crate) fn discovered(result: &Value) -> Option<Discovered> {
+    let supported = result.get("supportedVersions")?.as_array()?;
+    Some(Discovered {
+        supported: supported
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        capabilities: result
+            .get("capabilities")
+            .filter(|c| c.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        server_info: server_info(result).unwrap_or(Value::Null),
+    })
+}
+
+/// The server's name and version that a 2026-07-28 result carries in its
+/// `_meta`.
+pub(crate) fn server_info(result: &Value) -> Option<Value> {
+    result.get("_meta")?.get(meta::SERVER_INFO).cloned()
+}
+
+/// What kind of result a server sent (2026-07-28; older results have no
+/// `resultType` and are complete).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ResultType {
+    Complete,
+    InputRequired,
+    Unknown(String),
+}
+
+pub(crate) fn result_type(result: &Value) -> ResultType {
+    match result.get("resultType") {
+        None => ResultType::Complete,
+        Some(Value::String(s)) if s == "complete" => ResultType::Complete,
+        Some(Value::String(s)) if s == "input_required" => {
+            ResultType::InputRequired
+        }
+        Some(other) => ResultType::Unknown(match other {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        }),
+    }
+}
+
+/// Whether a method may answer `input_required`.
+pub(crate) fn may_require_input(method: &str) -> bool {
+    matches!(
+        method,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+/// One thing an `input_required` result asks of the client.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct InputRequest {
+    pub(crate) key: String,
+    pub(crate) method: String,
+    pub(crate) params: Value,
+}
+
+/// The input requests of an `input_required` result, and the opaque
+/// `requestState` to echo (absent when the server gave none).
+pub(crate) fn input_requests(
+    result: &Value,
+) -> Result<(Vec<InputRequest>, Option<Value>), &'static str> {
+    let requests = match result.get("inputRequests") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Object(m)) => {
+            let mut out = vec![];
+            for (key, r) in m {
+                let Some(method) = r.get("method").and_then(Value::as_str)
+                else {
+                    return Err("an input request has no method");
+                };
+                out.push(InputRequest {
+                    key: key.clone(),
+                    method: method.to_string(),
+                    params: r.get("params").cloned().unwrap_or(Value::Null),
+                });
+            }
+            out
+        }
+        Some(_) => return Err("'inputRequests' is not an object"),
+    };
+    Ok((requests, result.get("requestState").cloned()))
+}
+
+/// The params of the retry after `input_required`: the original params
+/// with the answers and, only when the server gave one, its
+/// `requestState` exactly as it was sent.
+pub(crate) fn retry_params(
+    original: &Value,
+    responses: Map<String, Value>,
+    state: Option<&Value>,
+) -> Value {
+    let mut p = original.clone();
+    if let Value::Object(m) = &mut p {
+        m.remove("inputResponses");
+        m.remove("requestState");
+        if !responses.is_empty() {
+            m.insert("inputResponses".into(), Value::Object(responses));
+        }
+        if let Some(s) = state {
+            m.insert("requestState".into(), s.clone());
+        }
+    }
+    p
+}
+
+/// How this client answers what an `input_required` result asks. It
+/// declares no capabilities, so it can fulfil nothing: an elicitation is
+/// declined (the honest answer of a client that was not given one), and
+/// anything else is refused (`Err` says what).
+pub(crate) fn answer_input(r: &InputRequest) -> Result<Value, String> {
+    if r.method == method::ELICITATION_CREATE {
+        Ok(json!({"action": "decline"}))
+    } else {
+        Err(format!(
+            "the server asked for '{}', which rivumi-mcp did not declare",
+            r.method
+        ))
+    }
 }
 
 /// A request envelope.
@@ -292,7 +547,8 @@ impl RpcError {
     pub(crate) fn describe(&self) -> String {
         let mut text = match self.code {
             Some(c) => format!(
-                "server error {c}: {}",
+                "server error {c}{}: {}",
+                code::name(c).map(|n| format!(" ({n})")).unwrap_or_default(),
                 term::clip(&term::line(&self.message), ERROR_TEXT)
             ),
             None => "malformed error response (no integer 'code')".to_string(),
@@ -304,6 +560,23 @@ impl RpcError {
             ));
         }
         text
+    }
+}
+
+impl RpcError {
+    /// The versions a `-32022` UnsupportedProtocolVersion error says the
+    /// server supports.
+    pub(crate) fn supported_versions(&self) -> Option<Vec<String>> {
+        if self.code != Some(code::UNSUPPORTED_PROTOCOL_VERSION) {
+            return None;
+        }
+        let list = self.data.as_ref()?.get("supported")?.as_array()?;
+        Some(
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        )
     }
 }
 
@@ -475,7 +748,10 @@ mod tests {
         };
         assert_eq!(id, json!("a"));
         assert_eq!(e.code, Some(-32601));
-        assert_eq!(e.describe(), r#"server error -32601: nope ({"x":1})"#);
+        assert_eq!(
+            e.describe(),
+            r#"server error -32601 (MethodNotFound): nope ({"x":1})"#
+        );
     }
 
     #[test]
@@ -563,7 +839,7 @@ mod tests {
     #[test]
     fn calls_and_lists_name_their_methods() {
         let args = Map::new();
-        let t = Call::Tool { name: "add", arguments: &args };
+        let t = Call::Tool { name: "add", arguments: &args, headers: &[] };
         assert_eq!(t.method(), method::TOOLS_CALL);
         assert_eq!(t.params(), json!({"name": "add", "arguments": {}}));
         assert_eq!(t.what(), "tool call 'add'");
