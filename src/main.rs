@@ -27,6 +27,7 @@ mod net;
 mod out;
 mod render;
 mod session;
+mod spawn;
 mod sse;
 mod sys;
 mod term;

@@ -15,19 +15,83 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Process groups of the servers that are running now.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The process groups of the children running now (servers, hooks), and
+/// whether the signal thread has begun closing them.
+struct Groups {
+    live: Vec<i32>,
+    closing: bool,
+}
 
-/// Registers a server's process group for cleanup on a signal.
-pub(crate) fn register_group(pgid: i32) {
-    if let Ok(mut g) = GROUPS.lock() {
-        g.push(pgid);
+static GROUPS: Mutex<Groups> =
+    Mutex::new(Groups { live: Vec::new(), closing: false });
+
+/// Starts `cmd` (which must put its child in a new process group) and
+/// registers that group for cleanup on a signal, with no window between
+/// the two: the lock the signal thread takes to read the registered groups
+/// is held across the spawn, so the signal thread either runs before the
+/// spawn (then `closing` is set and nothing is spawned) or after the group
+/// is registered (then it is terminated with the others). A signal that
+/// arrives during the spawn waits in the signal thread until the lock is
+/// free. The child has exec'd (and called setpgid) when `spawn` returns,
+/// so its pid is its group id.
+pub(crate) fn spawn_registered(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<(std::process::Child, i32)> {
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    if g.closing {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "rivumi-mcp is shutting down after a signal",
+        ));
     }
+    let child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    g.live.push(pgid);
+    Ok((child, pgid))
+}
+
+/// Registers a process group for cleanup on a signal. Prefer
+/// [`spawn_registered`], which leaves no window after the spawn.
+pub(crate) fn register_group(pgid: i32) {
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    g.live.push(pgid);
 }
 
 pub(crate) fn unregister_group(pgid: i32) {
-    if let Ok(mut g) = GROUPS.lock() {
-        g.retain(|&p| p != pgid);
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    g.live.retain(|&p| p != pgid);
+}
+
+/// Marks the start of the shutdown after a signal (no child may start
+/// from now on) and returns the groups to close.
+fn begin_closing() -> Vec<i32> {
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    g.closing = true;
+    g.live.clone()
+}
+
+/// Blocks until process `pid` (our child) has exited, without reaping it:
+/// its `Child` still collects the status. Returns at once when `pid` is
+/// not (or no longer) our child.
+pub(crate) fn wait_exited_nowait(pid: i32) {
+    loop {
+        // SAFETY: waitid writes one siginfo_t we own; WNOWAIT leaves the
+        // child waitable.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0
+            || std::io::Error::last_os_error().raw_os_error()
+                != Some(libc::EINTR)
+        {
+            return;
+        }
     }
 }
 
@@ -125,8 +189,7 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
-            let groups: Vec<i32> =
-                GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
+            let groups = begin_closing();
             for &g in &groups {
                 kill_group(g, libc::SIGTERM);
             }

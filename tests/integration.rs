@@ -17,6 +17,9 @@ mod interop_http;
 mod interop_oauth;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
+// Hostile stdio servers: floods against the memory ceiling, exits with a
+// leftover holding stdout, signals at random early moments.
+mod hostile_stdio;
 // `list`: tables, paging, JSON, several servers, the allowlist.
 mod list;
 // `call` and the resources/read/prompts/prompt bridges.
