@@ -39,6 +39,8 @@ pub(crate) fn spawn_registered(
 ) -> std::io::Result<(std::process::Child, i32)> {
     let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
     if g.closing {
+        drop(g);
+        wait_if_closing();
         return Err(std::io::Error::new(
             std::io::ErrorKind::Interrupted,
             "rivumi-mcp is shutting down after a signal",
@@ -60,6 +62,18 @@ pub(crate) fn register_group(pgid: i32) {
 pub(crate) fn unregister_group(pgid: i32) {
     let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
     g.live.retain(|&p| p != pgid);
+}
+
+/// When the signal thread is closing the children (and is about to end
+/// the process with 128 + the signal), waits for it instead of letting the
+/// caller report the consequences (a server that died, a spawn refused)
+/// and exit with another code first. Returns at once otherwise; the wait
+/// is bounded as a backstop.
+pub(crate) fn wait_if_closing() {
+    let closing = GROUPS.lock().map(|g| g.closing).unwrap_or(true);
+    if closing {
+        std::thread::sleep(Duration::from_secs(5));
+    }
 }
 
 /// Marks the start of the shutdown after a signal (no child may start

@@ -208,7 +208,7 @@ fn early_signals_never_leave_a_server_behind() {
                 let delay_us = (n as u64 * 50_000 / RUNS as u64
                     + next_random(&random) % 1000)
                     .min(50_000);
-                let sigterm = next_random(&random) % 2 == 0;
+                let sigterm = next_random(&random) & 1 == 0;
                 let (base, outcomes) = (&base, &outcomes);
                 s.spawn(move || {
                     let mut c = base.std_command();

@@ -30,7 +30,8 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Child;
+use std::os::fd::AsRawFd;
+use std::process::{Child, ChildStdout};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -58,15 +59,22 @@ pub(crate) const QUEUE_BYTES: usize = 4 << 20;
 /// The messages each direction may hold in its queue (bounds the
 /// per-message overhead of a flood of tiny lines).
 const QUEUE_ITEMS: usize = 4096;
-/// After the server exits, how long lines it wrote before exiting are
-/// still taken from its stdout before the exit is reported.
-const DRAIN: Duration = Duration::from_millis(100);
+/// How often the stdout reader, waiting for data, checks whether the
+/// server has exited.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+/// After the server exits, how long lines are still taken from its stdout
+/// at most before the exit is reported (a process it left behind may keep
+/// writing).
+const DRAIN: Duration = Duration::from_secs(1);
 
 /// What the stdout reader (and the exit waiter) report.
 enum Incoming {
     Line(Vec<u8>),
     TooLong(usize),
     Eof,
+    /// The server exited and everything it wrote has been read (its
+    /// stdout may still be open in a process it left behind).
+    Exited,
     Failed(String),
 }
 
@@ -176,15 +184,17 @@ impl StdioTransport {
             unreachable!("all three pipes were requested");
         };
         let lines = Arc::new(Queue::new());
+        let to_server = Arc::new(Queue::new());
         let to_session = Arc::clone(&lines);
         let started = thread(name, "stdout", move || {
             read_lines(stdout, max_line, &to_session)
         });
-        let exits = Arc::clone(&lines);
+        let (exits, exits_in) = (Arc::clone(&lines), Arc::clone(&to_server));
         let started = started.and_then(|_| {
             thread(name, "wait", move || {
                 sys::wait_exited_nowait(pgid);
                 exits.mark_exited();
+                exits_in.mark_exited();
             })
         });
         let tail: Tail = Arc::new(Mutex::new(VecDeque::new()));
@@ -195,7 +205,6 @@ impl StdioTransport {
                 drain_stderr(stderr, &tail2, &server)
             })
         });
-        let to_server = Arc::new(Queue::new());
         let from_session = Arc::clone(&to_server);
         let started = started.and_then(|_| {
             thread(name, "stdin", move || write_lines(stdin, &from_session))
@@ -234,6 +243,9 @@ impl StdioTransport {
 
     /// An error about the server dying: exit status plus stderr tail.
     fn died(&mut self, what: &str) -> Error {
+        // Killed by our own signal thread? It ends the process with the
+        // signal's exit code; this error must not win the race.
+        sys::wait_if_closing();
         let start = Instant::now();
         let mut status = None;
         while start.elapsed() < Duration::from_millis(200) {
@@ -280,11 +292,22 @@ fn thread(
 
 /// Reads newline-terminated lines of at most `max` bytes into `tx`,
 /// waiting (and so not reading the pipe) while the queue is full. Ends when
-/// the session closes the queue.
-fn read_lines(stdout: impl Read, max: usize, tx: &Queue<Incoming>) {
+/// the session closes the queue, at EOF, or once the server has exited and
+/// its pipe is empty: what it wrote before exiting is in the pipe, so an
+/// empty pipe after the exit means all of it was read (no race with the
+/// exit waiter), even when a process it left behind keeps the pipe open.
+fn read_lines(stdout: ChildStdout, max: usize, tx: &Queue<Incoming>) {
+    let fd = stdout.as_raw_fd();
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = vec![];
     loop {
+        if r.buffer().is_empty() && !sys::wait_readable(fd, EXIT_POLL) {
+            if tx.exited() {
+                tx.push(Incoming::Exited, 0, None);
+                return;
+            }
+            continue;
+        }
         let buf = match r.fill_buf() {
             Ok([]) => {
                 tx.push(Incoming::Eof, 0, None);
@@ -403,7 +426,7 @@ enum Pop<T> {
     Item(T, usize),
     /// Closed and empty.
     Closed,
-    /// The process behind the queue exited (and [`DRAIN`] has passed).
+    /// The process behind the queue exited [`DRAIN`] ago.
     Exited,
     TimedOut,
 }
@@ -484,6 +507,9 @@ impl<T> Queue<T> {
                 self.changed.notify_all();
                 return Push::Queued;
             }
+            if g.exited.is_some() {
+                return Push::Closed;
+            }
             let (next, more) = self.wait(g, until);
             g = next;
             if !more {
@@ -493,8 +519,8 @@ impl<T> Queue<T> {
     }
 
     /// Takes the next item, waiting until `until` (forever when `None`).
-    /// Once the process exited, items are taken for [`DRAIN`] more, then
-    /// the exit is reported whatever is left.
+    /// Once the process exited, items are taken for [`DRAIN`] more at
+    /// most, then the exit is reported whatever is left.
     fn pop(&self, until: Option<Instant>) -> Pop<T> {
         let mut g = self.lock();
         loop {
@@ -532,7 +558,13 @@ impl<T> Queue<T> {
         self.changed.notify_all();
     }
 
-    /// The process behind the queue has exited.
+    /// Whether the process behind the queue has exited.
+    fn exited(&self) -> bool {
+        self.lock().exited.is_some()
+    }
+
+    /// The process behind the queue has exited: wakes the consumer, and
+    /// a producer waiting for room gives up ([`Push::Closed`]).
     fn mark_exited(&self) {
         let mut g = self.lock();
         g.exited.get_or_insert_with(Instant::now);
@@ -584,7 +616,9 @@ impl Transport for StdioTransport {
                     self.close();
                     return Err(e);
                 }
-                Pop::Item(Incoming::Eof, _) | Pop::Closed | Pop::Exited => {
+                Pop::Item(Incoming::Eof | Incoming::Exited, _)
+                | Pop::Closed
+                | Pop::Exited => {
                     return Err(self.died("server exited"));
                 }
                 Pop::Item(Incoming::Failed(e), _) => {
@@ -664,5 +698,93 @@ impl Transport for StdioTransport {
 impl Drop for StdioTransport {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn soon(ms: u64) -> Option<Instant> {
+        Some(Instant::now() + Duration::from_millis(ms))
+    }
+
+    #[test]
+    fn queue_is_bounded_in_bytes_and_waits_for_room() {
+        let q = Queue::new();
+        assert_eq!(q.push(1, QUEUE_BYTES - 10, None), Push::Queued);
+        assert_eq!(q.push(2, 10, None), Push::Queued);
+        // Full: the producer waits, then gives up at its deadline.
+        let start = Instant::now();
+        assert_eq!(q.push(3, 1, soon(50)), Push::Full);
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        // An end marker always fits.
+        assert_eq!(q.push(4, 0, soon(0)), Push::Queued);
+        // Taking an item frees nothing until it is released.
+        assert!(matches!(q.pop(None), Pop::Item(1, _)));
+        assert_eq!(q.push(5, 1, soon(10)), Push::Full);
+        q.release(QUEUE_BYTES - 10);
+        assert_eq!(q.push(5, 1, soon(10)), Push::Queued);
+        assert_eq!(q.bytes(), 11);
+    }
+
+    #[test]
+    fn queue_is_bounded_in_items() {
+        let q = Queue::new();
+        for i in 0..QUEUE_ITEMS {
+            assert_eq!(q.push(i, 1, None), Push::Queued);
+        }
+        assert_eq!(q.push(0, 1, soon(10)), Push::Full);
+    }
+
+    #[test]
+    fn one_oversized_item_fits_an_empty_queue_only() {
+        let q = Queue::new();
+        assert_eq!(q.push("big", QUEUE_BYTES * 4, None), Push::Queued);
+        assert_eq!(q.push("more", 1, soon(10)), Push::Full);
+    }
+
+    #[test]
+    fn waiting_producer_is_woken_by_release_and_by_close() {
+        let q = Arc::new(Queue::new());
+        assert_eq!(q.push(0, QUEUE_BYTES, None), Push::Queued);
+        let q2 = Arc::clone(&q);
+        let producer = std::thread::spawn(move || q2.push(1, 1, None));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(matches!(q.pop(None), Pop::Item(0, _)));
+        q.release(QUEUE_BYTES);
+        assert_eq!(producer.join().unwrap(), Push::Queued);
+
+        assert!(matches!(q.pop(None), Pop::Item(1, 1)));
+        q.release(1);
+        assert_eq!(q.push(2, QUEUE_BYTES, None), Push::Queued);
+        let q3 = Arc::clone(&q);
+        let producer = std::thread::spawn(move || q3.push(3, 1, None));
+        std::thread::sleep(Duration::from_millis(20));
+        q.close();
+        assert_eq!(producer.join().unwrap(), Push::Closed);
+    }
+
+    #[test]
+    fn exit_stops_a_waiting_producer_and_is_reported_after_the_drain() {
+        let q = Arc::new(Queue::new());
+        assert_eq!(q.push(0, QUEUE_BYTES, None), Push::Queued);
+        q.mark_exited();
+        assert!(q.exited());
+        // No room and nobody to take it: give up instead of waiting.
+        assert_eq!(q.push(1, 1, None), Push::Closed);
+        // What was queued is still delivered, for DRAIN at most.
+        assert!(matches!(q.pop(soon(0)), Pop::Item(0, _)));
+        let start = Instant::now();
+        assert!(matches!(q.pop(None), Pop::Exited));
+        assert!(start.elapsed() <= DRAIN + Duration::from_millis(200));
+    }
+
+    #[test]
+    fn pop_times_out_on_an_empty_queue() {
+        let q: Queue<u8> = Queue::new();
+        assert!(matches!(q.pop(soon(20)), Pop::TimedOut));
+        q.close();
+        assert!(matches!(q.pop(soon(20)), Pop::Closed));
     }
 }
