@@ -10,6 +10,13 @@
 //! (SIGTERM, a short grace, then SIGKILL) and the process exits with
 //! 128 + the signal. Children would inherit the blocked mask across exec,
 //! so every child is started through [`unblock_signals_in_child`].
+//!
+//! No child can outlive a signal unnoticed: [`spawn_registered`] spawns and
+//! registers a group under the lock that the signal thread takes to read
+//! the groups, and the signal thread marks the shutdown under the same
+//! lock, after which nothing is spawned. So a child is either never
+//! started or registered before the signal thread looks. Only what leaves
+//! its process group (`setsid`, `setpgid`) escapes; see the README.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
