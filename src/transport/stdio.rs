@@ -590,8 +590,7 @@ impl Transport for StdioTransport {
             Push::Full => {
                 let e = Error::server(format!(
                     "server is not reading its stdin: {} bytes of messages \
-                     for it were still unwritten at the deadline (at most \
-                     {QUEUE_BYTES} bytes are queued)",
+                     for it were still unwritten at the deadline",
                     self.stdin.bytes(),
                 ));
                 self.close();
