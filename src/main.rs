@@ -28,6 +28,7 @@ mod net;
 mod out;
 mod render;
 mod session;
+mod spawn;
 mod sse;
 mod suggest;
 mod sys;
@@ -63,7 +64,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // A server or hook the signal thread just killed must not be
             // reported as a failure of its own: the signal's exit wins.
-            sys::stop_if_interrupted();
+            sys::wait_if_closing();
             report(&e, json_errors);
             ExitCode::from(e.kind().exit_code())
         }

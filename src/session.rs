@@ -180,7 +180,7 @@ impl Session {
         else {
             return Err(Error::server(format!(
                 "server answered protocol version '{}', which rivumi-mcp \
-                 does not speak in initialize (it speaks {})",
+                 does not speak (it speaks {})",
                 term::line(&protocol),
                 Version::negotiable_list()
             )));

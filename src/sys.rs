@@ -10,45 +10,101 @@
 //! (SIGTERM, a short grace, then SIGKILL) and the process exits with
 //! 128 + the signal. Children would inherit the blocked mask across exec,
 //! so every child is started through [`unblock_signals_in_child`].
+//!
+//! No child can outlive a signal unnoticed: [`spawn_registered`] spawns and
+//! registers a group under the lock that the signal thread takes to read
+//! the groups, and the signal thread marks the shutdown under the same
+//! lock, after which nothing is spawned. So a child is either never
+//! started or registered before the signal thread looks. Only what leaves
+//! its process group (`setsid`, `setpgid`) escapes; see the README.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The variables every child (server, hook, browser) inherits from the
-/// invoking environment when they are set; everything else must be named.
-pub(crate) const BASE_ENV: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "LC_CTYPE",
-    "TERM", "TMPDIR", "TZ",
-];
-
-/// Set by the signal thread before it kills anything: the process is
-/// about to exit with 128 + the signal.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Parks the calling thread for good when a signal is being handled, so
-/// that a process the signal thread killed (a hook, say) is not reported
-/// as a failure with another exit code before the signal's own exit.
-pub(crate) fn stop_if_interrupted() {
-    while INTERRUPTED.load(Ordering::SeqCst) {
-        std::thread::park();
-    }
+/// The process groups of the children running now (servers, hooks), and
+/// whether the signal thread has begun closing them.
+struct Groups {
+    live: Vec<i32>,
+    closing: bool,
 }
 
-/// Process groups of the servers that are running now.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+static GROUPS: Mutex<Groups> =
+    Mutex::new(Groups { live: Vec::new(), closing: false });
 
-/// Registers a server's process group for cleanup on a signal.
-pub(crate) fn register_group(pgid: i32) {
-    if let Ok(mut g) = GROUPS.lock() {
-        g.push(pgid);
+/// Starts `cmd` (which must put its child in a new process group) and
+/// registers that group for cleanup on a signal, with no window between
+/// the two: the lock the signal thread takes to read the registered groups
+/// is held across the spawn, so the signal thread either runs before the
+/// spawn (then `closing` is set and nothing is spawned) or after the group
+/// is registered (then it is terminated with the others). A signal that
+/// arrives during the spawn waits in the signal thread until the lock is
+/// free. The child has exec'd (and called setpgid) when `spawn` returns,
+/// so its pid is its group id.
+pub(crate) fn spawn_registered(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<(std::process::Child, i32)> {
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    if g.closing {
+        drop(g);
+        wait_if_closing();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "rivumi-mcp is shutting down after a signal",
+        ));
     }
+    let child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    g.live.push(pgid);
+    Ok((child, pgid))
 }
 
 pub(crate) fn unregister_group(pgid: i32) {
-    if let Ok(mut g) = GROUPS.lock() {
-        g.retain(|&p| p != pgid);
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    g.live.retain(|&p| p != pgid);
+}
+
+/// When the signal thread is closing the children (and is about to end
+/// the process with 128 + the signal), waits for it instead of letting the
+/// caller report the consequences (a server that died, a spawn refused)
+/// and exit with another code first. Returns at once otherwise; the wait
+/// is bounded as a backstop.
+pub(crate) fn wait_if_closing() {
+    while GROUPS.lock().map(|g| g.closing).unwrap_or(true) {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Marks the start of the shutdown after a signal (no child may start
+/// from now on) and returns the groups to close.
+fn begin_closing() -> Vec<i32> {
+    let mut g = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    g.closing = true;
+    g.live.clone()
+}
+
+/// Blocks until process `pid` (our child) has exited, without reaping it:
+/// its `Child` still collects the status. Returns at once when `pid` is
+/// not (or no longer) our child.
+pub(crate) fn wait_exited_nowait(pid: i32) {
+    loop {
+        // SAFETY: waitid writes one siginfo_t we own; WNOWAIT leaves the
+        // child waitable.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0
+            || std::io::Error::last_os_error().raw_os_error()
+                != Some(libc::EINTR)
+        {
+            return;
+        }
     }
 }
 
@@ -171,9 +227,7 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
-            INTERRUPTED.store(true, Ordering::SeqCst);
-            let groups: Vec<i32> =
-                GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
+            let groups = begin_closing();
             for &g in &groups {
                 kill_group(g, libc::SIGTERM);
             }

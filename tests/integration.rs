@@ -19,6 +19,9 @@ mod interop_oauth;
 mod interop_modern;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
+// Hostile stdio servers: floods against the memory ceiling, exits with a
+// leftover holding stdout, signals at random early moments.
+mod hostile_stdio;
 // `list`: tables, paging, JSON, several servers, the allowlist.
 mod list;
 // `call` and the resources/read/prompts/prompt bridges.

@@ -22,12 +22,12 @@ pub(crate) mod token;
 
 pub(crate) use authorization::Authorization;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::urlcheck::Url;
-use crate::{msg, term};
+use crate::{msg, spawn, term};
 
 /// The default time the login waits for the browser to come back.
 pub(crate) const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(300);
@@ -64,19 +64,10 @@ pub(crate) fn open_browser(
                 "xdg-open".into()
             }
         });
-    let env: Vec<(String, String)> = crate::sys::BASE_ENV
-        .iter()
-        .chain(BROWSER_ENV)
-        .filter_map(|k| lookup(k).map(|v| (k.to_string(), v)))
-        .collect();
-    let mut cmd = Command::new(&program);
-    cmd.arg(url)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    crate::sys::unblock_signals_in_child(&mut cmd);
+    // Not in a group of ours nor registered: the browser is the user's.
+    let env = spawn::base_env(lookup, BROWSER_ENV);
+    let mut cmd = spawn::command(&program, &[url], &env);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     match cmd.spawn() {
         Ok(mut child) => {
             // Reaped in the background; the login does not wait for it.

@@ -23,16 +23,16 @@
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::jsonpos::{self, Kind};
-use crate::{deadline, sys, term};
+use crate::{deadline, spawn, sys, term};
 
 /// The default deadline of one hook.
 pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,23 +57,11 @@ fn deny(how: impl Into<String>, reason: impl Into<String>) -> Decision {
 }
 
 /// Starts one hook: its argv, no shell, the base environment only, its
-/// own process group, pipes for all three streams. The one place a hook
-/// process is created.
-fn spawn(argv: &[String]) -> std::io::Result<Child> {
-    let env: Vec<(String, String)> = crate::sys::BASE_ENV
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    sys::unblock_signals_in_child(&mut cmd);
-    cmd.spawn()
+/// own process group (registered for cleanup with no window), pipes for
+/// all three streams. The one place a hook process is created.
+fn start(argv: &[String]) -> std::io::Result<(Child, i32)> {
+    let env = spawn::base_env(&|k| std::env::var(k).ok(), &[]);
+    spawn::start_group(&mut spawn::command(&argv[0], &argv[1..], &env))
 }
 
 /// Runs one hook with the request `input` on stdin and judges it; see the
@@ -84,12 +72,10 @@ pub(super) fn run_hook(
     timeout: Duration,
 ) -> Decision {
     let deadline = Instant::now() + timeout;
-    let mut child = match spawn(argv) {
+    let (mut child, pgid) = match start(argv) {
         Ok(c) => c,
         Err(e) => return deny("could not start", e.to_string()),
     };
-    let pgid = child.id() as i32;
-    sys::register_group(pgid);
     let pipes = pipes_of(&child);
     let ended = supervise(&mut child, pgid, input, deadline);
     // Whatever happened, nothing of the hook's group outlives it.
@@ -98,7 +84,7 @@ pub(super) fn run_hook(
     sys::wait_group_gone(pgid, Duration::from_millis(500));
     sys::unregister_group(pgid);
     // Killed by our own signal handling: that exit (130/143) is the answer.
-    sys::stop_if_interrupted();
+    sys::wait_if_closing();
     if let Ended::TimedOut { .. } = ended {
         // What holds its pipes open now has left its group: it goes too.
         for pid in holders(&pipes) {

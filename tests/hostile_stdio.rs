@@ -1,0 +1,276 @@
+//! Hostile stdio servers: a flood that must not push rivumi-mcp's memory
+//! past the documented ceiling, a server whose leftover grandchild keeps
+//! stdout open after it exits, and signals at random early moments that
+//! must never leave a server process behind.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    ALLOWLIST, Dir, assert_contains, assert_pids_gone, fixture_server,
+    read_pids, run_allowed, wait_with_timeout, write_mcp_json,
+};
+
+/// How long processes may linger after the command returned.
+const GONE: Duration = Duration::from_secs(1);
+
+/// The documented ceiling (README, "Limits"): rivumi-mcp stays under this
+/// many bytes of resident memory plus six times `--max-message` for each
+/// running stdio server, whatever the server sends.
+const CEILING_BASE: u64 = 64 << 20;
+const CEILING_PER_MESSAGE: u64 = 6;
+
+/// A `kB` field of `/proc/PID/status`, in bytes.
+fn status_kb(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix(field))?;
+    let kb: u64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Samples the peak resident size (`VmHWM`) of `pid` every 10 ms until
+/// `stop` is set or the process is gone; returns the highest seen.
+fn watch_peak_rss(pid: u32, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64> {
+    thread::spawn(move || {
+        let mut peak = 0;
+        while !stop.load(Ordering::Relaxed) {
+            match status_kb(pid, "VmHWM:") {
+                Some(b) => peak = peak.max(b),
+                None => break,
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        peak
+    })
+}
+
+#[test]
+fn flooding_server_cannot_push_memory_past_the_ceiling() {
+    // The server answers the first call, then writes 384 MiB of pings with
+    // 256 KiB ids and big notifications without ever reading its stdin.
+    // Meanwhile `batch` waits 2.5 s for its next input line: nothing reads
+    // the flood, and before the queues were bounded it piled up in memory.
+    // The second call then has to answer the pings, which the server never
+    // reads: that must fail with a clear error at the deadline, not grow.
+    let dir = Dir::new("hostile_flood");
+    let pids = dir.path("pids");
+    let pid_arg = format!("--pid-file={}", pids.display());
+    let flood = format!("--flood={}", 384u64 << 20);
+    write_mcp_json(&dir, &[("demo", fixture_server(&[&flood, &pid_arg]))]);
+    let mut cmd = dir.command(["batch", "--max-message", "1M"]);
+    cmd.args(["--timeout", "3"]).env(ALLOWLIST, "demo");
+    let mut child = cmd.spawn();
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let call = |id: u32| {
+        json!({"id": id, "tool": "mcp__demo__echo",
+               "arguments": {"text": "x"}})
+        .to_string()
+            + "\n"
+    };
+    stdin.write_all(call(1).as_bytes()).unwrap();
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["ok"], true, "{first}");
+    thread::sleep(Duration::from_millis(2500));
+    let started = Instant::now();
+    stdin.write_all(call(2).as_bytes()).unwrap();
+    drop(stdin);
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    let took = started.elapsed();
+    drop(stdout);
+    let out = wait_with_timeout(child, &cmd);
+    stop.store(true, Ordering::Relaxed);
+    let peak = peak.join().unwrap();
+
+    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
+    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
+    assert!(peak > 0, "no VmHWM sample");
+    assert!(
+        peak < ceiling,
+        "peak RSS {} MiB is past the ceiling {} MiB",
+        peak >> 20,
+        ceiling >> 20
+    );
+    let second: Value = serde_json::from_str(&second).unwrap();
+    assert_eq!(second["ok"], false, "{second}");
+    assert_contains(
+        second["error"]["message"].as_str().unwrap_or_default(),
+        "server is not reading its stdin:",
+    );
+    assert!(took < Duration::from_secs(10), "the second call took {took:?}");
+    assert_ne!(out.code, Some(0), "{}", cmd.report(&out));
+    assert_pids_gone(&pids, GONE);
+}
+
+#[test]
+fn exited_server_is_noticed_though_its_grandchild_holds_stdout() {
+    // The server exits at the call; its grandchild (asleep for 300 s)
+    // keeps the stdout pipe open, so no EOF comes. The exit must be
+    // reported at once, not at the 30 s request deadline, and the
+    // grandchild must not outlive the command.
+    let dir = Dir::new("hostile_exit_grandchild");
+    let pids = dir.path("pids");
+    let pid_arg = format!("--pid-file={}", pids.display());
+    let server = fixture_server(&["--grandchild", "--exit-at-call", &pid_arg]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    let start = Instant::now();
+    let out = run_allowed(
+        &dir,
+        "demo",
+        &["call", "-y", "demo", "echo", "text=hi", "--timeout", "30"],
+    )
+    .assert_exit(4);
+    let took = start.elapsed();
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': server exited (exit status: 4); last \
+         lines of its stderr:\n    exiting at tools/call\n"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(read_pids(&pids).len(), 2, "server and grandchild");
+    assert_pids_gone(&pids, GONE);
+}
+
+/// The pids of live processes (zombies aside) that run in `dir` or below
+/// (rivumi-mcp runs there; its servers and their children inherit it).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .is_some_and(|i| stat[i + 1..].trim_start().starts_with('Z'));
+            !zombie && cwd.is_ok_and(|c| c.starts_with(dir))
+        })
+        .collect()
+}
+
+/// A small deterministic generator (xorshift), seeded from the clock; the
+/// seed is printed so that a failing run can be repeated.
+fn next_random(state: &AtomicU64) -> u64 {
+    let mut x = state.load(Ordering::Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    state.store(x, Ordering::Relaxed);
+    x
+}
+
+#[test]
+fn early_signals_never_leave_a_server_behind() {
+    // 200 runs of `list` (the fixture also has a grandchild), each sent
+    // SIGTERM or SIGINT 0-50 ms after it started: at start-up, during the
+    // spawn, the handshake, the listing or after. Every run must end with
+    // 130/143 (or 0 if it finished first; a signal before the handler is
+    // installed ends the process by the signal itself, which a shell
+    // reports as 130/143 too), and no process started for it may remain.
+    const RUNS: usize = 200;
+    const PARALLEL: usize = 8;
+    let dir = Dir::new("hostile_early_signals");
+    let pid_arg = format!("--pid-file={}", dir.path("pids").display());
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&["--grandchild", &pid_arg]))],
+    );
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        | 1;
+    eprintln!("seed {seed:#x}");
+    let random = AtomicU64::new(seed);
+    let base = run_allowed(&dir, "demo", &["list"]);
+    let outcomes = Mutex::new(vec![]);
+    let start = Instant::now();
+    for round in 0..RUNS.div_ceil(PARALLEL) {
+        thread::scope(|s| {
+            for i in 0..PARALLEL {
+                let n = round * PARALLEL + i;
+                if n >= RUNS {
+                    break;
+                }
+                // Spread evenly over 0-50 ms, jittered.
+                let delay_us = (n as u64 * 50_000 / RUNS as u64
+                    + next_random(&random) % 1000)
+                    .min(50_000);
+                let sigterm = next_random(&random) & 1 == 0;
+                let (base, outcomes) = (&base, &outcomes);
+                s.spawn(move || {
+                    let mut c = base.std_command();
+                    c.stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped());
+                    let mut child = c.spawn().unwrap();
+                    thread::sleep(Duration::from_micros(delay_us));
+                    let sig = if sigterm { "-TERM" } else { "-INT" };
+                    let _ = Command::new("kill")
+                        .args([sig, &child.id().to_string()])
+                        .status();
+                    let status = child.wait().unwrap();
+                    outcomes.lock().unwrap().push((n, delay_us, sig, status));
+                });
+            }
+        });
+    }
+    let took = start.elapsed();
+    eprintln!("{RUNS} runs in {took:?}");
+    let outcomes = outcomes.into_inner().unwrap();
+    let mut codes = std::collections::BTreeMap::new();
+    for (_, _, _, status) in &outcomes {
+        *codes.entry(format!("{status}")).or_insert(0) += 1;
+    }
+    // Two pids (server and grandchild) per server started.
+    let servers = read_pids(&dir.path("pids")).len() / 2;
+    eprintln!("{servers} servers started; outcomes {codes:?}");
+    assert!(servers >= 20, "too few runs got as far as a server: {servers}");
+    for (n, delay_us, sig, status) in outcomes {
+        use std::os::unix::process::ExitStatusExt;
+        let ok = match (status.code(), status.signal()) {
+            (Some(0), _) => true,
+            (Some(130), _) => sig == "-INT",
+            (Some(143), _) => sig == "-TERM",
+            (None, Some(2)) => sig == "-INT",
+            (None, Some(15)) => sig == "-TERM",
+            _ => false,
+        };
+        assert!(ok, "run {n} ({sig} after {delay_us} us): {status:?}");
+    }
+    assert_left_nothing(dir.root(), &dir.path("pids"));
+}
+
+/// Waits up to 2 s for every process started in the test directory `dir`
+/// (found by its working directory, and by the pid file) to be gone.
+#[track_caller]
+fn assert_left_nothing(dir: &Path, pid_file: &Path) {
+    let start = Instant::now();
+    loop {
+        let left = processes_in(dir);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "processes left behind: {left:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    if !read_pids(pid_file).is_empty() {
+        assert_pids_gone(pid_file, GONE);
+    }
+}
