@@ -14,7 +14,7 @@
 //!   (as `launch` and `config::refuse` do); every accepted URL is in its
 //!   canonical form.
 //!
-//! config.rs uses several sibling modules through `crate::`, so they are
+//! config/ uses several sibling modules through `crate::`, so they are
 //! all included here at the crate root under their own names.
 
 #![no_main]
@@ -25,11 +25,8 @@ use config::Config;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 
-#[path = "../../src/cli.rs"]
-#[allow(dead_code)]
-mod cli;
-#[path = "../../src/config.rs"]
-#[allow(dead_code)]
+#[path = "../../src/config/mod.rs"]
+#[allow(dead_code, unused_imports)]
 mod config;
 #[path = "../../src/deadline.rs"]
 #[allow(dead_code)]
@@ -40,6 +37,9 @@ mod error;
 #[path = "../../src/jsonpos.rs"]
 #[allow(dead_code)]
 mod jsonpos;
+#[path = "../../src/suggest.rs"]
+#[allow(dead_code)]
+mod suggest;
 #[path = "../../src/term.rs"]
 #[allow(dead_code)]
 mod term;
