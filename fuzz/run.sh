@@ -37,7 +37,7 @@ failed=()
 read -r -a targets <<<"${FUZZ_TARGETS:-$("${fuzz[@]}" list | tr '\n' ' ')}"
 for target in "${targets[@]}"; do
     echo "fuzz: $target for ${seconds}s"
-    mkdir -p "fuzz/corpus/$target"
+    mkdir -p "fuzz/corpus/$target" "fuzz/seeds/$target"
     # One process (no -jobs/-workers): the machine's cores are shared.
     # -timeout turns a hang into a reported failure.
     log="fuzz/target/$target.log"
