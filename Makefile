@@ -3,11 +3,12 @@
 #   make demo    build, then list and call the bundled demo server
 #   make test    formatting, lints, docs, interop servers, every test
 #   make bench   our overhead against the fixture server, and memory
+#   make fuzz    every fuzz target for FUZZ_SECONDS (20) each, if cargo-fuzz
 
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: build test lint fmt clippy doc unit interop-setup conformance conformance-2026 demo bench install clean
+.PHONY: build test lint fmt clippy doc unit interop-setup conformance conformance-2026 demo bench install clean fuzz
 
 build:
 	$(CARGO) build --release --bins
@@ -65,6 +66,11 @@ demo: build
 
 bench: build
 	bash scripts/bench.sh
+
+# Not part of `test`: needs cargo-fuzz (skipped with a message without it).
+FUZZ_SECONDS ?= 20
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh
 
 install:
 	$(CARGO) install --locked --path . --bin rivumi-mcp
