@@ -18,8 +18,11 @@ use serde_json::Number;
 use serde_json::{Map, Value};
 
 /// Deepest nesting of arrays and objects accepted; the parser recurses once
-/// per level, so this bound is what keeps the stack safe.
-const MAX_DEPTH: u32 = 128;
+/// per level, so this bound is what keeps the stack safe. 127, so that
+/// every document accepted here is also accepted by serde_json (whose
+/// recursion limit is 128 levels including the innermost value): the two
+/// parsers must agree (the `config` fuzz target checks it).
+const MAX_DEPTH: u32 = 127;
 
 /// A place in the source text, reported to the user as `line:col`.
 ///
@@ -314,7 +317,7 @@ impl<'a> Parser<'a> {
     fn enter(&mut self, open: Pos) -> Result<(), SyntaxError> {
         self.depth = self.depth.saturating_add(1);
         if self.depth > MAX_DEPTH {
-            return self.err(open, "nesting deeper than 128 levels");
+            return self.err(open, "nesting deeper than 127 levels");
         }
         Ok(())
     }
@@ -1058,14 +1061,17 @@ mod tests {
     fn depth_cap() -> TestResult {
         let deep = "[".repeat(100_000);
         let e = fail(&deep);
-        assert_eq!(e.msg, "nesting deeper than 128 levels");
-        assert_eq!(e.pos, p(1, 129));
+        assert_eq!(e.msg, "nesting deeper than 127 levels");
+        assert_eq!(e.pos, p(1, 128));
         let objects = "{\"a\":".repeat(100_000);
-        assert_eq!(fail(&objects).msg, "nesting deeper than 128 levels");
-        let ok = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert_eq!(fail(&objects).msg, "nesting deeper than 127 levels");
+        let ok = format!("{}{}", "[".repeat(127), "]".repeat(127));
         parse(&ok)?;
-        let over = format!("{}{}", "[".repeat(129), "]".repeat(129));
-        assert_eq!(fail(&over).msg, "nesting deeper than 128 levels");
+        // Regression (fuzz/regressions/config/depth-128): 128 levels are
+        // more than serde_json takes, so they are refused here too.
+        let over = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert!(serde_json::from_str::<Value>(&over).is_err());
+        assert_eq!(fail(&over).msg, "nesting deeper than 127 levels");
         // Depth is about nesting, not about how many containers there are.
         let wide = format!("[{}[]]", "[[]],".repeat(1000));
         parse(&wide)?;

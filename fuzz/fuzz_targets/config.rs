@@ -37,6 +37,9 @@ mod error;
 #[path = "../../src/jsonpos.rs"]
 #[allow(dead_code)]
 mod jsonpos;
+#[path = "../../src/mcp/mod.rs"]
+#[allow(dead_code)]
+mod mcp;
 #[path = "../../src/suggest.rs"]
 #[allow(dead_code)]
 mod suggest;

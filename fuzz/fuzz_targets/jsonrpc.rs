@@ -17,7 +17,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-#[path = "../../src/mcp.rs"]
+#[path = "../../src/mcp/mod.rs"]
 #[allow(dead_code)]
 mod mcp;
 #[path = "../../src/term.rs"]
