@@ -543,6 +543,23 @@ pub(crate) fn save(lock: &Lock) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // Never write what [`load`] would refuse: too big a file, or a
+    // definition nested too deep for the strict reader once wrapped.
+    let text = lock.render();
+    if text.len() as u64 > crate::config::MAX_FILE {
+        return Err(Error::refused(format!(
+            "lock file {shown} would be {} bytes; the most this version \
+             reads is {}",
+            text.len(),
+            crate::config::MAX_FILE
+        )));
+    }
+    parse(path, &text).map_err(|m| {
+        Error::refused(format!(
+            "lock file {shown}: what the servers sent cannot be locked \
+             ({m})"
+        ))
+    })?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(FILE_NAME);
     let suffix = crate::auth::pkce::random_token(9)?;
     let tmp = dir.join(format!(".{name}.tmp-{suffix}"));
@@ -553,8 +570,7 @@ pub(crate) fn save(lock: &Lock) -> Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
         .map_err(|e| fail("cannot create a temporary file", e))?;
-    let written =
-        f.write_all(lock.render().as_bytes()).and_then(|_| f.sync_all());
+    let written = f.write_all(text.as_bytes()).and_then(|_| f.sync_all());
     drop(f);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
