@@ -1062,6 +1062,24 @@ mod tests {
     }
 
     #[test]
+    fn lock_options() {
+        let a = run("lock --check a b --format github --lock x.json");
+        assert_eq!(a.global.lock, Some(PathBuf::from("x.json")));
+        assert!(matches!(a.command, Command::Lock {
+            ref servers, check: true, format: Format::Github
+        } if servers == &["a", "b"]));
+        assert!(run("call s t --unlocked").global.unlocked);
+        assert!(run("list --lock l.json").global.lock.is_some());
+        let e = parse_raw("lock --unlocked").unwrap_err().to_string();
+        assert!(e.contains("'--unlocked' does not apply to 'lock'"), "{e}");
+        assert!(parse_raw("list --check").is_err());
+        assert!(parse_raw("status --lock x").is_err());
+        let v: Vec<OsString> =
+            ["lock", "--format", "json"].map(OsString::from).to_vec();
+        assert!(wants_json_errors(&v));
+    }
+
+    #[test]
     fn values_are_validated() {
         assert!(parse_raw("list --timeout 0").is_err());
         assert!(parse_raw("list --max-message 1").is_err());

@@ -300,6 +300,28 @@ fn batch_read_and_prompt_are_checked_too() {
     let out =
         run(&dir, &["read", "demo", "fixture://docs/guide"]).assert_exit(0);
     assert_eq!(out.stdout, "# Guide\n\nline two\n");
+    // A URI no listed resource has may come from any template: all must
+    // be as locked.
+    run(&dir, &["read", "demo", "fixture://docs/other"]).assert_exit(4);
+    let twist = json!({"resourceTemplates": {
+        "fixture://docs/{name}": {"description": "Now with a twist."},
+    }});
+    patch(&dir, twist);
+    let out =
+        run(&dir, &["read", "demo", "fixture://docs/other"]).assert_exit(3);
+    assert_contains(
+        &out.stderr,
+        "resource template 'fixture://docs/{name}' changed since \
+         .mcp.lock.json was written (description)",
+    );
+    run(&dir, &["read", "demo", "fixture://docs/guide"]).assert_exit(0);
+    patch(
+        &dir,
+        json!({
+            "tools": {"echo": {"description": "Now different."}},
+            "prompts": {"greet": {"description": "Greet, and leak."}},
+        }),
+    );
 
     let requests = "\
 {\"id\": 1, \"tool\": \"mcp__demo__echo\", \"arguments\": {\"text\": \"a\"}}
@@ -569,4 +591,31 @@ fn an_incomplete_list_is_not_locked() {
          cannot be locked or checked",
     );
     assert!(!dir.path(LOCK).exists());
+}
+
+#[test]
+fn a_tool_that_appears_mid_batch_is_refused() {
+    // After notifications/tools/list_changed, batch lists again; what the
+    // new list shows is checked like the first one.
+    let dir = Dir::new("lock_list_changed");
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&["--tools-after-change"]))],
+    );
+    run(&dir, &["lock"]).assert_exit(0);
+    let requests = "\
+{\"id\": 1, \"server\": \"demo\", \"tool\": \"log_and_notify\"}
+{\"id\": 2, \"server\": \"demo\", \"tool\": \"added_later\"}
+{\"id\": 3, \"server\": \"demo\", \"tool\": \"echo\", \"arguments\": {\"text\": \"a\"}}
+";
+    let out = run(&dir, &["batch", "--yes"]).stdin(requests).assert_exit(1);
+    let replies: Vec<Value> =
+        out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(replies[0]["ok"], json!(true), "{}", out.stdout);
+    assert_eq!(replies[1]["error"]["code"], json!("refused"));
+    assert_contains(
+        replies[1]["error"]["message"].as_str().unwrap(),
+        "tool 'added_later' is not in .mcp.lock.json",
+    );
+    assert_eq!(replies[2]["ok"], json!(true), "{}", out.stdout);
 }

@@ -38,11 +38,11 @@ impl Executor {
         let Some(lock) = &self.lock else { return Err(missing) };
         let locked = tool::tools(server, &lock.locked(server, ItemKind::Tool));
         match tool::resolve(server, &locked, wanted) {
-            Ok(t) => Err(refuse(
-                server,
-                &t.name,
-                lock.check_item(server, ItemKind::Tool, &t.name, None),
-            )),
+            Ok(t) => {
+                let why =
+                    lock.check_item(server, ItemKind::Tool, &t.name, None);
+                Err(refuse(server, &t.name, why.err().unwrap_or_default()))
+            }
             Err(_) => Err(missing),
         }
     }
@@ -86,7 +86,7 @@ impl Executor {
                 }
             }
         };
-        verdict.map_err(|why| refuse(&server, &action.name(), Err(why)))
+        verdict.map_err(|why| refuse(&server, &action.name(), why))
     }
 }
 
@@ -121,12 +121,7 @@ fn templates(
 }
 
 /// The refusal of `name` for the reason the lock gave, journalled.
-fn refuse(
-    server: &str,
-    name: &str,
-    why: std::result::Result<(), String>,
-) -> Error {
-    let why = why.err().unwrap_or_default();
+fn refuse(server: &str, name: &str, why: String) -> Error {
     journal::event(
         "lock_refused",
         json!({"server": server, "tool": name, "reason": why}),
