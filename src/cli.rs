@@ -47,6 +47,10 @@ pub(crate) struct Global {
     pub(crate) step_up: bool,
     /// `--protocol`: overrides every server's `protocol` key.
     pub(crate) protocol: Option<crate::mcp::Choice>,
+    /// `--lock PATH`: the lock file (default: beside the config file).
+    pub(crate) lock: Option<PathBuf>,
+    /// `--unlocked`: do not enforce the lock file for this command.
+    pub(crate) unlocked: bool,
 }
 
 #[derive(Debug)]
@@ -55,7 +59,7 @@ pub(crate) struct Args {
     pub(crate) command: Command,
 }
 
-/// Output format of `check-config`.
+/// Output format of `check-config` and `lock`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Format {
     Human,
@@ -74,6 +78,12 @@ pub(crate) struct Show {
 #[derive(Debug)]
 pub(crate) enum Command {
     CheckConfig {
+        format: Format,
+    },
+    Lock {
+        servers: Vec<String>,
+        /// `--check`: compare with the lock file instead of writing it.
+        check: bool,
         format: Format,
     },
     List {
@@ -133,6 +143,7 @@ pub(crate) enum Target {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cmd {
     CheckConfig,
+    Lock,
     List,
     Call,
     Resources,
@@ -149,8 +160,9 @@ pub(crate) enum Cmd {
 
 impl Cmd {
     /// Every command, in the order the help lists them.
-    pub(crate) const ALL: [Cmd; 13] = [
+    pub(crate) const ALL: [Cmd; 14] = [
         Cmd::CheckConfig,
+        Cmd::Lock,
         Cmd::List,
         Cmd::Call,
         Cmd::Resources,
@@ -168,6 +180,7 @@ impl Cmd {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Cmd::CheckConfig => "check-config",
+            Cmd::Lock => "lock",
             Cmd::List => "list",
             Cmd::Call => "call",
             Cmd::Resources => "resources",
@@ -191,6 +204,9 @@ impl Cmd {
     fn summary(self) -> &'static str {
         match self {
             Cmd::CheckConfig => "Validate .mcp.json and show every server",
+            Cmd::Lock => {
+                "Pin what servers expose in .mcp.lock.json (--check: drift)"
+            }
             Cmd::List => {
                 "List the tools (resources, prompts) of allowed servers"
             }
@@ -216,6 +232,7 @@ impl Cmd {
     fn usage(self) -> &'static str {
         match self {
             Cmd::CheckConfig => USAGE_CHECK,
+            Cmd::Lock => USAGE_LOCK,
             Cmd::List => USAGE_LIST,
             Cmd::Call => USAGE_CALL,
             Cmd::Resources => USAGE_RESOURCES,
@@ -236,6 +253,7 @@ impl Cmd {
         matches!(
             self,
             Cmd::List
+                | Cmd::Lock
                 | Cmd::Call
                 | Cmd::Resources
                 | Cmd::Read
@@ -319,6 +337,9 @@ enum Flag {
     Protocol,
     NoBrowser,
     Save,
+    Lock,
+    Unlocked,
+    Check,
 }
 
 /// One option: what it means, its names, whether it takes a value, and
@@ -346,7 +367,11 @@ const OPTS: &[Opt] = &[
     Opt { short: Some('v'), ..opt(Flag::Verbose, "verbose", Applies::Every) },
     Opt { short: Some('q'), ..opt(Flag::Quiet, "quiet", Applies::Every) },
     opt(Flag::Strict, "strict", Applies::Only(&[Cmd::CheckConfig])),
-    valued(Flag::Format, "format", Applies::Only(&[Cmd::CheckConfig])),
+    valued(
+        Flag::Format,
+        "format",
+        Applies::Only(&[Cmd::CheckConfig, Cmd::Lock]),
+    ),
     valued(Flag::Timeout, "timeout", Applies::Runs),
     valued(Flag::StartupTimeout, "startup-timeout", Applies::Runs),
     valued(Flag::MaxMessage, "max-message", Applies::Runs),
@@ -371,7 +396,15 @@ const OPTS: &[Opt] = &[
     valued(Flag::Protocol, "protocol", Applies::Mcp),
     opt(Flag::NoBrowser, "no-browser", Applies::Only(&[Cmd::Login])),
     valued(Flag::Save, "save", Applies::Only(&[Cmd::Call, Cmd::Read])),
+    valued(Flag::Lock, "lock", Applies::Only(LOCKED)),
+    opt(Flag::Unlocked, "unlocked", Applies::Only(LOCKED.split_at(1).1)),
+    opt(Flag::Check, "check", Applies::Only(&[Cmd::Lock])),
 ];
+
+/// The commands a lock file applies to: `lock` itself, then those that
+/// enforce it (and so take `--unlocked`).
+const LOCKED: &[Cmd] =
+    &[Cmd::Lock, Cmd::Call, Cmd::Read, Cmd::Prompt, Cmd::Batch, Cmd::List];
 
 const USAGE_HEAD: &str = "\
 rivumi-mcp: a command-line client for the Model Context Protocol
@@ -444,6 +477,40 @@ EXAMPLES:
     rivumi-mcp check-config --format github -c .mcp.json
 ";
 
+const USAGE_LOCK: &str = "\
+rivumi-mcp lock: pin what servers expose, or check it has not drifted
+
+USAGE:
+    rivumi-mcp lock [SERVER...] [--lock PATH]
+    rivumi-mcp lock --check [SERVER...] [--format human|json|github]
+
+Starts the allowed servers (or the named ones) and writes everything
+they show the model to .mcp.lock.json beside the config file: serverInfo,
+protocol, instructions, and every tool, prompt, resource and resource
+template definition, each with its SHA-256, plus the server's launch
+fingerprint. The file is canonical JSON (same servers, same bytes): review
+it and commit it. Rewriting it first prints what changed since.
+
+With a lock file in place, call, batch, read and prompt refuse (exit 3)
+an item whose definition differs from the lock, or is not in it; other
+items keep working. --unlocked skips that for one command.
+
+OPTIONS:
+        --check           Compare instead of writing; exit 1 on drift
+        --lock PATH       The lock file (default: beside the config)
+        --format FORMAT   human (default), json, or github (annotations)
+        --json            Same as --format json
+        --timeout SECS    Per-request deadline (default 300)
+        --startup-timeout SECS  Start-up deadline (default 30)
+
+EXIT: 0 written or unchanged, 1 drift (--check), 3 refused (a broken lock
+file, a server not allowed), see rivumi-mcp --help.
+
+EXAMPLES:
+    RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp lock
+    rivumi-mcp lock --check --format github
+";
+
 const USAGE_LIST: &str = "\
 rivumi-mcp list: list what allowed servers offer
 
@@ -462,6 +529,8 @@ OPTIONS:
         --timeout SECS        Per-request deadline (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
         --max-message BYTES   Largest message accepted (default 16M)
+        --lock PATH           Mark items that drifted from this lock file
+                              (default: .mcp.lock.json beside the config)
 
 EXAMPLES:
     RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list
@@ -491,6 +560,8 @@ OPTIONS:
         --pre-tool-hook CMD        Run CMD before every request (repeatable)
         --max-output BYTES         Cap each result (default 1M)
         --journal PATH             Append JSONL events to PATH
+        --lock PATH                The lock file (default: beside config)
+        --unlocked                 Do not refuse items that drifted
 
 EXIT: 0 when every request succeeded, 1 when any failed.
 ";
@@ -569,8 +640,11 @@ OPTIONS:
         --raw                 Print server text as sent, even on a terminal
         --timeout SECS        Deadline of the call (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
+        --lock PATH           The lock file (default: beside the config)
+        --unlocked            Call even if the tool drifted from the lock
 
-EXIT: 0 ok, 1 when the tool returned isError, see rivumi-mcp --help.
+EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
+drifted from .mcp.lock.json), see rivumi-mcp --help.
 
 EXAMPLES:
     rivumi-mcp call mcp__demo__echo text=hello
@@ -589,7 +663,7 @@ const USAGE_READ: &str = "\
 rivumi-mcp read: read one resource
 
 USAGE:
-    rivumi-mcp read <SERVER> <URI> [--json] [--save DIR]
+    rivumi-mcp read <SERVER> <URI> [--json] [--save DIR] [--unlocked]
 
 Text contents are printed; binary contents are summarised unless --save.
 ";
@@ -605,7 +679,7 @@ const USAGE_PROMPT: &str = "\
 rivumi-mcp prompt: get one prompt
 
 USAGE:
-    rivumi-mcp prompt <SERVER> <NAME> [key=value ...] [--json]
+    rivumi-mcp prompt <SERVER> <NAME> [key=value ...] [--json] [--unlocked]
 
 Prompt arguments are strings (the protocol allows no other type).
 ";
@@ -619,13 +693,13 @@ pub(crate) fn usage(command: Option<Cmd>) -> String {
 }
 
 /// Whether a failure should also be reported as a JSON object: `--json`,
-/// or `--format json` where it applies (check-config). Decided from the
-/// raw words, since it must hold for errors of parsing itself.
+/// or `--format json` where it applies (check-config, lock). Decided from
+/// the raw words, since it must hold for errors of parsing itself.
 pub(crate) fn wants_json_errors(argv: &[OsString]) -> bool {
     let has = |w: &str| argv.iter().any(|a| a == w);
     let format_json = has("--format=json")
         || argv.windows(2).any(|w| w[0] == "--format" && w[1] == "json");
-    has("--json") || (format_json && has("check-config"))
+    has("--json") || (format_json && (has("check-config") || has("lock")))
 }
 
 /// Parses the process arguments (without the program name).
@@ -743,6 +817,7 @@ fn build(
     let mut yes = false;
     let mut no_browser = false;
     let mut refresh = false;
+    let mut check = false;
 
     let mut save = None;
     for (opt, value) in given {
@@ -811,6 +886,9 @@ fn build(
                     ))
                 })?),
             Flag::Save => save = Some(PathBuf::from(value)),
+            Flag::Lock => g.lock = Some(PathBuf::from(value)),
+            Flag::Unlocked => g.unlocked = true,
+            Flag::Check => check = true,
         }
     }
     g.yes = yes;
@@ -835,6 +913,11 @@ fn build(
         Cmd::CheckConfig => {
             Command::CheckConfig { format: format.unwrap_or(Format::Human) }
         }
+        Cmd::Lock => Command::Lock {
+            servers: words.by_ref().collect(),
+            check,
+            format: format.unwrap_or(Format::Human),
+        },
         Cmd::List => Command::List { servers: words.by_ref().collect(), show },
         Cmd::Call => {
             let first = need("TOOL")?;
@@ -991,6 +1074,24 @@ mod tests {
         assert!(w("check-config --format json"));
         assert!(!w("list --format json"));
         assert!(!w("list"));
+    }
+
+    #[test]
+    fn lock_options() {
+        let a = run("lock --check a b --format github --lock x.json");
+        assert_eq!(a.global.lock, Some(PathBuf::from("x.json")));
+        assert!(matches!(a.command, Command::Lock {
+            ref servers, check: true, format: Format::Github
+        } if servers == &["a", "b"]));
+        assert!(run("call s t --unlocked").global.unlocked);
+        assert!(run("list --lock l.json").global.lock.is_some());
+        let e = parse_raw("lock --unlocked").unwrap_err().to_string();
+        assert!(e.contains("'--unlocked' does not apply to 'lock'"), "{e}");
+        assert!(parse_raw("list --check").is_err());
+        assert!(parse_raw("status --lock x").is_err());
+        let v: Vec<OsString> =
+            ["lock", "--format", "json"].map(OsString::from).to_vec();
+        assert!(wants_json_errors(&v));
     }
 
     #[test]

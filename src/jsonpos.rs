@@ -13,9 +13,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use serde_json::Number;
-#[cfg(test)]
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 /// Deepest nesting of arrays and objects accepted; the parser recurses once
 /// per level, so this bound is what keeps the stack safe. 127, so that
@@ -133,7 +131,6 @@ pub(crate) fn pointer_escape(segment: &str) -> String {
 impl Node {
     /// Converts to a serde_json value for code that wants plain data; like
     /// serde_json, the last of several duplicate keys wins.
-    #[cfg(test)]
     pub(crate) fn to_value(&self) -> Value {
         match &self.kind {
             Kind::Null => Value::Null,

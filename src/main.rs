@@ -17,6 +17,7 @@ mod deadline;
 mod error;
 mod executor;
 mod journal;
+mod lockfile;
 
 mod jsonpos;
 mod launch;
@@ -114,6 +115,47 @@ fn policy(g: &cli::Global) -> Result<executor::Policy> {
     })
 }
 
+/// The lock file: `--lock PATH`, else `.mcp.lock.json` beside the config.
+fn lock_path(g: &cli::Global, config: &std::path::Path) -> std::path::PathBuf {
+    if let Some(p) = &g.lock {
+        return p.clone();
+    }
+    match config.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.join(lockfile::FILE_NAME),
+        _ => lockfile::FILE_NAME.into(),
+    }
+}
+
+/// The lock a command enforces: none with `--unlocked` (journalled and
+/// warned about) or when there is no file beside the config; a file named
+/// with `--lock` must exist; one that cannot be read stops the command.
+fn enforced_lock(
+    g: &cli::Global,
+    path: &std::path::Path,
+) -> Result<Option<lockfile::Lock>> {
+    if g.unlocked {
+        if path.exists() {
+            msg::warn(&format!(
+                "--unlocked: nothing is checked against {}",
+                path.display()
+            ));
+        }
+        journal::event(
+            "lock_bypassed",
+            serde_json::json!({"file": path.display().to_string()}),
+        );
+        return Ok(None);
+    }
+    let lock = lockfile::load(path)?;
+    if lock.is_none() && g.lock.is_some() {
+        return Err(error::Error::usage(format!(
+            "--lock {}: no such file",
+            path.display()
+        )));
+    }
+    Ok(lock)
+}
+
 fn run(args: cli::Args) -> Result<()> {
     let g = &args.global;
     msg::set_level(if g.quiet { 0 } else { 1 + g.verbose });
@@ -130,7 +172,18 @@ fn run(args: cli::Args) -> Result<()> {
     }) {
         journal::open(&p)?;
     }
-    let exec = executor::Executor { policy: policy(g)? };
+    let lock_path = lock_path(g, &path);
+    // Only where the lock applies: a broken lock file must not stop
+    // `login` or `status`.
+    let lock = match &args.command {
+        Command::Call { .. }
+        | Command::Batch
+        | Command::Read { .. }
+        | Command::Prompt { .. }
+        | Command::List { .. } => enforced_lock(g, &lock_path)?,
+        _ => None,
+    };
+    let exec = executor::Executor { policy: policy(g)?, lock };
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;
     if let Command::Status = &args.command {
@@ -140,8 +193,11 @@ fn run(args: cli::Args) -> Result<()> {
         |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
         Command::CheckConfig { .. } => unreachable!("handled above"),
+        Command::Lock { servers, check, format } => {
+            cmd::lock::run(&ctx, servers, *check, *format, &lock_path)
+        }
         Command::List { servers, show } => {
-            cmd::list::run(&ctx, servers, *show, json)
+            cmd::list::run(&ctx, servers, *show, json, exec.lock.as_ref())
         }
         Command::Batch => cmd::batch::run(&ctx, &exec),
         Command::Login { server, no_browser, refresh } => cmd::auth::login(

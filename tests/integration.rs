@@ -39,3 +39,5 @@ mod auth_paths;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;
+// `lock` and `lock --check`, and the lock file enforced at call time.
+mod lock;

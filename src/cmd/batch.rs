@@ -205,7 +205,7 @@ fn run_one(
                 entry.tools = Some(tool::tools(server, &listing.items));
             }
             let tools = entry.tools.as_deref().unwrap_or_default();
-            let t = tool::resolve(server, tools, name)?;
+            let t = exec.resolve(server, tools, name)?;
             tool::check_required(server, t, arguments)?;
             let t = t.clone();
             exec.run(

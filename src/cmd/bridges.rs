@@ -18,7 +18,7 @@ pub(crate) fn list_one(
     show: Show,
     json: bool,
 ) -> Result<()> {
-    list::run(ctx, &[server.to_string()], show, json)
+    list::run(ctx, &[server.to_string()], show, json, None)
 }
 
 /// `read SERVER URI`.

@@ -69,7 +69,7 @@ pub(crate) fn run(
     let mut s = ctx.start(&server)?;
     let listing = s.list_all(mcp::List::Tools)?;
     let tools = tool::tools(&server, &listing.items);
-    let t = tool::resolve(&server, &tools, &tool)?;
+    let t = exec.resolve(&server, &tools, &tool)?;
     let arguments = callargs::build(t.input_schema(), base, pairs)
         .map_err(|m| Error::usage(m).for_server(&server))?;
     tool::check_required(&server, t, &arguments)?;

@@ -156,12 +156,12 @@ fn print_github(config: &Config) -> Result<()> {
 }
 
 /// GitHub workflow-command escaping for the message part.
-fn gh_escape(s: &str) -> String {
+pub(crate) fn gh_escape(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// ... and for property values, which also escape `:` and `,`.
-fn gh_escape_prop(s: &str) -> String {
+pub(crate) fn gh_escape_prop(s: &str) -> String {
     gh_escape(s).replace(':', "%3A").replace(',', "%2C")
 }
 

@@ -3,13 +3,16 @@
 //! Servers start in parallel (one thread each) and are printed in config
 //! order. A server that fails is reported and does not hide the others;
 //! the exit code then says something failed. One malformed tool does not
-//! hide the rest of a server's tools.
+//! hide the rest of a server's tools. With a lock file in force, an item
+//! whose definition differs from it (or is not in it) is marked, as the
+//! executor would refuse it.
 
 use serde_json::{Value, json};
 
 use crate::cli::Show;
 use crate::error::{Error, Result};
 use crate::launch::Context;
+use crate::lockfile::{ItemKind, Lock};
 use crate::session::{Listing, Session};
 use crate::tool::tools;
 use crate::{mcp, msg, out};
@@ -75,31 +78,15 @@ pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
     Ok(l)
 }
 
-pub(crate) fn run(
-    ctx: &Context,
+/// Runs `work` for each server, one thread each; results in `names` order.
+pub(crate) fn in_parallel<T: Send>(
     names: &[String],
-    show: Show,
-    json: bool,
-) -> Result<()> {
-    let names: Vec<String> =
-        if names.is_empty() { ctx.allowed_servers()? } else { names.to_vec() };
-    // Refuse everything up front when a named server may not start, so
-    // nothing is spawned on behalf of a command that cannot succeed.
-    for n in &names {
-        ctx.startable(n)?;
-    }
-    let results: Vec<Result<ServerListing>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = names
-            .iter()
-            .map(|n| {
-                scope.spawn(move || {
-                    let mut s = ctx.start(n)?;
-                    let l = collect(&mut s, show);
-                    s.close();
-                    l
-                })
-            })
-            .collect();
+    work: impl Fn(&str) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            names.iter().map(|n| scope.spawn(move || work(n))).collect();
         handles
             .into_iter()
             .map(|h| {
@@ -108,14 +95,36 @@ pub(crate) fn run(
                 })
             })
             .collect()
+    })
+}
+
+pub(crate) fn run(
+    ctx: &Context,
+    names: &[String],
+    show: Show,
+    json: bool,
+    lock: Option<&Lock>,
+) -> Result<()> {
+    let names: Vec<String> =
+        if names.is_empty() { ctx.allowed_servers()? } else { names.to_vec() };
+    // Refuse everything up front when a named server may not start, so
+    // nothing is spawned on behalf of a command that cannot succeed.
+    for n in &names {
+        ctx.startable(n)?;
+    }
+    let results = in_parallel(&names, |n| {
+        let mut s = ctx.start(n)?;
+        let l = collect(&mut s, show);
+        s.close();
+        l
     });
     let mut first_err: Option<Error> = None;
     let mut json_servers = vec![];
     let mut text = String::new();
     for (name, r) in names.iter().zip(results) {
         match r {
-            Ok(l) if json => json_servers.push(to_json(&l)),
-            Ok(l) => text.push_str(&human(&l, show)),
+            Ok(l) if json => json_servers.push(to_json(&l, lock)),
+            Ok(l) => text.push_str(&human(&l, show, lock)),
             Err(e) => {
                 if json {
                     json_servers.push(json!({
@@ -146,7 +155,22 @@ fn describe(v: &Value) -> String {
     crate::render::description_line(d)
 }
 
-fn human(l: &ServerListing, show: Show) -> String {
+/// `[drift: changed] ` before an item the lock would refuse.
+fn mark(
+    lock: Option<&Lock>,
+    server: &str,
+    kind: ItemKind,
+    def: &Value,
+) -> String {
+    lock.and_then(|k| k.drift(server, kind, def))
+        .map(|d| format!("[drift: {d}] "))
+        .unwrap_or_default()
+}
+
+fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
+    let marked = |kind, def: &Value| {
+        format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
+    };
     let mut text = String::new();
     let info = &l.info;
     let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
@@ -164,7 +188,7 @@ fn human(l: &ServerListing, show: Show) -> String {
             rows.push(vec![
                 format!("  {}", tool.qualified),
                 tool.class.label().to_string(),
-                out::shown(&describe(&tool.def)).into_owned(),
+                out::shown(&marked(ItemKind::Tool, &tool.def)).into_owned(),
             ]);
         }
         if t.items.is_empty() {
@@ -185,14 +209,14 @@ fn human(l: &ServerListing, show: Show) -> String {
                     .and_then(Value::as_str)
                     .map(|m| out::shown(m).into_owned())
                     .unwrap_or_default(),
-                out::shown(&describe(item)).into_owned(),
+                out::shown(&marked(ItemKind::Resource, item)).into_owned(),
             ]);
         }
         for item in l.templates.iter().flat_map(|t| &t.items) {
             rows.push(vec![
                 format!("  template {}", field(item, "uriTemplate")),
                 String::new(),
-                out::shown(&describe(item)).into_owned(),
+                out::shown(&marked(ItemKind::Template, item)).into_owned(),
             ]);
         }
     }
@@ -220,7 +244,7 @@ fn human(l: &ServerListing, show: Show) -> String {
             rows.push(vec![
                 format!("  prompt {}", field(item, "name")),
                 out::shown(&args.join(" ")).into_owned(),
-                out::shown(&describe(item)).into_owned(),
+                out::shown(&marked(ItemKind::Prompt, item)).into_owned(),
             ]);
         }
     }
@@ -238,21 +262,28 @@ fn human(l: &ServerListing, show: Show) -> String {
     text
 }
 
-fn to_json(l: &ServerListing) -> Value {
+fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
     let mut o = json!({
         "server": l.name, "ok": true, "protocol": l.protocol,
         "serverInfo": l.info, "instructions": l.instructions,
     });
+    // With a lock in force, each item says how it stands against it.
+    let drift = |m: &mut serde_json::Map<String, Value>, kind, def: &Value| {
+        if let Some(k) = lock {
+            m.insert("drift".into(), json!(k.drift(&l.name, kind, def)));
+        }
+    };
     let mut complete = true;
     if let Some(t) = &l.tools {
         let items: Vec<Value> = tools(&l.name, &t.items)
             .into_iter()
             .map(|t| {
-                let mut d = t.def;
+                let mut d = t.def.clone();
                 if let Value::Object(m) = &mut d {
                     m.insert("qualified_name".into(), json!(t.qualified));
                     m.insert("classification".into(), json!(t.class.label()));
                     m.insert("server".into(), json!(l.name));
+                    drift(m, ItemKind::Tool, &t.def);
                 }
                 d
             })
@@ -260,13 +291,24 @@ fn to_json(l: &ServerListing) -> Value {
         o["tools"] = json!(items);
         complete &= t.complete;
     }
-    for (key, listing) in [
-        ("resources", &l.resources),
-        ("resourceTemplates", &l.templates),
-        ("prompts", &l.prompts),
+    for (key, kind, listing) in [
+        ("resources", ItemKind::Resource, &l.resources),
+        ("resourceTemplates", ItemKind::Template, &l.templates),
+        ("prompts", ItemKind::Prompt, &l.prompts),
     ] {
         if let Some(x) = listing {
-            o[key] = json!(x.items);
+            let items: Vec<Value> = x
+                .items
+                .iter()
+                .map(|def| {
+                    let mut d = def.clone();
+                    if let Value::Object(m) = &mut d {
+                        drift(m, kind, def);
+                    }
+                    d
+                })
+                .collect();
+            o[key] = json!(items);
             complete &= x.complete;
         }
     }

@@ -7,3 +7,4 @@ pub(crate) mod bridges;
 pub(crate) mod call;
 pub(crate) mod check_config;
 pub(crate) mod list;
+pub(crate) mod lock;

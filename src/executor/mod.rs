@@ -1,7 +1,8 @@
 //! The executor: the one path every tool call, resource read and prompt get
 //! takes, over either transport.
 //!
-//! The order is fixed here and nowhere else: journal the request, run the
+//! The order is fixed here and nowhere else: journal the request, refuse
+//! an item that drifted from the lock file (see `lock.rs`), run the
 //! pre-tool hooks (any denial stops it), ask for approval (`read` runs
 //! without asking; `execute` needs `--yes`, a yes at the terminal prompt,
 //! and is always denied under `--read-only`), make the call, bound the
@@ -13,6 +14,7 @@
 mod approval;
 mod bound;
 mod hooks;
+mod lock;
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,7 @@ pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
 pub(crate) use hooks::{DEFAULT_HOOK_TIMEOUT, split_command};
 
 use crate::error::{Error, Kind, Result};
+use crate::lockfile::Lock;
 use crate::naming::Class;
 use crate::session::Session;
 use crate::tool::Tool;
@@ -102,6 +105,8 @@ impl Action<'_> {
 #[derive(Debug)]
 pub(crate) struct Executor {
     pub(crate) policy: Policy,
+    /// The lock file in force; `None` without one or with `--unlocked`.
+    pub(crate) lock: Option<Lock>,
 }
 
 impl Executor {
@@ -121,6 +126,7 @@ impl Executor {
                    "qualified_name": action.qualified(&server),
                    "classification": class.label()}),
         );
+        self.check_lock(s, &action)?;
         let input = json!({
             "event": "pre_tool",
             "server": server,
