@@ -458,9 +458,10 @@ fn registration_identity(
 }
 
 /// The scopes: configured ones win; else the challenge's; else the
-/// protected resource's `scopes_supported`; else none. A step-up asks for
-/// the union of what was `granted` before (the stored token's scopes),
-/// those and what the server now challenges for (SEP-2350), so that the
+/// protected resource's `scopes_supported`; else none. A step-up (a
+/// `granted` given) asks for the union of what was granted before (the
+/// stored token's scopes), those and what the server now challenges for
+/// (`step_up`; SEP-2350), so that the
 /// new token does not lose what the old one could do. `offline_access`
 /// is added only when the operator wants it and the authorization server
 /// lists it (SEP-2207), whatever was granted before (the server may be
@@ -485,7 +486,7 @@ pub(crate) fn scopes(
         resource_scopes.to_vec()
     };
     let mut s: Vec<String> = vec![];
-    let before = step_up.and(granted).map(words).unwrap_or_default();
+    let before = granted.map(words).unwrap_or_default();
     let before = before.into_iter().filter(|x| x != "offline_access");
     let asked = step_up.map(words).unwrap_or_default();
     for x in before.chain(base).chain(asked) {
@@ -556,10 +557,11 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     // RFC 8707 `resource`: exactly what the protected resource published
     // (it may be the origin without a path), else the server's URL.
     let resource = found.resource.unwrap_or_else(|| url.clone());
-    // What the stored token for this URL was granted, for a step-up.
+    // On a step-up (any re-authorization a refusal started), what the
+    // stored token for this URL was granted.
     let granted = stored
         .as_ref()
-        .filter(|c| c.url == url)
+        .filter(|c| req.challenge.is_some() && c.url == url)
         .and_then(|c| c.scope.as_deref());
     let scope = scopes(
         &o.scopes,
@@ -845,9 +847,10 @@ mod tests {
     fn step_up_asks_for_the_union_with_what_was_granted() {
         // A step-up challenged for `asked`, after `granted`, at an
         // authorization server listing `as_scopes`, with offline_access.
+        let v =
+            |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let step = |asked: &str, granted: &str, as_scopes: &[&str]| {
-            let as_scopes: Vec<String> =
-                as_scopes.iter().map(|x| x.to_string()).collect();
+            let as_scopes = v(as_scopes);
             let (c, g) = (Some(asked), Some(granted));
             scopes(&[], c, c, g, &[], &as_scopes, true)
         };
@@ -857,9 +860,10 @@ mod tests {
             Some("mcp:basic mcp:write")
         );
         assert_eq!(step("a b", "b c", &[]).as_deref(), Some("b c a"));
-        // A first authorization ignores `granted`.
-        let s = scopes(&[], Some("a"), None, Some("b"), &[], &[], false);
-        assert_eq!(s.as_deref(), Some("a"));
+        // A refusal that names no scope: what was granted, and what the
+        // resource lists.
+        let s = scopes(&[], None, None, Some("b"), &v(&["a"]), &[], false);
+        assert_eq!(s.as_deref(), Some("b a"));
         // A granted offline_access is asked for again only where listed.
         let off = "r offline_access";
         assert_eq!(step("w", off, &["r", "w"]).as_deref(), Some("r w"));
