@@ -9,6 +9,8 @@
 #   --wire 2026-07-28         (0.2.0 only) run every scenario on the 2026-07-28 wire
 #                             (`--spec-version 2026-07-28 --force`); without it each scenario runs on
 #                             its own wire (2026-07-28 if introduced there, 2025-11-25 otherwise)
+#   --wire 2025-11-25         (0.2.0 only) likewise on the 2025-11-25 wire, also the scenarios
+#                             introduced in 2026-07-28 (their auth checks, on the handshake era)
 # Sets (without any, the default set):
 #   default                   initialize tools_call sse-retry (0.1.16); the PASSING_2026 list (0.2.0)
 #   all                       every client scenario of the suite
@@ -41,7 +43,8 @@ DEFAULT_SCENARIOS=(initialize tools_call sse-retry)
 # The 0.2.0-alpha.12 scenarios rivumi-mcp passes today, each on its own wire (`make conformance` runs
 # them; `make conformance-2026` runs the full 2026-07-28 table). Grow this as the client learns 2026-07-28.
 # Measured 2026-12-01 with the handshake-era client; on their own wire except the 2026-07-28-only
-# ones (auth/resource-mismatch, auth/metadata-issuer-mismatch, json-schema-ref-no-deref).
+# ones (auth/resource-mismatch, auth/metadata-issuer-mismatch, json-schema-ref-no-deref, and the
+# four auth/iss-* that refuse the authorization response before any MCP request).
 PASSING_2026=(
   initialize tools_call sse-retry json-schema-2020-12-preservation
   auth/metadata-default auth/metadata-var1 auth/metadata-var3 auth/basic-cimd
@@ -49,7 +52,8 @@ PASSING_2026=(
   auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
   auth/token-endpoint-auth-none auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/metadata-issuer-mismatch
-  json-schema-ref-no-deref
+  json-schema-ref-no-deref auth/metadata-var2 auth/iss-supported-missing auth/iss-wrong-issuer
+  auth/iss-unexpected auth/iss-normalized
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
 #   elicitation-sep1034-client-defaults  needs the elicitation capability (a CLI has no one to ask)
@@ -89,10 +93,10 @@ case "$suite_pick" in
 esac
 case "$wire" in
   "") WIRE_ARGS=() ;;
-  2026-07-28)
+  2026-07-28 | 2025-11-25)
     [ "$SUITE" = "$SUITE_2026" ] || die "--wire needs --suite $CONFORMANCE_2026_VERSION"
     WIRE_ARGS=(--spec-version "$wire" --force) ;;
-  *) die "--wire must be 2026-07-28, not '$wire'" ;;
+  *) die "--wire must be 2026-07-28 or 2025-11-25, not '$wire'" ;;
 esac
 
 # ---- 1. Install the suite (idempotent) ------------------------------------------------------

@@ -215,7 +215,8 @@ fn discovery_follows_the_resource_metadata_of_the_401() {
     assert!(url.starts_with(&format!("{}/authorize?", auth.issuer())));
     let e = entry(&dir);
     assert_eq!(e["url"], json!(mcp.url()));
-    assert_eq!(e["issuer"], json!(format!("{}/", auth.issuer())));
+    // The issuer as its metadata published it.
+    assert_eq!(e["issuer"], json!(auth.issuer()));
     assert_eq!(e["token_endpoint"], json!(format!("{}/token", auth.issuer())));
     assert_eq!(e["access_token"], json!("at-1"));
 
@@ -365,7 +366,7 @@ fn a_2025_03_26_server_with_metadata_at_its_origin() {
     // No protected-resource scopes: no scope parameter.
     assert!(q.iter().all(|(k, _)| k != "scope"), "{q:?}");
     let e = entry(&dir);
-    assert_eq!(e["issuer"], json!(format!("{}/", site.issuer())));
+    assert_eq!(e["issuer"], json!(site.issuer()));
     assert_eq!(e["token_endpoint"], json!(format!("{}/token", site.issuer())));
     let out = cmd(&dir, &["list", "web"]).assert_exit(0);
     assert_eq!(out.stdout, LIST_OUT);
@@ -525,6 +526,59 @@ fn offline_access_only_with_the_opt_in_and_when_listed() {
     }
 }
 
+#[test]
+fn offline_access_with_a_dynamic_registration_registers_for_refresh() {
+    let (auth, mcp) = pair(
+        SiteOptions { registration: true, ..SiteOptions::auth_server() },
+        |m| m,
+    );
+    let dir = web_dir(
+        "auth_paths_offline_dcr",
+        &mcp,
+        json!({"registration": "dynamic", "offline_access": true}),
+    );
+    login(&dir).assert_exit(0);
+    let a = auth.authorize_requests();
+    assert_eq!(scope_of(&a[0]).as_deref(), Some("mcp:tools offline_access"));
+    let body = auth.register_requests()[0].json();
+    // SEP-2207: a client asking for offline_access registers for the
+    // refresh grant; SEP-837: as a native application.
+    assert_eq!(
+        body["grant_types"],
+        json!(["authorization_code", "refresh_token"]),
+        "{body}"
+    );
+    assert_eq!(body["application_type"], json!("native"), "{body}");
+}
+
+#[test]
+fn the_resource_is_sent_exactly_as_the_metadata_published_it() {
+    // The metadata names the origin without a path (and without the `/` a
+    // URL parser would add); the server itself is at /mcp.
+    let (auth, mcp) = pair(
+        SiteOptions { refresh_tokens: true, ..SiteOptions::auth_server() },
+        |m| SiteOptions { prm_resource: Some("{base}".into()), ..m },
+    );
+    let dir = web_dir("auth_paths_resource_as_published", &mcp, bare());
+    login(&dir).assert_exit(0);
+    let published = mcp.issuer();
+    assert!(!published.ends_with('/'), "{published}");
+    let a = auth.authorize_requests();
+    assert_eq!(param(&query(&a[0].path), "resource"), published);
+    let t = &auth.token_requests()[0];
+    assert_eq!(param(&form_decode(&t.body), "resource"), published);
+    let e = entry(&dir);
+    assert_eq!(e["url"], json!(mcp.url()));
+    assert_eq!(e["resource"], json!(published));
+    // The refresh asks for the same resource; the token is still sent
+    // only to the server's URL.
+    refresh(&dir).assert_exit(0);
+    let t = &auth.token_requests()[1];
+    assert_eq!(t.status, Some(200));
+    assert_eq!(param(&form_decode(&t.body), "resource"), published);
+    list_with_token(&dir, &mcp, "at-2");
+}
+
 // ---------------------------------------------------------------------------
 // Step-up
 // ---------------------------------------------------------------------------
@@ -631,9 +685,8 @@ fn insufficient_scope_on_a_call_runs_a_second_authorization() {
     assert_browser_runs(&dir, 2);
     let a = auth.authorize_requests();
     assert_eq!(a.len(), 2, "{}", auth.summary());
-    let scope = scope_of(&a[1]).expect("a scope parameter");
-    let asked: Vec<&str> = scope.split(' ').collect();
-    assert!(asked.contains(&"a") && asked.contains(&"b"), "{scope}");
+    // SEP-2350: what was granted, and what the 403 asked for.
+    assert_eq!(scope_of(&a[1]).as_deref(), Some("mcp:tools a b"));
     let calls = call_posts(&mcp);
     let got: Vec<(Option<&str>, Option<u16>)> =
         calls.iter().map(|r| (r.header("authorization"), r.status)).collect();
@@ -721,6 +774,8 @@ fn dynamic_registration_by_the_servers_auth_method() {
             "{redirect_uri}"
         );
         assert_eq!(body["client_name"], json!("rivumi-mcp"), "{body}");
+        // SEP-837: a loopback CLI is a native application.
+        assert_eq!(body["application_type"], json!("native"), "{body}");
         assert_eq!(body["redirect_uris"], json!([redirect_uri]), "{body}");
         let grants =
             body["grant_types"].as_array().cloned().unwrap_or_default();
@@ -758,9 +813,10 @@ fn dynamic_registration_by_the_servers_auth_method() {
             }
         }
         assert_eq!(t.status, Some(200), "{method}");
-        // Stored with the credential, bound to the issuer.
+        // Stored with the credential, bound to the issuer as its
+        // metadata published it (no `/` added).
         let e = entry(&dir);
-        let issuer = format!("{}/", auth.issuer());
+        let issuer = auth.issuer();
         assert_eq!(e["client_id"], json!("dyn-1"));
         assert_eq!(e["issuer"], json!(issuer));
         assert_eq!(e["registration"]["client_id"], json!("dyn-1"), "{e}");
@@ -993,6 +1049,8 @@ fn refresh_exchanges_the_refresh_token_and_stores_the_rotation() {
     assert_eq!(e["access_token"], json!("at-2"));
     assert_eq!(e["refresh_token"], json!("rt-2"));
     assert_eq!(e["client_id"], json!(CLIENT));
+    // The resource is the server's URL: not recorded apart.
+    assert_eq!(e.get("resource"), None);
 
     list_with_token(&dir, &mcp, "at-2");
 }

@@ -312,7 +312,42 @@ fn a_registration_is_not_presented_to_another_issuer() {
     assert_eq!(b.register_requests().len(), 1, "{}", b.summary());
     assert_eq!(a.register_requests().len(), 1);
     let e = &read_json(&creds(&dir))["servers"]["web"];
-    assert_eq!(e["registration"]["issuer"], json!(format!("{}/", b.issuer())));
+    assert_eq!(e["registration"]["issuer"], json!(b.issuer()));
+}
+
+#[test]
+fn a_migrated_authorization_server_gets_its_own_client_inline() {
+    let (a, b, mcp, dir) = registered_at_a("hostile_dcr_migration");
+    let seen_at_a = a.requests().len();
+    // SEP-2352: the resource now names B and accepts only B's tokens; the
+    // stored token from A earns a 401.
+    mcp.point_at(&b.issuer());
+    mcp.trust(b.ledger());
+    let out = cmd(&dir, &["list", "--step-up", "web"]).run();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The resource metadata was read again, a client registered at B and
+    // used there; A's client never reached B, and A heard nothing.
+    assert_eq!(b.register_requests().len(), 1, "{}", b.summary());
+    let q = query(&b.authorize_requests()[0].path);
+    assert_eq!(param(&q, "client_id"), "other-1");
+    assert_never_saw_dyn_1(&b);
+    assert_eq!(a.requests().len(), seen_at_a, "{}", a.summary());
+    let posts = mcp.mcp_requests();
+    let last = posts.last().expect("requests");
+    assert_eq!(last.status, Some(200));
+    assert_eq!(last.header("authorization"), Some("Bearer at-1"));
+    assert!(
+        posts.iter().any(|r| r.status == Some(401)
+            && r.header("authorization") == Some("Bearer at-1")),
+        "{}",
+        mcp.summary()
+    );
+    // The entry is B's now, keyed by its issuer as published.
+    let e = &read_json(&creds(&dir))["servers"]["web"];
+    assert_eq!(e["issuer"], json!(b.issuer()));
+    assert_eq!(e["client_id"], json!("other-1"));
+    assert_eq!(e["registration"]["issuer"], json!(b.issuer()));
+    assert_eq!(e["token_endpoint"], json!(format!("{}/token", b.issuer())));
 }
 
 #[test]

@@ -127,7 +127,8 @@ fn login_list_call_status_logout() {
     assert_eq!(v["version"], json!(1), "{v}");
     assert_eq!(e["url"], json!(mcp.url()), "{v}");
     assert_eq!(e["token_endpoint"], json!(auth.token_endpoint()), "{v}");
-    assert_eq!(e["issuer"], json!(format!("{}/", auth.issuer())), "{v}");
+    // As the metadata published it, not canonicalized with a `/`.
+    assert_eq!(e["issuer"], json!(auth.issuer()), "{v}");
     assert_eq!(e["client_id"], json!(CLIENT), "{v}");
     assert_eq!(e["access_token"], json!("tok-0001"), "{v}");
     assert_eq!(e["expires_at"], Value::Null, "{v}");
@@ -174,7 +175,8 @@ fn login_list_call_status_logout() {
         json!({"credentials": store.display().to_string(), "servers": [{
             "server": "web", "auth": "oauth", "credential": "stored",
             "expires_at": null, "url": mcp.url(),
-            "configured_url": mcp.url(), "refresh_token": false}]})
+            "configured_url": mcp.url(), "issuer": auth.issuer(),
+            "refresh_token": false}]})
     );
     assert_absent(&out.all(), "tok-0001");
 
@@ -540,32 +542,56 @@ fn timeout_without_a_callback() {
 
 #[test]
 fn iss_parameter_is_checked() {
-    for (iss, code) in [(Iss::Wrong, 6), (Iss::Right, 0), (Iss::Omit, 6)] {
-        let opts =
-            AsOptions { iss_supported: true, iss, ..AsOptions::default() };
+    // (advertised, what the response carries, exit code): a present `iss`
+    // must be the issuer as published, byte for byte, advertised or not
+    // (RFC 9207); a missing one is refused only when it was promised.
+    for (advertised, iss, code) in [
+        (true, Iss::Right, 0),
+        (true, Iss::Wrong, 6),
+        (true, Iss::Slash, 6),
+        (true, Iss::Omit, 6),
+        (false, Iss::Omit, 0),
+        (false, Iss::Right, 0),
+        (false, Iss::Wrong, 6),
+        (false, Iss::Slash, 6),
+    ] {
+        let opts = AsOptions {
+            iss_supported: advertised,
+            iss,
+            ..AsOptions::default()
+        };
         let (dir, auth, _mcp) = setup("login_iss", opts, "");
         let out = login(&dir).assert_exit(code);
-        let issuer = format!("{}/", auth.issuer());
+        let issuer = auth.issuer();
+        let came_from = |got: &str| {
+            format!(
+                "rivumi-mcp: server 'web': the authorization response came \
+                 from issuer '{got}', not '{issuer}' (RFC 9207); refusing it"
+            )
+        };
         match iss {
-            Iss::Wrong => assert_eq!(
-                last_line(&out),
-                format!(
-                    "rivumi-mcp: server 'web': the authorization response \
-                     came from issuer 'https://evil.example', not \
-                     '{issuer}' (RFC 9207); refusing it"
-                )
-            ),
-            Iss::Omit => assert_eq!(
+            Iss::Wrong => {
+                assert_eq!(last_line(&out), came_from("https://evil.example"))
+            }
+            Iss::Slash => {
+                assert_eq!(last_line(&out), came_from(&format!("{issuer}/")))
+            }
+            Iss::Omit if advertised => assert_eq!(
                 last_line(&out),
                 "rivumi-mcp: server 'web': the authorization server \
                  promises an 'iss' parameter (RFC 9207) but the response \
                  has none; refusing it"
             ),
-            Iss::Right => {}
+            _ => {}
         }
         let n = usize::from(code == 0);
-        assert_eq!(auth.token_requests().len(), n, "{iss:?}");
-        assert_eq!(creds(&dir).exists(), code == 0, "{iss:?}");
+        assert_eq!(auth.token_requests().len(), n, "{advertised} {iss:?}");
+        assert_eq!(creds(&dir).exists(), code == 0, "{advertised} {iss:?}");
+        if code == 0 {
+            // Recorded as published.
+            let e = &read_json(&creds(&dir))["servers"]["web"];
+            assert_eq!(e["issuer"], json!(issuer));
+        }
     }
 }
 
@@ -1109,7 +1135,7 @@ fn discover_prints_the_authorization_server() {
          if your registration needs a fixed one):"
             .into(),
         "    {".into(),
-        format!("      \"authorization_server\": \"{iss}/\","),
+        format!("      \"authorization_server\": \"{iss}\","),
         "      \"client_id\": \"<the client id registered for rivumi-mcp>\","
             .into(),
         "      \"redirect_port\": 8976,".into(),
@@ -1161,7 +1187,7 @@ fn discover_json() {
     assert_eq!(
         v["suggested_oauth"],
         json!({"client_id": "<the client id registered for rivumi-mcp>",
-               "authorization_server": format!("{iss}/"),
+               "authorization_server": iss,
                "scopes": ["mcp:tools"], "redirect_port": 8976})
     );
     assert!(!creds(&dir).exists());

@@ -96,8 +96,8 @@ impl Listener {
 
     /// Serves requests until the callback with the right `state` arrives
     /// or the deadline fires. An `iss` in the response must be `issuer`
-    /// (when known); `iss_required` when the authorization server says it
-    /// sends one (RFC 9207).
+    /// (when known), byte for byte; `iss_required` when the authorization
+    /// server says it sends one (RFC 9207).
     pub(crate) fn wait(
         &self,
         state: &str,
@@ -236,10 +236,13 @@ fn check(head: &str, want: &Expect) -> Result<Callback, Refusal> {
         // A stale tab or a forged request: not ours, keep waiting.
         return Err(Refusal::Status(400, "Bad Request"));
     }
+    // RFC 9207 §2.4: a simple string comparison with the issuer as the
+    // metadata published it; no case folding, port elision, trailing
+    // slash or percent-encoding normalization (a normalized match is how
+    // a mix-up attacker's look-alike issuer would get through). A present
+    // `iss` is checked whether or not the server advertised it.
     if let (Some(issuer), Some(got)) = (&want.issuer, get("iss")) {
-        let same = crate::urlcheck::Url::parse(got)
-            .is_ok_and(|u| u.to_string() == *issuer);
-        if !same {
+        if got != issuer {
             return Err(Refusal::Issuer(Error::new(
                 Kind::Auth,
                 format!(
@@ -396,5 +399,48 @@ mod tests {
             [("a".into(), "%zz".into()), ("b".into(), "%4".into())]
         );
         assert_eq!(parse_query("x=1+2"), [("x".into(), "1 2".into())]);
+    }
+
+    /// What `check` makes of a callback carrying `iss` (if any), for an
+    /// issuer published as `http://127.0.0.1:8000` that does (or does not)
+    /// advertise `iss`.
+    fn iss_outcome(iss: Option<&str>, advertised: bool) -> &'static str {
+        let want = Expect {
+            path: "/callback".into(),
+            host: "127.0.0.1:5555".into(),
+            state: super::super::pkce::Secret::new("st".into()),
+            issuer: Some("http://127.0.0.1:8000".into()),
+            iss_required: advertised,
+        };
+        let iss =
+            iss.map(|i| format!("&iss={}", encode(i))).unwrap_or_default();
+        let head = format!(
+            "GET /callback?code=c&state=st{iss} HTTP/1.1\r\nHost: 127.0.0.1:5555\r\n\r\n"
+        );
+        match check(&head, &want) {
+            Ok(_) => "accepted",
+            Err(Refusal::Issuer(_)) => "refused",
+            Err(_) => "other",
+        }
+    }
+
+    #[test]
+    fn iss_is_compared_as_an_exact_string() {
+        let exact = Some("http://127.0.0.1:8000");
+        assert_eq!(iss_outcome(exact, true), "accepted");
+        assert_eq!(iss_outcome(exact, false), "accepted");
+        // Equal only after normalization: refused, advertised or not.
+        for near in [
+            "http://127.0.0.1:8000/",
+            "HTTP://127.0.0.1:8000",
+            "http://127.0.0.1:08000",
+            "http://127.0.0.1:8000/%2e",
+        ] {
+            assert_eq!(iss_outcome(Some(near), true), "refused", "{near}");
+            assert_eq!(iss_outcome(Some(near), false), "refused", "{near}");
+        }
+        // Missing: refused only when the metadata promised it.
+        assert_eq!(iss_outcome(None, true), "refused");
+        assert_eq!(iss_outcome(None, false), "accepted");
     }
 }

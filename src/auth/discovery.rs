@@ -7,6 +7,14 @@
 //! the issuer we asked for, and must support PKCE with S256 (MCP
 //! 2025-11-25): otherwise we stop before any authorization request. A
 //! protected resource's document must name the server's own URL.
+//!
+//! Two identifiers are kept exactly as they were published, because
+//! others compare them as strings: the authorization server's `issuer`
+//! (RFC 9207 `iss` is compared with it byte for byte) and the protected
+//! resource's `resource` (sent as the RFC 8707 `resource`). A parsed
+//! [`Url`] is canonical (a pathless URL gains `/`, host case and default
+//! ports are folded), so it is used to fetch and to compare origins, never
+//! in place of those strings.
 
 use serde_json::{Map, Value};
 
@@ -18,7 +26,9 @@ use crate::urlcheck::Url;
 /// What we use of an authorization server's metadata.
 #[derive(Debug, Clone)]
 pub(crate) struct AuthServer {
-    pub(crate) issuer: Url,
+    /// The metadata's `issuer`, as published (it names the issuer asked
+    /// for, RFC 8414 §3.3): what an `iss` must equal.
+    pub(crate) published_issuer: String,
     pub(crate) authorization_endpoint: Url,
     pub(crate) token_endpoint: Url,
     pub(crate) registration_endpoint: Option<Url>,
@@ -121,7 +131,7 @@ pub(crate) fn check_metadata(
         auth_methods.push("client_secret_basic".to_string());
     }
     Ok(AuthServer {
-        issuer: issuer.clone(),
+        published_issuer: doc_issuer.to_string(),
         authorization_endpoint,
         token_endpoint,
         registration_endpoint: endpoint(m, "registration_endpoint", &what)?,
@@ -195,6 +205,7 @@ pub(crate) fn try_auth_server(
 /// What a protected resource says about itself (RFC 9728).
 #[derive(Debug, Clone)]
 pub(crate) struct Resource {
+    /// As published: the RFC 8707 `resource` to send.
     pub(crate) resource: String,
     pub(crate) authorization_servers: Vec<String>,
     pub(crate) scopes_supported: Vec<String>,
@@ -363,6 +374,8 @@ mod tests {
         let m = good.as_object().unwrap();
         let a = check_metadata(&iss, m, "x").unwrap();
         assert_eq!(a.auth_methods, ["client_secret_basic"]);
+        // Kept as published, not as the canonical `https://as.example.com/`.
+        assert_eq!(a.published_issuer, "https://as.example.com");
         let mut bad = m.clone();
         bad.insert("issuer".into(), json!("https://evil.example.com"));
         assert!(

@@ -14,7 +14,19 @@
 //! A dynamically registered client (its id and secret) is presented only
 //! where it was registered: the registration stored with the credential
 //! records the issuer and the token endpoint it was made at, and is used
-//! again (for a login or a refresh) only there.
+//! again (for a login or a refresh) only there. Discovery from the MCP
+//! server reads the protected-resource metadata afresh for every
+//! authorization, so when the server names another authorization server
+//! (SEP-2352) the next one registers there (or uses the configured
+//! client) instead of presenting the old registration.
+//!
+//! What the 2026-07-28 authorization rules add, on every wire: a
+//! registration says `application_type: "native"` (SEP-837) and lists
+//! the `refresh_token` grant (SEP-2207); the RFC 8707 `resource` is the
+//! protected resource's own identifier exactly as published; the issuer
+//! is recorded as its metadata published it, and an `iss` is compared
+//! with it as a string (RFC 9207, SEP-2468); a step-up asks for what was
+//! granted plus what is challenged (SEP-2350).
 
 use std::time::Duration;
 
@@ -37,7 +49,9 @@ pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The endpoints and capabilities an authorization uses.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoints {
-    pub(crate) issuer: Option<Url>,
+    /// The issuer as its metadata published it (RFC 9207 compares `iss`
+    /// with exactly this); `None` without metadata.
+    pub(crate) issuer: Option<String>,
     pub(crate) authorization: Url,
     pub(crate) token: Url,
     pub(crate) registration: Option<Url>,
@@ -50,7 +64,7 @@ pub(crate) struct Endpoints {
 impl From<AuthServer> for Endpoints {
     fn from(a: AuthServer) -> Endpoints {
         Endpoints {
-            issuer: Some(a.issuer),
+            issuer: Some(a.published_issuer),
             authorization: a.authorization_endpoint,
             token: a.token_endpoint,
             registration: a.registration_endpoint,
@@ -100,37 +114,52 @@ pub(crate) fn probe(url: &Url, d: &Deadline) -> Result<(u16, String)> {
     Ok((a.status, a.www_authenticate.unwrap_or_default()))
 }
 
+/// What discovery found: the endpoints, and what the protected
+/// resource's metadata said, when there was any.
+struct Found {
+    ep: Endpoints,
+    /// The protected resource's `scopes_supported`.
+    resource_scopes: Vec<String>,
+    /// The protected resource's `resource`, exactly as published.
+    resource: Option<String>,
+}
+
+impl Found {
+    fn endpoints(ep: Endpoints) -> Found {
+        Found { ep, resource_scopes: vec![], resource: None }
+    }
+}
+
 /// Finds the endpoints: configured, discovered from the configured issuer,
 /// or discovered from the MCP server (RFC 9728, then the 2025-03-26
-/// metadata at the server's origin and its default endpoints). Also
-/// returns the protected resource's `scopes_supported`.
+/// metadata at the server's origin and its default endpoints). The
+/// protected-resource metadata is read afresh each time, so an
+/// authorization after the server changed its authorization server
+/// (SEP-2352) goes to the new one.
 fn endpoints(
     req: &Request<'_>,
     challenge: &mut Option<Bearer>,
     d: &Deadline,
-) -> Result<(Endpoints, Vec<String>)> {
+) -> Result<Found> {
     let o = req.oauth;
     if let Some(iss) = &o.authorization_server {
-        return Ok((discovery::auth_server(iss, d)?.into(), vec![]));
+        return Ok(Found::endpoints(discovery::auth_server(iss, d)?.into()));
     }
     if let (Some(a), Some(t)) = (&o.authorization_endpoint, &o.token_endpoint)
     {
-        return Ok((
-            Endpoints {
-                issuer: None,
-                authorization: a.clone(),
-                token: t.clone(),
-                registration: None,
-                methods: vec![
-                    "client_secret_basic".into(),
-                    "client_secret_post".into(),
-                ],
-                sends_iss: false,
-                scopes_supported: vec![],
-                cimd: false,
-            },
-            vec![],
-        ));
+        return Ok(Found::endpoints(Endpoints {
+            issuer: None,
+            authorization: a.clone(),
+            token: t.clone(),
+            registration: None,
+            methods: vec![
+                "client_secret_basic".into(),
+                "client_secret_post".into(),
+            ],
+            sends_iss: false,
+            scopes_supported: vec![],
+            cimd: false,
+        }));
     }
     let url = &req.http.url;
     if challenge.is_none() {
@@ -160,10 +189,16 @@ fn endpoints(
         })?;
         let a = discovery::auth_server(&iss, d)?;
         msg::debug(&format!(
-            "server '{}': authorization server {iss} (metadata at {})",
-            req.server, a.source
+            "server '{}': authorization server {} (metadata at {})",
+            req.server,
+            term::line(&a.published_issuer),
+            a.source
         ));
-        return Ok((a.into(), prm.scopes_supported));
+        return Ok(Found {
+            ep: a.into(),
+            resource_scopes: prm.scopes_supported,
+            resource: Some(prm.resource),
+        });
     }
     // MCP 2025-03-26: the authorization server's metadata lives at the MCP
     // server's origin, with default endpoints when there is none.
@@ -174,21 +209,18 @@ fn endpoints(
         tried.join(", ")
     ));
     if let Some(a) = discovery::legacy_auth_server(url, d)? {
-        return Ok((a.into(), vec![]));
+        return Ok(Found::endpoints(a.into()));
     }
-    Ok((
-        Endpoints {
-            issuer: None,
-            authorization: url.with_path("/authorize"),
-            token: url.with_path("/token"),
-            registration: Some(url.with_path("/register")),
-            methods: vec!["client_secret_basic".into()],
-            sends_iss: false,
-            scopes_supported: vec![],
-            cimd: false,
-        },
-        vec![],
-    ))
+    Ok(Found::endpoints(Endpoints {
+        issuer: None,
+        authorization: url.with_path("/authorize"),
+        token: url.with_path("/token"),
+        registration: Some(url.with_path("/register")),
+        methods: vec!["client_secret_basic".into()],
+        sends_iss: false,
+        scopes_supported: vec![],
+        cimd: false,
+    }))
 }
 
 /// The client as the token endpoint sees it.
@@ -260,9 +292,9 @@ fn client(
              not enabled)",
         ));
     }
-    let issuer = ep.issuer.as_ref().map(Url::to_string);
+    let issuer = ep.issuer.as_deref();
     if let Some(reg) = stored.and_then(|c| c.registration.as_ref()) {
-        let bound = bound_to(reg, issuer.as_deref(), &ep.token);
+        let bound = bound_to(reg, issuer, &ep.token);
         // Servers compare redirect URIs exactly (RFC 8252's any-port rule
         // is not universal): reuse only a registration made for this one.
         let same_redirect = redirect_uri.is_none_or(|r| {
@@ -276,7 +308,7 @@ fn client(
                  presented to {}",
                 req.server,
                 registered_at(reg),
-                ep.issuer.as_ref().unwrap_or(&ep.token)
+                term::line(issuer.unwrap_or(&ep.token.to_string()))
             ));
         } else if same_redirect
             && let Some(c) = registration_identity(reg, &ep.methods)
@@ -296,6 +328,8 @@ fn client(
         .into_iter()
         .find(|m| ep.methods.iter().any(|x| x == m))
         .unwrap_or("client_secret_basic");
+    // `refresh_token` always goes with the code grant, so that the tokens
+    // an `offline_access` request earns can be used (SEP-2207).
     let grants: Vec<&str> = if o.client_credentials {
         vec!["client_credentials"]
     } else {
@@ -303,6 +337,9 @@ fn client(
     };
     let mut body = json!({
         "client_name": "rivumi-mcp",
+        // A CLI with a loopback redirect is a native application (RFC
+        // 8252; SEP-837 makes the field mandatory).
+        "application_type": "native",
         "grant_types": grants,
         "response_types": if o.client_credentials { json!([]) } else { json!(["code"]) },
         "token_endpoint_auth_method": method,
@@ -354,7 +391,7 @@ fn client(
 fn bound_to(reg: &Value, issuer: Option<&str>, token: &Url) -> bool {
     let at = |k: &str| reg.get(k).and_then(Value::as_str);
     let Some(registered) = at("token_endpoint") else { return false };
-    if at("issuer") != issuer {
+    if !same_issuer(at("issuer"), issuer) {
         return false;
     }
     match issuer {
@@ -362,6 +399,22 @@ fn bound_to(reg: &Value, issuer: Option<&str>, token: &Url) -> bool {
         None => {
             Url::parse(registered).is_ok_and(|u| u.origin() == token.origin())
         }
+    }
+}
+
+/// Whether two recorded issuers name one authorization server: the same
+/// string, or the same canonical URL (entries stored before the issuer
+/// was kept as published hold its canonical form). This keys what is
+/// stored; the `iss` of an authorization response is compared exactly.
+fn same_issuer(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a == b
+                || matches!((Url::parse(a), Url::parse(b)),
+                            (Ok(x), Ok(y)) if x == y)
+        }
+        _ => false,
     }
 }
 
@@ -405,29 +458,40 @@ fn registration_identity(
 }
 
 /// The scopes: configured ones win; else the challenge's; else the
-/// protected resource's `scopes_supported`; else none. `offline_access`
-/// is added only when the operator wants it and the server lists it.
+/// protected resource's `scopes_supported`; else none. A step-up (a
+/// `granted` given) asks for the union of what was granted before (the
+/// stored token's scopes), those and what the server now challenges for
+/// (`step_up`; SEP-2350), so that the
+/// new token does not lose what the old one could do. `offline_access`
+/// is added only when the operator wants it and the authorization server
+/// lists it (SEP-2207), whatever was granted before (the server may be
+/// another one now).
 pub(crate) fn scopes(
     configured: &[String],
     challenge: Option<&str>,
     step_up: Option<&str>,
+    granted: Option<&str>,
     resource_scopes: &[String],
     as_scopes: &[String],
     offline_access: bool,
 ) -> Option<String> {
-    let mut s: Vec<String> = if !configured.is_empty() {
+    let words = |c: &str| -> Vec<String> {
+        c.split(' ').filter(|x| !x.is_empty()).map(str::to_string).collect()
+    };
+    let base: Vec<String> = if !configured.is_empty() {
         configured.to_vec()
     } else if let Some(c) = challenge.filter(|c| !c.trim().is_empty()) {
-        c.split(' ').filter(|x| !x.is_empty()).map(str::to_string).collect()
+        words(c)
     } else {
         resource_scopes.to_vec()
     };
-    if let Some(c) = step_up {
-        // A step-up challenge adds what the server now asks for.
-        for x in c.split(' ').filter(|x| !x.is_empty()) {
-            if !s.iter().any(|y| y == x) {
-                s.push(x.to_string());
-            }
+    let mut s: Vec<String> = vec![];
+    let before = granted.map(words).unwrap_or_default();
+    let before = before.into_iter().filter(|x| x != "offline_access");
+    let asked = step_up.map(words).unwrap_or_default();
+    for x in before.chain(base).chain(asked) {
+        if !s.contains(&x) {
+            s.push(x);
         }
     }
     let wanted =
@@ -486,18 +550,29 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     let stored = store::get(&store_path, server)?;
     let d = Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
     let mut challenge = req.challenge.clone();
-    let (ep, resource_scopes) = endpoints(&req, &mut challenge, &d)?;
+    let found = endpoints(&req, &mut challenge, &d)?;
+    let ep = found.ep;
     let o = req.oauth;
-    let resource = req.http.url.to_string();
+    let url = req.http.url.to_string();
+    // RFC 8707 `resource`: exactly what the protected resource published
+    // (it may be the origin without a path), else the server's URL.
+    let resource = found.resource.unwrap_or_else(|| url.clone());
+    // On a step-up (any re-authorization a refusal started), what the
+    // stored token for this URL was granted.
+    let granted = stored
+        .as_ref()
+        .filter(|c| req.challenge.is_some() && c.url == url)
+        .and_then(|c| c.scope.as_deref());
     let scope = scopes(
         &o.scopes,
         challenge.as_ref().and_then(|c| c.scope.as_deref()),
         req.challenge.as_ref().and_then(|c| c.scope.as_deref()),
-        &resource_scopes,
+        granted,
+        &found.resource_scopes,
         &ep.scopes_supported,
         o.offline_access,
     );
-    let issuer = ep.issuer.as_ref().map(Url::to_string);
+    let issuer = ep.issuer.clone();
     let tokens;
     let identity;
     if o.client_credentials {
@@ -576,7 +651,8 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     }
     let now = store::now();
     let cred = Credential {
-        url: resource.clone(),
+        resource: (resource != url).then(|| resource.clone()),
+        url,
         token_endpoint: ep.token.to_string(),
         issuer,
         client_id: identity.id.clone(),
@@ -591,7 +667,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     store::put(&store_path, server, cred.clone())?;
     journal::event(
         "login_completed",
-        json!({"server": server, "url": resource, "expires_at": cred.expires_at,
+        json!({"server": server, "url": cred.url, "expires_at": cred.expires_at,
                "refresh_token": cred.refresh_token.is_some()}),
     );
     Ok(cred)
@@ -695,7 +771,7 @@ pub(crate) fn refresh(
             &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", rt.expose()),
-                ("resource", &url),
+                ("resource", c.resource.as_deref().unwrap_or(&url)),
             ],
             &d,
         )?;
@@ -726,40 +802,74 @@ mod tests {
         let v =
             |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            scopes(&v(&["a"]), None, None, &v(&["b"]), &[], false).as_deref(),
+            scopes(&v(&["a"]), None, None, None, &v(&["b"]), &[], false)
+                .as_deref(),
             Some("a")
         );
         assert_eq!(
-            scopes(&[], Some("c d"), None, &v(&["b"]), &[], false).as_deref(),
+            scopes(&[], Some("c d"), None, None, &v(&["b"]), &[], false)
+                .as_deref(),
             Some("c d")
         );
         assert_eq!(
-            scopes(&[], None, None, &v(&["b"]), &[], false).as_deref(),
+            scopes(&[], None, None, None, &v(&["b"]), &[], false).as_deref(),
             Some("b")
         );
-        assert_eq!(scopes(&[], None, None, &[], &[], false), None);
+        assert_eq!(scopes(&[], None, None, None, &[], &[], false), None);
         let off = v(&["x", "offline_access"]);
         assert_eq!(
-            scopes(&[], None, None, &v(&["b"]), &off, true).as_deref(),
+            scopes(&[], None, None, None, &v(&["b"]), &off, true).as_deref(),
             Some("b offline_access")
         );
         assert_eq!(
-            scopes(&[], None, None, &v(&["b"]), &v(&["b"]), true).as_deref(),
+            scopes(&[], None, None, None, &v(&["b"]), &v(&["b"]), true)
+                .as_deref(),
             Some("b")
         );
         assert_eq!(
-            scopes(&[], None, None, &v(&["b"]), &off, false).as_deref(),
+            scopes(&[], None, None, None, &v(&["b"]), &off, false).as_deref(),
             Some("b")
         );
         // Configured scopes win over a probe's challenge; a step-up adds.
         assert_eq!(
-            scopes(&v(&["a"]), Some("x"), None, &[], &[], false).as_deref(),
+            scopes(&v(&["a"]), Some("x"), None, None, &[], &[], false)
+                .as_deref(),
             Some("a")
         );
         assert_eq!(
-            scopes(&v(&["a"]), Some("x"), Some("x y"), &[], &[], false)
+            scopes(&v(&["a"]), Some("x"), Some("x y"), None, &[], &[], false)
                 .as_deref(),
             Some("a x y")
+        );
+    }
+
+    #[test]
+    fn step_up_asks_for_the_union_with_what_was_granted() {
+        // A step-up challenged for `asked`, after `granted`, at an
+        // authorization server listing `as_scopes`, with offline_access.
+        let v =
+            |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let step = |asked: &str, granted: &str, as_scopes: &[&str]| {
+            let as_scopes = v(as_scopes);
+            let (c, g) = (Some(asked), Some(granted));
+            scopes(&[], c, c, g, &[], &as_scopes, true)
+        };
+        // SEP-2350: granted, then the challenged scope; nothing twice.
+        assert_eq!(
+            step("mcp:write", "mcp:basic", &[]).as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        assert_eq!(step("a b", "b c", &[]).as_deref(), Some("b c a"));
+        // A refusal that names no scope: what was granted, and what the
+        // resource lists.
+        let s = scopes(&[], None, None, Some("b"), &v(&["a"]), &[], false);
+        assert_eq!(s.as_deref(), Some("b a"));
+        // A granted offline_access is asked for again only where listed.
+        let off = "r offline_access";
+        assert_eq!(step("w", off, &["r", "w"]).as_deref(), Some("r w"));
+        assert_eq!(
+            step("w", off, &["offline_access"]).as_deref(),
+            Some("r w offline_access")
         );
     }
 

@@ -26,7 +26,10 @@
 //!
 //! Entries are keyed by server name and bound to the canonical MCP URL and
 //! the token endpoint: a token is only ever sent to the URL it was
-//! obtained for.
+//! obtained for. Each records the issuer (as its metadata published it)
+//! that issued the token and, with a dynamic registration, where that
+//! client was registered: client credentials belong to one authorization
+//! server and are presented nowhere else (SEP-2352).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -57,6 +60,7 @@ const FIELDS: &[&str] = &[
     "obtained_at",
     "registration",
     "auth_method",
+    "resource",
 ];
 
 /// One stored credential.
@@ -79,6 +83,11 @@ pub(crate) struct Credential {
     /// How the client authenticated at the token endpoint (`none`,
     /// `client_secret_basic`, `client_secret_post`), for `login --refresh`.
     pub(crate) auth_method: Option<String>,
+    /// The RFC 8707 `resource` the token was obtained for, as the
+    /// protected resource published it, when that is not `url` (for
+    /// `login --refresh`). Written only then, so that entries without it
+    /// stay readable by versions that do not know the field.
+    pub(crate) resource: Option<String>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -98,7 +107,7 @@ impl std::fmt::Debug for Credential {
 
 impl Credential {
     fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "url": self.url,
             "token_endpoint": self.token_endpoint,
             "issuer": self.issuer,
@@ -110,7 +119,11 @@ impl Credential {
             "obtained_at": self.obtained_at,
             "registration": self.registration,
             "auth_method": self.auth_method,
-        })
+        });
+        if let Some(r) = &self.resource {
+            v["resource"] = json!(r);
+        }
+        v
     }
 
     /// An entry as this version writes it; anything else is an error
@@ -152,6 +165,7 @@ impl Credential {
             scope: text("scope")?,
             obtained_at: number("obtained_at")?.unwrap_or(0),
             auth_method: text("auth_method")?,
+            resource: text("resource")?,
             registration,
         })
     }
@@ -466,6 +480,7 @@ mod tests {
             obtained_at: 1,
             registration: None,
             auth_method: None,
+            resource: None,
         }
     }
 
@@ -493,6 +508,17 @@ mod tests {
         assert!(!remove(&p, "a").unwrap());
         assert!(get(&p, "b").unwrap().is_some());
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_resource_is_written_only_when_it_is_not_the_url() {
+        let plain = cred("t");
+        assert!(plain.to_json().get("resource").is_none());
+        let mut other = cred("t");
+        other.resource = Some("https://mcp.example.com".into());
+        let v = other.to_json();
+        assert_eq!(v["resource"], json!("https://mcp.example.com"));
+        assert_eq!(Credential::from_json(&v).unwrap(), other);
     }
 
     #[test]

@@ -174,6 +174,7 @@ mod tests {
                 obtained_at: 1_000,
                 registration: None,
                 auth_method: None,
+                resource: None,
             };
             assert!(c.expired(1_000), "{v}");
         }

@@ -158,7 +158,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     let first_ok = servers.iter().find_map(|(_, r)| r.as_ref().ok());
     let suggested = json!({
         "client_id": "<the client id registered for rivumi-mcp>",
-        "authorization_server": first_ok.map(|a| a.issuer.to_string()),
+        "authorization_server": first_ok.map(|a| a.published_issuer.clone()),
         "scopes": scopes,
         "redirect_port": 8976,
     });
@@ -299,7 +299,8 @@ pub(crate) fn status(
         ]);
         list.push(json!({"server": e.name, "auth": s.auth_mode(), "credential": state,
             "expires_at": c.and_then(|c| c.expires_at), "url": c.map(|c| c.url.clone()),
-            "configured_url": url, "refresh_token": c.map(|c| c.refresh_token.is_some())}));
+            "configured_url": url, "issuer": c.and_then(|c| c.issuer.clone()),
+            "refresh_token": c.map(|c| c.refresh_token.is_some())}));
     }
     if json {
         return out::json(

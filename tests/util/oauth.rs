@@ -95,6 +95,9 @@ pub enum Iss {
     Right,
     /// Another issuer.
     Wrong,
+    /// The issuer with a `/` appended: the same URL once normalized, but
+    /// not the same string (RFC 9207 compares strings).
+    Slash,
 }
 
 /// How the token endpoint answers a good request.
@@ -365,6 +368,10 @@ fn handle_as(opts: &AsOptions, base: &str, req: &Request, conn: &mut Conn) {
                     pct_encode(opts.issuer.as_deref().unwrap_or(base))
                 )),
                 Iss::Wrong => loc.push_str("&iss=https%3A%2F%2Fevil.example"),
+                Iss::Slash => loc.push_str(&format!(
+                    "&iss={}%2F",
+                    pct_encode(opts.issuer.as_deref().unwrap_or(base))
+                )),
             }
             conn.redirect(302, &loc);
         }
@@ -843,6 +850,9 @@ struct SiteState {
     /// The authorization server the resource metadata names from now on
     /// (see [`OAuthSite::point_at`]).
     prm_authorization_server: Option<String>,
+    /// The ledger the MCP server checks tokens against from now on (see
+    /// [`OAuthSite::trust`]).
+    ledger: Option<Ledger>,
 }
 
 /// The scripted site; see [`SiteOptions`].
@@ -934,6 +944,13 @@ impl OAuthSite {
     pub fn point_at(&self, issuer: &str) {
         self.state.lock().unwrap().prm_authorization_server =
             Some(issuer.to_string());
+    }
+
+    /// Makes the MCP server accept only the tokens in `ledger` from now
+    /// on: with [`OAuthSite::point_at`], an authorization server
+    /// migration (tokens of the old one get 401).
+    pub fn trust(&self, ledger: Ledger) {
+        self.state.lock().unwrap().ledger = Some(ledger);
     }
 
     /// Every access token issued, in order.
@@ -1297,7 +1314,9 @@ impl Site<'_> {
         let token = req
             .header("authorization")
             .and_then(|h| h.strip_prefix("Bearer "));
-        let scope = token.and_then(|t| self.ledger.scope_of(t));
+        let trusted = self.state.lock().unwrap().ledger.clone();
+        let ledger = trusted.as_ref().unwrap_or(self.ledger);
+        let scope = token.and_then(|t| ledger.scope_of(t));
         if o.refuse_all || scope.is_none() {
             let mut params = vec![];
             if token.is_some() {
