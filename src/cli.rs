@@ -393,7 +393,8 @@ OPTIONS (any command, before or after it):
 
 Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
-5 timeout, 6 authentication required, 7 denied, 130/143 interrupted.
+5 timeout, 6 authentication required, 7 denied, 8 output truncated by
+--max-output, 130/143 interrupted.
 ";
 
 const USAGE_HELP: &str = "\

@@ -379,13 +379,14 @@ fn prompt_renders_the_messages() {
 }
 
 #[test]
-fn prompt_without_its_required_argument_is_a_server_error() {
-    let (dir, _) = demo_recording("call_prompt_missing");
-    let out = run(&dir, &["prompt", "demo", "greet"]).assert_exit(4);
+fn prompt_without_its_required_argument_is_a_usage_error() {
+    let (dir, rec) = demo_recording("call_prompt_missing");
+    let out = run(&dir, &["prompt", "demo", "greet"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
-        "rivumi-mcp: server 'demo': server error -32602: missing required \
-         argument: name\n"
+        "rivumi-mcp: server 'demo': prompt 'greet' needs an argument: \
+         missing name\n"
     );
+    assert_eq!(received(&rec, "prompts/get"), Vec::<Value>::new());
 }

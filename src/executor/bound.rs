@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::error::{Error, Kind, Result};
 use crate::msg;
 
 /// The default cap on what one observation prints.
@@ -14,20 +15,34 @@ pub(crate) struct Observation {
     pub(crate) result: Value,
     pub(crate) truncated: bool,
     pub(crate) original_bytes: usize,
+    /// The result as the server sent it, kept when it was cut: `--save`
+    /// writes whole files whatever `--max-output` says, since the cap is
+    /// on what is printed.
+    whole: Option<Value>,
 }
 
 impl Observation {
-    /// The visible marker under output that `--max-output` cut; empty
-    /// when nothing was cut.
-    pub(crate) fn truncation_note(&self) -> String {
+    /// The result before the cut (the bounded one when nothing was cut).
+    pub(crate) fn whole(&self) -> &Value {
+        self.whole.as_ref().unwrap_or(&self.result)
+    }
+
+    /// After the bounded output is printed: an error of its own kind
+    /// (exit 8) when `--max-output` cut it, so that a script never takes
+    /// a part for the whole. The message is the marker, on stderr, and
+    /// stdout holds only the bytes kept.
+    pub(crate) fn check_whole(&self) -> Result<()> {
         if !self.truncated {
-            return String::new();
+            return Ok(());
         }
-        format!(
-            "[output truncated: the result was {} bytes, more than \
-             --max-output allows; use --max-output to see more]\n",
-            self.original_bytes
-        )
+        Err(Error::new(
+            Kind::Truncated,
+            format!(
+                "output truncated: the result was {} bytes, more than \
+                 --max-output allows; use --max-output to see more",
+                self.original_bytes
+            ),
+        ))
     }
 
     /// The result as `--json` prints it: with `truncated` and
@@ -50,8 +65,14 @@ pub(crate) fn bound(result: Value, max: usize) -> Observation {
     let original_bytes =
         serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(0);
     if original_bytes <= max {
-        return Observation { result, truncated: false, original_bytes };
+        return Observation {
+            result,
+            truncated: false,
+            original_bytes,
+            whole: None,
+        };
     }
+    let whole = result.clone();
     let mut result = result;
     let mut budget = max;
     let clip_str = |s: &mut String, budget: &mut usize| {
@@ -103,7 +124,7 @@ pub(crate) fn bound(result: Value, max: usize) -> Observation {
         }
     }
     msg::debug(&format!("output cut to {max} of {original_bytes} bytes"));
-    Observation { result, truncated: true, original_bytes }
+    Observation { result, truncated: true, original_bytes, whole: Some(whole) }
 }
 
 #[cfg(test)]
@@ -123,7 +144,12 @@ mod tests {
         assert_eq!(o.result["content"][1]["truncated"], true);
         assert!(o.result.get("structuredContent").is_none());
         assert_eq!(o.json()["original_bytes"], json!(o.original_bytes));
+        assert_eq!(o.whole(), &r);
+        let e = o.check_whole().unwrap_err();
+        assert_eq!(e.kind(), Kind::Truncated);
+        assert!(e.to_string().starts_with("output truncated: the result was"));
         let small = bound(r, 1 << 20);
         assert!(!small.truncated);
+        assert!(small.check_whole().is_ok());
     }
 }
