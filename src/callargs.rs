@@ -25,6 +25,9 @@ use crate::suggest::suggest;
 /// this (or a `$ref` cycle) is treated as declaring nothing.
 const MAX_DEPTH: usize = 16;
 
+/// How the error about a name the schema does not list begins.
+pub(crate) const UNKNOWN: &str = "unknown argument";
+
 /// Arguments built from the command line, with notes for `-v`.
 #[derive(Debug, Default)]
 pub(crate) struct Built {
@@ -161,7 +164,7 @@ fn check_known(
         return Ok(());
     }
     let names = props.into_iter().flat_map(|p| p.keys().map(String::as_str));
-    let mut text = format!("unknown argument '{key}'");
+    let mut text = format!("{UNKNOWN} '{key}'");
     match suggest(key, names.clone()) {
         Some(s) => text.push_str(&format!("; did you mean '{s}'?")),
         None => {
@@ -173,7 +176,6 @@ fn check_known(
             }
         }
     }
-    text.push_str(" (--args passes any object as is)");
     Err(text)
 }
 

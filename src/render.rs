@@ -166,6 +166,11 @@ fn saved(kind: &str, mime: &str, len: usize, p: &Path) -> String {
     )
 }
 
+/// A payload `--max-output` dropped (the bound marks it `truncated`).
+fn cut(v: &Value) -> bool {
+    v.get("truncated") == Some(&Value::Bool(true))
+}
+
 fn with_newline(mut s: String) -> String {
     if !s.is_empty() && !s.ends_with('\n') {
         s.push('\n');
@@ -177,6 +182,10 @@ fn with_newline(mut s: String) -> String {
 pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
     match str_of(b, "type") {
         "text" => Ok(with_newline(str_of(b, "text").to_string())),
+        t @ ("image" | "audio") if cut(b) => Ok(format!(
+            "[{t}: {}, cut by --max-output]\n",
+            out::shown(str_of(b, "mimeType"))
+        )),
         t @ ("image" | "audio") => {
             binary(t, str_of(b, "data"), str_of(b, "mimeType"), None, saver)
         }
@@ -267,6 +276,12 @@ pub(crate) fn resource_contents(
             .get("mimeType")
             .and_then(Value::as_str)
             .unwrap_or("application/octet-stream");
+        if cut(c) {
+            return Ok(format!(
+                "[blob: {}, cut by --max-output]\n",
+                out::shown(mime)
+            ));
+        }
         return binary("blob", b, mime, named, saver);
     }
     Ok(format!(

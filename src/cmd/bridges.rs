@@ -36,8 +36,10 @@ pub(crate) fn read(
         exec.run(&mut s, Action::Read { uri }, ctx.transport_name(server))?;
     s.close();
     if json {
-        return out::json(&obs.json());
+        out::json(&obs.json())?;
+        return obs.check_whole(false).map_err(|e| e.for_server(server));
     }
+    let saved = save.is_some();
     let contents = obs
         .result
         .get("contents")
@@ -58,7 +60,7 @@ pub(crate) fn read(
         text.push_str(&render::resource_contents(c, &mut saver, true)?);
     }
     render::print(&text)?;
-    obs.check_whole().map_err(|e| e.for_server(server))
+    obs.check_whole(saved).map_err(|e| e.for_server(server))
 }
 
 /// Prompt arguments from `k=v` and `k:=json` words, checked against the
@@ -133,8 +135,10 @@ pub(crate) fn prompt(
         ctx.transport_name(server),
     )?;
     s.close();
+    let saved = false;
     if json {
-        return out::json(&obs.json());
+        out::json(&obs.json())?;
+        return obs.check_whole(saved).map_err(|e| e.for_server(server));
     }
     let r = &obs.result;
     let mut saver = Saver::new(None, String::new());
@@ -151,5 +155,5 @@ pub(crate) fn prompt(
         }
     }
     render::print(&text)?;
-    obs.check_whole().map_err(|e| e.for_server(server))
+    obs.check_whole(saved).map_err(|e| e.for_server(server))
 }

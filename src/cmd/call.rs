@@ -71,7 +71,14 @@ pub(crate) fn run(
     let tools = tool::tools(&server, &listing.items);
     let t = tool::resolve(&server, &tools, &tool)?;
     let built = callargs::build(t.input_schema(), base, pairs, &read_value)
-        .map_err(|m| Error::usage(m).for_server(&server))?;
+        .map_err(|m| {
+            // The escape hatch for a schema that lists too little.
+            let hint = match m.starts_with(callargs::UNKNOWN) {
+                true => " (--args passes any object as is)",
+                false => "",
+            };
+            Error::usage(format!("{m}{hint}")).for_server(&server)
+        })?;
     for note in &built.notes {
         msg::debug(&format!("server '{server}': {note}"));
     }
@@ -86,6 +93,8 @@ pub(crate) fn run(
     s.close();
     let result = &obs.result;
     let is_error = result.get("isError") == Some(&Value::Bool(true));
+    // With --json nothing is saved: the JSON is what a script gets.
+    let saved = !json && save.is_some();
     if json {
         out::json(&obs.json())?;
     } else {
@@ -100,7 +109,7 @@ pub(crate) fn run(
         ))
         .for_server(&server));
     }
-    obs.check_whole().map_err(|e| e.for_server(&server))
+    obs.check_whole(saved).map_err(|e| e.for_server(&server))
 }
 
 /// The text of `key=@file` and `key:=@file`: a regular file, bounded.
