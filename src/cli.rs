@@ -546,13 +546,17 @@ USAGE:
     rivumi-mcp call <server> <tool> [key=value | key:=json ...]
 
 key=value is converted only to the type the tool's inputSchema declares
-for key (a string property stays a string, even \"007\"); key:=json takes
-raw JSON. --args takes the whole arguments object.
+for key (a string property stays a string, even \"007\"), through anyOf,
+oneOf, $ref, enum and const; when several fit, the most specific wins
+(-v says so). key:=json takes raw JSON, key=@FILE a file's text,
+key:=@FILE a file's JSON; \\@ and \\= keep a leading @ or = literal. A name
+the schema does not list is an error; --args takes the whole arguments
+object as is.
 
 OPTIONS:
         --args JSON|-|@FILE   Arguments as a JSON object (- reads stdin)
     -y, --yes                 Approve a call classified execute
-        --save DIR            Save images, audio and blobs into DIR
+        --save DIR            Save images, audio and blobs (whole) into DIR
         --approve execute     Same as --yes
         --read-only           Deny the call if it is classified execute
         --pre-tool-hook CMD   Run CMD first; it can deny (repeatable)
@@ -563,11 +567,13 @@ OPTIONS:
         --timeout SECS        Deadline of the call (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
 
-EXIT: 0 ok, 1 when the tool returned isError, see rivumi-mcp --help.
+EXIT: 0 ok, 1 when the tool returned isError, 8 when --max-output cut
+what was printed; see rivumi-mcp --help.
 
 EXAMPLES:
     rivumi-mcp call mcp__demo__echo text=hello
     rivumi-mcp call demo add a=1 b:=2 --yes
+    rivumi-mcp call demo echo text=@note.txt
     echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
 ";
 
@@ -584,7 +590,9 @@ rivumi-mcp read: read one resource
 USAGE:
     rivumi-mcp read <SERVER> <URI> [--json] [--save DIR]
 
-Text contents are printed; binary contents are summarised unless --save.
+Text contents are printed; binary contents are summarised. --save DIR
+writes every content, text too, to a file named after the resource's name
+or URI (extension kept, -2, -3, ... rather than overwriting).
 ";
 
 const USAGE_PROMPTS: &str = "\
@@ -598,9 +606,11 @@ const USAGE_PROMPT: &str = "\
 rivumi-mcp prompt: get one prompt
 
 USAGE:
-    rivumi-mcp prompt <SERVER> <NAME> [key=value ...] [--json]
+    rivumi-mcp prompt <SERVER> <NAME> [key=value | key:=json ...] [--json]
 
-Prompt arguments are strings (the protocol allows no other type).
+Prompt arguments are strings (the protocol allows no other type): key:=json
+sends the JSON's text, key=@FILE a file's text. Names the prompt does not
+declare, and missing required ones, are errors before the request.
 ";
 
 /// The help text of a command, or the top-level one.

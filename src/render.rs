@@ -49,22 +49,21 @@ impl<'a> Saver<'a> {
             Error::usage(format!("--save {}: {e}", dir.display()))
         })?;
         let ext = extension(mime);
-        let (stem, ext) = match named.and_then(file_name) {
-            Some(n) => match n.rsplit_once('.') {
+        let named =
+            named.and_then(file_name).map(|n| match n.rsplit_once('.') {
                 Some((s, e)) if !s.is_empty() => {
                     (s.to_string(), e.to_string())
                 }
                 _ => (n, ext.to_string()),
-            },
-            None => {
-                self.count += 1;
-                (format!("{}-{}", self.prefix, self.count), ext.to_string())
-            }
-        };
+            });
         for n in 1.. {
-            let name = match n {
-                1 => format!("{stem}.{ext}"),
-                n => format!("{stem}-{n}.{ext}"),
+            let name = match &named {
+                Some((stem, ext)) if n == 1 => format!("{stem}.{ext}"),
+                Some((stem, ext)) => format!("{stem}-{n}.{ext}"),
+                None => {
+                    self.count += 1;
+                    format!("{}-{}.{ext}", self.prefix, self.count)
+                }
             };
             let path = dir.join(name);
             let file = std::fs::OpenOptions::new()
