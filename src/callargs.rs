@@ -199,6 +199,9 @@ fn deref<'a>(
     None
 }
 
+/// The type of a union branch that declares none.
+const ANY: &str = "any";
+
 /// One alternative a value may take.
 #[derive(Debug, Clone, Copy)]
 enum Leaf<'a> {
@@ -222,7 +225,13 @@ fn flatten<'a>(
     for k in ["anyOf", "oneOf"] {
         if let Some(branches) = node.get(k).and_then(Value::as_array) {
             for b in branches {
+                let before = out.len();
                 flatten(root, b, depth + 1, out);
+                // A branch that declares nothing takes anything: as a
+                // string, the least specific fit.
+                if out.len() == before {
+                    out.push(Leaf::Type(ANY));
+                }
             }
             return;
         }
@@ -355,6 +364,7 @@ fn convert(raw: &str, ty: &str) -> Option<Value> {
             _ => None,
         },
         "null" => (raw == "null").then_some(Value::Null),
+        ANY => Some(Value::String(raw.to_string())),
         "array" => serde_json::from_str(raw).ok().filter(Value::is_array),
         "object" => serde_json::from_str(raw).ok().filter(Value::is_object),
         _ => None,
@@ -365,6 +375,7 @@ fn article(t: &str) -> String {
     match t {
         "integer" | "array" | "object" => format!("an {t}"),
         "null" => "null".to_string(),
+        ANY => "anything".to_string(),
         _ => format!("a {t}"),
     }
 }
@@ -559,6 +570,14 @@ mod tests {
         assert!(b(&["mode=6"]).is_err());
         // A cycle or a remote $ref declares nothing: a string.
         assert_eq!(b(&["loop=1", "far=2"]).unwrap()["far"], json!("2"));
+        // A union branch that declares nothing takes anything, last.
+        let open = json!({"properties": {"v": {"anyOf": [
+            {"type": "integer"}, {"description": "anything"}]}}});
+        let pairs = |p: &str| vec![p.to_string()];
+        let v = |p: &str| build(Some(&open), None, &pairs(p), &no_file);
+        assert_eq!(v("v=5").unwrap().args["v"], json!(5));
+        assert_eq!(v("v=abc").unwrap().args["v"], json!("abc"));
+        assert_eq!(signature(Some(&open)), ["v?: integer|any"]);
     }
 
     #[test]
