@@ -90,14 +90,14 @@ pub(crate) fn prompt_args(
     let built =
         callargs::build(schema.as_ref(), None, pairs, &call::read_value)
             .map_err(|m| Error::usage(m).for_server(server))?;
-    let mut out = Map::new();
-    for (k, v) in built.args {
-        let v = match v {
-            Value::String(s) => Value::String(s),
-            other => Value::String(other.to_string()),
-        };
-        out.insert(k, v);
-    }
+    let out: Map<String, Value> = built
+        .args
+        .into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => (k, Value::String(s)),
+            other => (k, Value::String(other.to_string())),
+        })
+        .collect();
     let name = declared.and_then(|p| p.get("name")).and_then(Value::as_str);
     tool::require(
         server,
