@@ -2,7 +2,8 @@
 # Installs the MCP servers used by rivumi-mcp's interop tests into .interop/ (gitignored):
 #   .interop/node   the TypeScript reference server @modelcontextprotocol/server-everything (npm), and
 #                   the TypeScript SDK v2 @modelcontextprotocol/server, which runs fixtures/interop/ts2_server.cjs
-#   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py
+#   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py, and
+#                   `fastmcp` (PyPI), which runs fixtures/interop/fastmcp_server.py
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
 # How to start the servers: fixtures/interop/README.md.
@@ -14,6 +15,7 @@ set -euo pipefail
 SERVER_EVERYTHING_VERSION="2026.8.31" # @modelcontextprotocol/server-everything, newest on npm as of 2026-11
 TS_SERVER_VERSION="2.3.1"             # @modelcontextprotocol/server (TS SDK v2, speaks 2026-07-28), newest on npm as of 2026-12
 MCP_PY_VERSION="2.3.0"                # `mcp` on PyPI, newest; 2.x provides mcp.server.mcpserver.MCPServer
+FASTMCP_VERSION="4.1.6"               # `fastmcp` on PyPI, newest as of 2026-12; works with mcp 2.3.0
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
@@ -64,22 +66,25 @@ else
   step "node: installed $node_pins"
 fi
 
-# ---- 2. Python: mcp in .interop/venv ------------------------------------------------
+# ---- 2. Python: mcp and fastmcp in .interop/venv --------------------------------------
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "python3 must be >= 3.10"
-py_stamp="$(printf '%s %s\n' "$MCP_PY_VERSION" "$(python3 -c 'import sys; print(sys.version)')" | cat - "$FIX/py-constraints.txt" | sha256sum | cut -d' ' -f1)"
-installed_mcp=""
-[ -x "$VENV/bin/python" ] &&
-  installed_mcp="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)"
-if [ "$installed_mcp" = "$MCP_PY_VERSION" ] && [ "$(cat "$VENV/.stamp" 2>/dev/null)" = "$py_stamp" ]; then
-  step "python: mcp $MCP_PY_VERSION already installed in .interop/venv, skipping"
+py_pins="mcp $MCP_PY_VERSION, fastmcp $FASTMCP_VERSION"
+py_stamp="$(printf '%s %s %s\n' "$MCP_PY_VERSION" "$FASTMCP_VERSION" "$(python3 -c 'import sys; print(sys.version)')" | cat - "$FIX/py-constraints.txt" | sha256sum | cut -d' ' -f1)"
+installed_py() {
+  [ -x "$VENV/bin/python" ] &&
+    "$VENV/bin/python" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null || true
+}
+if [ "$(installed_py mcp)" = "$MCP_PY_VERSION" ] && [ "$(installed_py fastmcp)" = "$FASTMCP_VERSION" ] &&
+  [ "$(cat "$VENV/.stamp" 2>/dev/null)" = "$py_stamp" ]; then
+  step "python: $py_pins already installed in .interop/venv, skipping"
 else
-  step "python: installing mcp $MCP_PY_VERSION into .interop/venv (constraints: fixtures/interop/py-constraints.txt)"
+  step "python: installing $py_pins into .interop/venv (constraints: fixtures/interop/py-constraints.txt)"
   rm -rf "$VENV"
   python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-    -c "$FIX/py-constraints.txt" "mcp==$MCP_PY_VERSION"
+    -c "$FIX/py-constraints.txt" "mcp==$MCP_PY_VERSION" "fastmcp==$FASTMCP_VERSION"
   echo "$py_stamp" >"$VENV/.stamp"
-  step "python: installed mcp $MCP_PY_VERSION"
+  step "python: installed $py_pins"
 fi
 
 # ---- 3. Smoke check: the servers are importable/startable ---------------------------------
@@ -89,4 +94,5 @@ RIVUMI_INTEROP_NODE_DIR="$NODE_DIR" node "$FIX/ts2_server.cjs" check ||
   die "fixtures/interop/ts2_server.cjs cannot load @modelcontextprotocol/server from .interop/node"
 "$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' || die "mcp.server.mcpserver not importable"
 "$VENV/bin/python" "$FIX/py_server.py" --help >/dev/null || die "fixtures/interop/py_server.py --help failed"
-step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') mcp $MCP_PY_VERSION"
+"$VENV/bin/python" "$FIX/fastmcp_server.py" --check || die "fixtures/interop/fastmcp_server.py --check failed"
+step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') $py_pins"

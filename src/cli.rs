@@ -434,7 +434,8 @@ OPTIONS (any command, before or after it):
 
 Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
-5 timeout, 6 authentication required, 7 denied, 130/143 interrupted.
+5 timeout, 6 authentication required, 7 denied, 8 output truncated by
+--max-output, 130/143 interrupted.
 ";
 
 const USAGE_HELP: &str = "\
@@ -624,13 +625,17 @@ USAGE:
     rivumi-mcp call <server> <tool> [key=value | key:=json ...]
 
 key=value is converted only to the type the tool's inputSchema declares
-for key (a string property stays a string, even \"007\"); key:=json takes
-raw JSON. --args takes the whole arguments object.
+for key (a string property stays a string, even \"007\"), through anyOf,
+oneOf, $ref, enum and const; when several fit, the most specific wins
+(-v says so). key:=json takes raw JSON, key=@FILE a file's text,
+key:=@FILE a file's JSON; \\@ and \\= keep a leading @ or = literal. A name
+the schema does not list is an error; --args takes the whole arguments
+object as is.
 
 OPTIONS:
         --args JSON|-|@FILE   Arguments as a JSON object (- reads stdin)
     -y, --yes                 Approve a call classified execute
-        --save DIR            Save images, audio and blobs into DIR
+        --save DIR            Save images, audio and blobs (whole) into DIR
         --approve execute     Same as --yes
         --read-only           Deny the call if it is classified execute
         --pre-tool-hook CMD   Run CMD first; it can deny (repeatable)
@@ -644,11 +649,13 @@ OPTIONS:
         --unlocked            Call even if the tool drifted from the lock
 
 EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
-drifted from .mcp.lock.json), see rivumi-mcp --help.
+drifted from .mcp.lock.json), 8 when --max-output cut what was printed;
+see rivumi-mcp --help.
 
 EXAMPLES:
     rivumi-mcp call mcp__demo__echo text=hello
     rivumi-mcp call demo add a=1 b:=2 --yes
+    rivumi-mcp call demo echo text=@note.txt
     echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
 ";
 
@@ -665,7 +672,9 @@ rivumi-mcp read: read one resource
 USAGE:
     rivumi-mcp read <SERVER> <URI> [--json] [--save DIR] [--unlocked]
 
-Text contents are printed; binary contents are summarised unless --save.
+Text contents are printed; binary contents are summarised. --save DIR
+writes every content, text too, to a file named after the resource's name
+or URI (extension kept, -2, -3, ... rather than overwriting).
 ";
 
 const USAGE_PROMPTS: &str = "\
@@ -679,9 +688,12 @@ const USAGE_PROMPT: &str = "\
 rivumi-mcp prompt: get one prompt
 
 USAGE:
-    rivumi-mcp prompt <SERVER> <NAME> [key=value ...] [--json] [--unlocked]
+    rivumi-mcp prompt <SERVER> <NAME> [key=value | key:=json ...] [--json]
+                      [--unlocked]
 
-Prompt arguments are strings (the protocol allows no other type).
+Prompt arguments are strings (the protocol allows no other type): key:=json
+sends the JSON's text, key=@FILE a file's text. Names the prompt does not
+declare, and missing required ones, are errors before the request.
 ";
 
 /// The help text of a command, or the top-level one.

@@ -29,6 +29,9 @@ pub(crate) enum Kind {
     Auth,
     /// A pre-tool hook or the approval step said no. Exit 7.
     Denied,
+    /// The result was printed cut to `--max-output`: what stdout holds is
+    /// not the whole. Exit 8.
+    Truncated,
     /// Ended by SIGINT (130) or SIGTERM (143).
     Signal(i32),
     /// stdout was closed by its reader (`rivumi-mcp list | head -1`): the
@@ -48,6 +51,7 @@ impl Kind {
             Kind::Timeout => 5,
             Kind::Auth => 6,
             Kind::Denied => 7,
+            Kind::Truncated => 8,
             Kind::Signal(sig) => (128 + sig).clamp(0, 255) as u8,
             Kind::BrokenPipe => 0,
         }
@@ -63,6 +67,7 @@ impl Kind {
             Kind::Timeout => "timeout",
             Kind::Auth => "auth_required",
             Kind::Denied => "denied",
+            Kind::Truncated => "truncated",
             Kind::Signal(_) => "interrupted",
             Kind::BrokenPipe => "broken_pipe",
         }
@@ -199,6 +204,7 @@ mod tests {
             Kind::Timeout,
             Kind::Auth,
             Kind::Denied,
+            Kind::Truncated,
             Kind::Signal(2),
             Kind::Signal(15),
         ];

@@ -13,27 +13,59 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::executor::Observation;
 use crate::out;
 
-/// Where binary content goes, if anywhere.
+/// Where saved content goes, if anywhere.
 #[derive(Debug)]
 pub(crate) struct Saver<'a> {
-    pub(crate) dir: Option<&'a Path>,
-    pub(crate) prefix: String,
-    pub(crate) count: usize,
+    dir: Option<&'a Path>,
+    /// The stem of a file without a name of its own: `PREFIX-N.ext`.
+    prefix: String,
+    count: usize,
 }
 
-impl Saver<'_> {
-    fn save(&mut self, data: &[u8], mime: &str) -> Result<Option<PathBuf>> {
+impl<'a> Saver<'a> {
+    pub(crate) fn new(dir: Option<&'a Path>, prefix: String) -> Saver<'a> {
+        Saver { dir, prefix, count: 0 }
+    }
+
+    /// Whether `--save` was given.
+    pub(crate) fn saves(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// Writes `data` under a name from `named` (a resource's name or URI,
+    /// sanitised, its extension kept) or `PREFIX-N.ext`; a taken name gets
+    /// `-2`, `-3`, … rather than being overwritten.
+    fn save(
+        &mut self,
+        data: &[u8],
+        mime: &str,
+        named: Option<&str>,
+    ) -> Result<Option<PathBuf>> {
         let Some(dir) = self.dir else { return Ok(None) };
         std::fs::create_dir_all(dir).map_err(|e| {
             Error::usage(format!("--save {}: {e}", dir.display()))
         })?;
         let ext = extension(mime);
-        loop {
-            self.count += 1;
-            let path =
-                dir.join(format!("{}-{}.{ext}", self.prefix, self.count));
+        let named =
+            named.and_then(file_name).map(|n| match n.rsplit_once('.') {
+                Some((s, e)) if !s.is_empty() => {
+                    (s.to_string(), e.to_string())
+                }
+                _ => (n, ext.to_string()),
+            });
+        for n in 1.. {
+            let name = match &named {
+                Some((stem, ext)) if n == 1 => format!("{stem}.{ext}"),
+                Some((stem, ext)) => format!("{stem}-{n}.{ext}"),
+                None => {
+                    self.count += 1;
+                    format!("{}-{}.{ext}", self.prefix, self.count)
+                }
+            };
+            let path = dir.join(name);
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -55,7 +87,27 @@ impl Saver<'_> {
                 }
             }
         }
+        unreachable!("one of infinitely many names is free")
     }
+}
+
+/// A safe file name from a resource's name or URI: the last path segment
+/// (no query or fragment), only `A-Z a-z 0-9 . _ -`, no leading dot, at
+/// most 100 bytes; `None` when nothing is left.
+fn file_name(named: &str) -> Option<String> {
+    let path = named.split(['?', '#']).next().unwrap_or("");
+    let last = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let clean: String = last
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    let clean = clean.trim_start_matches('.');
+    let clean = &clean[..clean.len().min(100)];
+    (!clean.is_empty() && clean.chars().any(|c| c != '_'))
+        .then(|| clean.to_string())
 }
 
 fn extension(mime: &str) -> &'static str {
@@ -70,6 +122,7 @@ fn extension(mime: &str) -> &'static str {
         "audio/ogg" => "ogg",
         "application/pdf" => "pdf",
         "application/json" => "json",
+        "text/markdown" => "md",
         m if m.starts_with("text/") => "txt",
         _ => "bin",
     }
@@ -84,6 +137,7 @@ fn binary(
     kind: &str,
     data: &str,
     mime: &str,
+    named: Option<&str>,
     saver: &mut Saver<'_>,
 ) -> Result<String> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim());
@@ -93,19 +147,27 @@ fn binary(
             out::shown(mime)
         ));
     };
-    match saver.save(&bytes, mime)? {
-        Some(p) => Ok(format!(
-            "[{kind}: {}, {} bytes, saved to {}]\n",
-            out::shown(mime),
-            bytes.len(),
-            p.display()
-        )),
-        None => Ok(format!(
+    Ok(match saver.save(&bytes, mime, named)? {
+        Some(p) => saved(kind, mime, bytes.len(), &p),
+        None => format!(
             "[{kind}: {}, {} bytes; use --save DIR to keep it]\n",
             out::shown(mime),
             bytes.len()
-        )),
-    }
+        ),
+    })
+}
+
+fn saved(kind: &str, mime: &str, len: usize, p: &Path) -> String {
+    format!(
+        "[{kind}: {}, {len} bytes, saved to {}]\n",
+        out::shown(mime),
+        out::shown(&p.display().to_string())
+    )
+}
+
+/// A payload `--max-output` dropped (the bound marks it `truncated`).
+fn cut(v: &Value) -> bool {
+    v.get("truncated") == Some(&Value::Bool(true))
 }
 
 fn with_newline(mut s: String) -> String {
@@ -119,8 +181,12 @@ fn with_newline(mut s: String) -> String {
 pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
     match str_of(b, "type") {
         "text" => Ok(with_newline(str_of(b, "text").to_string())),
+        t @ ("image" | "audio") if cut(b) => Ok(format!(
+            "[{t}: {}, cut by --max-output]\n",
+            out::shown(str_of(b, "mimeType"))
+        )),
         t @ ("image" | "audio") => {
-            binary(t, str_of(b, "data"), str_of(b, "mimeType"), saver)
+            binary(t, str_of(b, "data"), str_of(b, "mimeType"), None, saver)
         }
         "resource_link" => Ok(format!(
             "[resource link: {}{}]\n",
@@ -131,7 +197,8 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
             }
         )),
         "resource" => {
-            resource_contents(b.get("resource").unwrap_or(&Value::Null), saver)
+            let r = b.get("resource").unwrap_or(&Value::Null);
+            resource_contents(r, saver, false)
         }
         other => {
             Ok(format!("[content of unknown type '{}']\n", out::shown(other)))
@@ -139,12 +206,68 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
     }
 }
 
-/// One item of `resources/read` contents (text or blob).
+/// A tool result as `call` prints it: each block once, from the bounded
+/// result, except that `--save` writes binary content whole. Structured
+/// content follows only when no text block already carries it: as its
+/// JSON text, or as the text that `{"result": …}` wraps (the Python SDK
+/// and fastmcp wrap a non-object return value so).
+pub(crate) fn tool_result(
+    obs: &Observation,
+    saver: &mut Saver<'_>,
+) -> Result<String> {
+    let blocks = |r: &'_ Value| -> Vec<Value> {
+        r.get("content").and_then(Value::as_array).cloned().unwrap_or_default()
+    };
+    let (kept, whole) = (blocks(&obs.result), blocks(obs.whole()));
+    let mut text = String::new();
+    for (i, b) in kept.iter().enumerate() {
+        let binary = !matches!(str_of(b, "type"), "text" | "resource_link");
+        let b = match whole.get(i) {
+            Some(w) if binary && saver.saves() => w,
+            _ => b,
+        };
+        text.push_str(&block(b, saver)?);
+    }
+    let texts: Vec<&str> =
+        whole.iter().filter_map(|b| b.get("text")?.as_str()).collect();
+    let repeated = |sc: &Value| {
+        texts.iter().any(|t| {
+            let parsed = serde_json::from_str::<Value>(t).ok();
+            parsed.as_ref() == Some(sc)
+                || sc.as_object().is_some_and(|m| {
+                    m.len() == 1
+                        && m.get("result").is_some_and(|r| {
+                            r.as_str() == Some(t) || Some(r) == parsed.as_ref()
+                        })
+                })
+        })
+    };
+    if let Some(sc) = obs.result.get("structuredContent")
+        && !repeated(sc)
+    {
+        text.push_str(&serde_json::to_string_pretty(sc).unwrap_or_default());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// One item of `resources/read` contents (text or blob). `save_text`:
+/// `read --save` saves text too, named after the resource.
 pub(crate) fn resource_contents(
     c: &Value,
     saver: &mut Saver<'_>,
+    save_text: bool,
 ) -> Result<String> {
+    let named = c
+        .get("name")
+        .and_then(Value::as_str)
+        .or_else(|| c.get("uri").and_then(Value::as_str));
     if let Some(t) = c.get("text").and_then(Value::as_str) {
+        let mime =
+            c.get("mimeType").and_then(Value::as_str).unwrap_or("text/plain");
+        if save_text && let Some(p) = saver.save(t.as_bytes(), mime, named)? {
+            return Ok(saved("text", mime, t.len(), &p));
+        }
         return Ok(with_newline(t.to_string()));
     }
     if let Some(b) = c.get("blob").and_then(Value::as_str) {
@@ -152,7 +275,13 @@ pub(crate) fn resource_contents(
             .get("mimeType")
             .and_then(Value::as_str)
             .unwrap_or("application/octet-stream");
-        return binary("blob", b, mime, saver);
+        if cut(c) {
+            return Ok(format!(
+                "[blob: {}, cut by --max-output]\n",
+                out::shown(mime)
+            ));
+        }
+        return binary("blob", b, mime, named, saver);
     }
     Ok(format!(
         "[resource {} without text or blob]\n",
@@ -210,5 +339,23 @@ mod tests {
         let (shown, more) = description_lines("a\nb\nc\nd", 2);
         assert_eq!((shown, more), (vec!["a", "b"], 2));
         assert_eq!(more_lines(0), "");
+    }
+
+    #[test]
+    fn saved_names_are_safe() {
+        assert_eq!(
+            file_name("fixture://docs/readme").as_deref(),
+            Some("readme")
+        );
+        assert_eq!(
+            file_name("file:///a/b/c.tar.gz?x=1#f").as_deref(),
+            Some("c.tar.gz")
+        );
+        assert_eq!(file_name("../../.bashrc").as_deref(), Some("bashrc"));
+        assert_eq!(file_name("a b/é\u{1b}[x").as_deref(), Some("___x"));
+        assert_eq!(file_name("dir/"), Some("dir".to_string()));
+        assert_eq!(file_name("/"), None);
+        assert_eq!(file_name("..."), None);
+        assert_eq!(file_name(&"x".repeat(300)).map(|n| n.len()), Some(100));
     }
 }

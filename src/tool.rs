@@ -119,13 +119,25 @@ pub(crate) fn check_required(
     tool: &Tool,
     arguments: &Map<String, Value>,
 ) -> Result<()> {
-    let missing = callargs::missing_required(tool.input_schema(), arguments);
+    require(server, "tool", &tool.name, tool.input_schema(), arguments)
+}
+
+/// Refuses arguments that lack one `schema` requires, for a tool or a
+/// prompt (`what`), in one wording.
+pub(crate) fn require(
+    server: &str,
+    what: &str,
+    name: &str,
+    schema: Option<&Value>,
+    arguments: &Map<String, Value>,
+) -> Result<()> {
+    let missing = callargs::missing_required(schema, arguments);
     if missing.is_empty() {
         return Ok(());
     }
     Err(Error::usage(format!(
-        "tool '{}' needs {}: missing {}",
-        out::shown(&tool.name),
+        "{what} '{}' needs {}: missing {}",
+        out::shown(name),
         if missing.len() == 1 { "an argument" } else { "arguments" },
         missing.join(", ")
     ))

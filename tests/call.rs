@@ -7,7 +7,8 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::util::{
-    Dir, TestCommand, call_arguments, demo_recording, received, run_allowed,
+    Dir, TestCommand, assert_contains, call_arguments, demo_recording,
+    fixture_server, received, run_allowed, write_mcp_json,
 };
 
 /// The fixture's 1x1 PNG, as it sends it.
@@ -379,13 +380,129 @@ fn prompt_renders_the_messages() {
 }
 
 #[test]
-fn prompt_without_its_required_argument_is_a_server_error() {
-    let (dir, _) = demo_recording("call_prompt_missing");
-    let out = run(&dir, &["prompt", "demo", "greet"]).assert_exit(4);
+fn prompt_without_its_required_argument_is_a_usage_error() {
+    let (dir, rec) = demo_recording("call_prompt_missing");
+    let out = run(&dir, &["prompt", "demo", "greet"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
-        "rivumi-mcp: server 'demo': server error -32602 (InvalidParams/ResourceNotFound): missing required \
-         argument: name\n"
+        "rivumi-mcp: server 'demo': prompt 'greet' needs an argument: \
+         missing name\n"
     );
+    assert_eq!(received(&rec, "prompts/get"), Vec::<Value>::new());
+}
+
+/// A directory with server `demo`: the fixture with `--shaped-tools`.
+fn shaped(test: &str) -> Dir {
+    let dir = Dir::new(test);
+    let server = fixture_server(&["--shaped-tools"]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    dir
+}
+
+#[test]
+fn a_result_is_printed_once() {
+    let dir = shaped("call_printed_once");
+    // {"result": <the text>}, as the Python SDK and fastmcp send it.
+    let out =
+        run(&dir, &["call", "demo", "wrapped", "text=hello"]).assert_exit(0);
+    assert_eq!(out.stdout, "hello\n");
+    assert_eq!(out.stderr, "");
+    // Structured content whose JSON text is a text block.
+    let out =
+        run(&dir, &["call", "demo", "types", "s=x", "i=1"]).assert_exit(0);
+    assert_eq!(out.stdout, "{\"i\":1,\"s\":\"x\"}\n");
+    // Structured content that no text carries is shown after the text.
+    let out =
+        run(&dir, &["call", "-y", "demo", "add", "a=1", "b=2"]).assert_exit(0);
+    assert_eq!(out.stdout, "3\n{\n  \"sum\": 3\n}\n");
+    // --json prints the whole result.
+    let out = run(&dir, &["call", "demo", "wrapped", "text=hello", "--json"])
+        .assert_exit(0);
+    assert_eq!(
+        out.stdout_json(),
+        json!({"content": [{"type": "text", "text": "hello"}],
+               "structuredContent": {"result": "hello"}})
+    );
+}
+
+#[test]
+fn truncation_exits_8_and_save_writes_whole_files() {
+    let dir = shaped("call_truncated_save");
+    let args =
+        ["call", "demo", "picture", "bytes:=8000", "--max-output", "1K"];
+    let out = run(&dir, &args).assert_exit(8);
+    assert_eq!(out.stdout, "[image: image/png, cut by --max-output]\n");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': output truncated: the result was 10731 \
+         bytes, more than --max-output allows; use --max-output to see more\n"
+    );
+    let out = run(&dir, &args).arg("--json").assert_exit(8);
+    let v = out.stdout_json();
+    assert_eq!(
+        (&v["truncated"], &v["original_bytes"]),
+        (&json!(true), &json!(10731))
+    );
+    assert_eq!(v["content"][0]["data"], "");
+    // --save writes the image whole: the cap is on what is printed, and
+    // nothing printed is missing, so the exit is 0.
+    let out = run(&dir, &args).args(["--save", "out"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        "[image: image/png, 8000 bytes, saved to \
+         out/demo-mcp__demo__picture-1.png]\n"
+    );
+    let bytes: Vec<u8> = (0..8000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(
+        std::fs::read(dir.path("out/demo-mcp__demo__picture-1.png")).unwrap(),
+        bytes
+    );
+    // A second save does not overwrite the first.
+    let out = run(&dir, &args).args(["--save", "out"]).assert_exit(0);
+    assert_contains(
+        &out.stdout,
+        "saved to out/demo-mcp__demo__picture-2.png]",
+    );
+}
+
+#[test]
+fn read_save_keeps_text_too_named_after_the_resource() {
+    let dir = shaped("call_read_save");
+    let saved = |uri: &str| -> String {
+        let out =
+            run(&dir, &["read", "demo", uri, "--save", "out"]).assert_exit(0);
+        out.stdout
+    };
+    assert_eq!(
+        saved("fixture://docs/readme"),
+        "[text: text/plain, 5 bytes, saved to out/readme.txt]\n"
+    );
+    // Never overwritten: the second copy gets a number.
+    assert_eq!(
+        saved("fixture://docs/readme"),
+        "[text: text/plain, 5 bytes, saved to out/readme-2.txt]\n"
+    );
+    assert_contains(&saved("fixture://docs/guide"), "saved to out/guide.md]");
+    assert_eq!(
+        saved("fixture://bin/blob"),
+        "[blob: application/octet-stream, 256 bytes, saved to out/blob.bin]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("out/readme.txt")).unwrap(),
+        "hello"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("out/readme-2.txt")).unwrap(),
+        "hello"
+    );
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    assert_eq!(std::fs::read(dir.path("out/blob.bin")).unwrap(), bytes);
+    // A hostile URI cannot name a path outside the directory.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["blob.bin", "guide.md", "readme-2.txt", "readme.txt"]);
 }

@@ -729,18 +729,20 @@ fn big_output_is_cut_with_a_visible_marker() {
         &dir,
         &["call", "-y", "demo", "big", "bytes:=5000", "--max-output", "2K"],
     )
-    .assert_exit(0);
+    .assert_exit(8);
     let original = big_result_bytes(5000);
     assert_eq!(original, 5039);
+    // stdout holds only the kept bytes; the marker is on stderr and the
+    // exit status says the output is not whole.
+    assert_eq!(out.stdout, format!("{}\n", "x".repeat(2048)));
     assert_eq!(
-        out.stdout,
+        out.stderr,
         format!(
-            "{}\n[output truncated: the result was {original} bytes, more \
-             than --max-output allows; use --max-output to see more]\n",
-            "x".repeat(2048)
+            "rivumi-mcp: server 'demo': output truncated: the result was \
+             {original} bytes, more than --max-output allows; use \
+             --max-output to see more\n"
         )
     );
-    assert_eq!(out.stderr, "");
     // Under the cap nothing is cut or marked.
     let out = run(
         &dir,
@@ -766,12 +768,13 @@ fn json_output_says_it_was_truncated() {
             "--json",
         ],
     )
-    .assert_exit(0);
+    .assert_exit(8);
     assert_eq!(
         out.stdout_json(),
         json!({"content": [{"type": "text", "text": "x".repeat(2048)}],
                "truncated": true, "original_bytes": 5039})
     );
+    assert_contains(&out.stderr, "\"code\":\"truncated\"");
     // The bridges are bounded too.
     let out = run(
         &dir,
@@ -1057,7 +1060,7 @@ fn journal_records_denials_and_truncation() {
     std::fs::remove_file(dir.path("j")).unwrap();
     run(&dir, &["call", "-y", "demo", "big", "bytes:=5000", "--journal", "j"])
         .args(["--max-output", "2K"])
-        .assert_exit(0);
+        .assert_exit(8);
     let lines = journal(&dir.path("j"));
     let result = one(&lines, "result");
     assert_eq!(result["truncated"], true);

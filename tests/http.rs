@@ -16,7 +16,8 @@ use crate::util::{
 
 /// What `list web` prints for the script's one tool.
 const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
-                        mcp__web__echo  read  Echoes its text\n";
+                        mcp__web__echo  read  Echoes its text\n      \
+                        (text: string)\n";
 
 /// A deadline for every command: these all finish in well under a second
 /// or two, so a hang fails fast.

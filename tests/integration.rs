@@ -26,6 +26,9 @@ mod hostile_stdio;
 mod list;
 // `call` and the resources/read/prompts/prompt bridges.
 mod call;
+// Arguments typed by the schema as servers write it: unions, $ref, enums,
+// files, unknown names, prompt arguments.
+mod args;
 // The Streamable HTTP transport against an in-process scripted server.
 mod http;
 // The executor: hooks, approval, bounded output, sanitising, the journal.

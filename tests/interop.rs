@@ -16,12 +16,15 @@
 //! running. What this shares with interop_http.rs (one test at a time
 //! among both, too) is in `util/interop.rs`.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::util::interop::{
-    EVERYTHING_TOOLS, PY_TOOLS, Turn, assert_no_leftovers, check_json_listing,
-    expected_rows, first_word_after, first_words, installed, lines_with,
-    resource_rows, tool_rows,
+    EVERYTHING_TOOLS, FASTMCP_LIMIT, FASTMCP_SERVER, LIMIT, PY_TOOLS, Turn,
+    assert_no_leftovers, check_json_listing, expected_rows, fastmcp_entries,
+    first_word_after, first_words, installed, lines_with, resource_rows,
+    tool_rows,
 };
 use crate::util::{Output, assert_contains, write_mcp_json};
 
@@ -79,7 +82,20 @@ impl Interop {
     /// exit code, the time taken and that no server process is left.
     #[track_caller]
     fn run(&self, allow: &str, args: &[&str], code: i32) -> Output {
-        let (out, cmd) = self.turn.run(allow, args, code, String::new);
+        self.run_within(allow, args, code, LIMIT)
+    }
+
+    /// [`Interop::run`] with another time limit.
+    #[track_caller]
+    fn run_within(
+        &self,
+        allow: &str,
+        args: &[&str],
+        code: i32,
+        limit: Duration,
+    ) -> Output {
+        let cmd = self.turn.command(allow, args);
+        let out = self.turn.run_within(&cmd, args, code, limit, String::new);
         assert_no_leftovers(
             &self.turn.marker,
             "rivumi-mcp exited",
@@ -321,9 +337,12 @@ fn interop_everything_resources_and_prompts() {
         json!("What's weather in Paris?"),
         "{v:#}"
     );
-    // The required argument missing: the server's JSON-RPC error, exit 4.
-    let out = t.run(allow, &["prompt", "everything", "args-prompt"], 4);
-    assert_contains(&out.stderr, "Invalid arguments for prompt args-prompt");
+    // The required argument missing: refused before the request, exit 2.
+    let out = t.run(allow, &["prompt", "everything", "args-prompt"], 2);
+    assert_contains(
+        &out.stderr,
+        "prompt 'args-prompt' needs an argument: missing city",
+    );
 }
 
 // ---- py_server.py (Python SDK) --------------------------------------------
@@ -504,9 +523,13 @@ fn interop_py_resources_and_prompts() {
         json!("Please review this python code:\n\nx = 1"),
         "{v:#}"
     );
-    // Missing `code`: the SDK answers a JSON-RPC error with code 0.
-    let out = t.run(allow, &["prompt", "py", "review"], 4);
-    assert_contains(&out.stderr, "Missing required arguments");
+    // Missing `code`: refused before the request, as the prompt's
+    // declared arguments say.
+    let out = t.run(allow, &["prompt", "py", "review"], 2);
+    assert_contains(
+        &out.stderr,
+        "prompt 'review' needs an argument: missing code",
+    );
 }
 
 // ---- both at once -------------------------------------------------------
@@ -567,4 +590,99 @@ fn interop_both_servers_in_one_list() {
         .map(|s| &s["server"])
         .collect();
     assert_eq!(names, [&json!("everything"), &json!("py")], "{v:#}");
+}
+
+// ---- fastmcp and the Python SDK: arguments and output -------------------
+
+/// A turn whose `.mcp.json` has `fm` (fastmcp) and `sdk` (the Python SDK),
+/// the same tools on each (fixtures/interop/fastmcp_server.py).
+fn typed_servers(test: &str) -> Option<Interop> {
+    let s = installed(test, &[FASTMCP_SERVER])?;
+    let turn = Turn::take("interop", test);
+    write_mcp_json(&turn.dir, &fastmcp_entries(&s, &turn.marker));
+    Some(Interop { turn })
+}
+
+impl Interop {
+    /// [`Interop::run`] with the longer [`FASTMCP_LIMIT`].
+    #[track_caller]
+    fn run_slow(&self, args: &[&str], code: i32) -> Output {
+        self.run_within("fm,sdk", args, code, FASTMCP_LIMIT)
+    }
+}
+
+#[test]
+fn interop_fastmcp_arguments_match_the_schema() {
+    let Some(t) = typed_servers("interop_fastmcp_arguments") else {
+        return;
+    };
+    for s in ["fm", "sdk"] {
+        // list[str] | None and int | None: anyOf with null.
+        let out = t.run_slow(
+            &["call", "-y", s, "tagged", r#"tags=["a","b"]"#, "limit=5"],
+            0,
+        );
+        assert_eq!(out.stdout, "tags=['a', 'b'] limit=5\n", "{s}");
+        let out = t.run_slow(&["call", "-y", s, "tagged", "tags=null"], 0);
+        assert_eq!(out.stdout, "tags=None limit=None\n", "{s}");
+        // Literal[1, 2, 3]: an integer enum, refused locally when outside.
+        let out = t.run_slow(&["call", "-y", s, "level", "n=2"], 0);
+        assert_eq!(out.stdout, "level=2\n", "{s}");
+        let out = t.run_slow(&["call", "-y", s, "level", "n=4"], 2);
+        assert_contains(
+            &out.stderr,
+            "argument 'n': '4' is not one of 1, 2, 3",
+        );
+        // Annotated[int, Field(ge=0, le=100)]: an integer; the range is
+        // the server's to check.
+        let out = t.run_slow(&["call", "-y", s, "percent", "pct=42"], 0);
+        assert_eq!(out.stdout, "pct=42\n", "{s}");
+        let out = t.run_slow(&["call", "-y", s, "percent", "pct=101"], 1);
+        assert_contains(&out.stdout, "less than or equal to 100");
+        // A name the schema does not list.
+        let out = t.run_slow(&["call", "-y", s, "tagged", "limt=5"], 2);
+        assert_contains(
+            &out.stderr,
+            "unknown argument 'limt'; did you mean 'limit'?",
+        );
+        // The qualified name after the server name.
+        let q = format!("mcp__{s}__level");
+        let out = t.run_slow(&["call", "-y", s, &q, "n=1"], 0);
+        assert_eq!(out.stdout, "level=1\n", "{s}");
+    }
+}
+
+#[test]
+fn interop_fastmcp_output_a_script_can_trust() {
+    let Some(t) = typed_servers("interop_fastmcp_output") else {
+        return;
+    };
+    for s in ["fm", "sdk"] {
+        // x=$(rivumi-mcp call ...) is the tool's text: {"result": 6} is
+        // not printed again.
+        let out = t.run_slow(&["call", "-y", s, "count", "n=5"], 0);
+        assert_eq!(out.stdout, "6\n", "{s}");
+        assert_eq!(out.stderr, "", "{s}");
+        let out = t.run_slow(&["call", "-y", s, "tagged", "limit=1"], 0);
+        assert_eq!(out.stdout, "tags=None limit=1\n", "{s}");
+        // A dict: its JSON text, once.
+        let out = t.run_slow(&["call", "-y", s, "weather", "city=Oslo"], 0);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(v, json!({"city": "Oslo", "temperature": 21.5}), "{s}");
+        // --json: the whole result.
+        let out = t.run_slow(&["call", "-y", s, "count", "n=5", "--json"], 0);
+        let v = out.stdout_json();
+        assert_eq!(v["structuredContent"], json!({"result": 6}), "{s}");
+        assert_eq!(v["content"][0]["text"], "6", "{s}");
+        // Truncation: only the kept bytes on stdout, the marker on
+        // stderr, exit 8; --json says so too.
+        let big = ["call", "-y", s, "big", "n=5000", "--max-output", "2K"];
+        let out = t.run_slow(&big, 8);
+        assert_eq!(out.stdout, format!("{}\n", "x".repeat(2048)), "{s}");
+        assert_contains(&out.stderr, "output truncated: the result was ");
+        let mut json_args = big.to_vec();
+        json_args.push("--json");
+        let out = t.run_slow(&json_args, 8);
+        assert_eq!(out.stdout_json()["truncated"], true, "{s}");
+    }
 }

@@ -81,6 +81,27 @@ fn expected_tools() -> Vec<(String, &'static str, &'static str, &'static str)>
     ]
 }
 
+/// The lines under each tool's row: its parameters (cut to 100
+/// characters at a whole parameter) and the original of a rewritten name.
+fn expected_details(name: &str) -> Vec<String> {
+    let lines: &[&str] = match name {
+        "echo" => &["(text: string)"],
+        "add" => &["(a: number, b: number)"],
+        "types" => {
+            &["(arr?: array, b?: boolean, either?: integer|string, i?: \
+             integer, n?: number, ...)"]
+        }
+        "slow" => &["(ms?: integer)"],
+        "big" => &["(bytes?: integer)"],
+        "odd name!" => &["name: odd name!"],
+        n if n.starts_with("long_") => {
+            return vec![format!("      name: {n}")];
+        }
+        _ => &[],
+    };
+    lines.iter().map(|l| format!("      {l}")).collect()
+}
+
 /// The columns of a table row (separated by two or more spaces).
 fn columns(line: &str) -> Vec<&str> {
     line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect()
@@ -91,14 +112,25 @@ fn columns(line: &str) -> Vec<&str> {
 fn assert_demo_table(lines: &[&str]) {
     let expected = expected_tools();
     assert_eq!(lines[0], HEADER);
-    assert_eq!(lines.len(), 1 + expected.len(), "{lines:#?}");
-    for (line, (_, q, class, desc)) in lines[1..].iter().zip(&expected) {
+    let rows: Vec<&str> = lines[1..]
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with("      "))
+        .collect();
+    assert_eq!(rows.len(), expected.len(), "{lines:#?}");
+    for (line, (_, q, class, desc)) in rows.iter().zip(&expected) {
         assert!(line.starts_with("  mcp__"), "{line:?}");
         // Each fixture description has a second line, which the marker
         // counts.
         let desc = format!("{desc} (1 more line)");
         assert_eq!(columns(line), [*q, *class, desc.as_str()], "{line:?}");
     }
+    let mut expected_lines = vec![lines[0].to_string()];
+    for ((name, ..), row) in expected.iter().zip(&rows) {
+        expected_lines.push(row.to_string());
+        expected_lines.extend(expected_details(name));
+    }
+    assert_eq!(lines, expected_lines);
 }
 
 /// The `tools` of `servers[i]` in `list --json` output.
@@ -223,7 +255,7 @@ fn resources_prompts_and_all() {
         out.stdout
             .lines()
             .skip(1)
-            .filter(|l| !l.starts_with("  mcp__"))
+            .filter(|l| !l.starts_with("  mcp__") && !l.starts_with("      "))
             .map(|l| columns(l).into_iter().map(String::from).collect())
             .collect()
     };
@@ -302,9 +334,10 @@ fn servers_start_in_parallel_and_print_in_config_order() {
         ]
     );
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(lines.len(), 30);
+    // Each: a header, 14 tools and 7 lines of parameters or names.
+    assert_eq!(lines.len(), 44);
     assert_eq!(columns(lines[1])[0], "mcp__zeta__echo");
-    assert_eq!(columns(lines[16])[0], "mcp__alpha__echo");
+    assert_eq!(columns(lines[23])[0], "mcp__alpha__echo");
     // One after the other would take at least 1.8 s.
     assert!(took < Duration::from_millis(1600), "took {took:?}");
 }
@@ -513,4 +546,38 @@ fn wildcard_allowlist_is_refused() {
         assert_contains(&out.stderr, "is a wildcard");
     }
     assert!(!pids.exists(), "the server was spawned");
+}
+
+#[test]
+fn parameters_show_as_one_bounded_line_under_each_tool() {
+    let dir = Dir::new("list_signatures");
+    write_mcp_json(&dir, &[("demo", fixture_server(&["--shaped-tools"]))]);
+    let out = run_allowed(&dir, "demo", &["list"]).assert_exit(0);
+    let after = |tool: &str| -> Vec<&str> {
+        let mut lines = out.stdout.lines();
+        lines.find(|l| columns(l).first() == Some(&tool));
+        lines.take_while(|l| l.starts_with("      ")).collect()
+    };
+    // Required first, then by name; optional marked, enums and
+    // constants by value, unions with |, array items as T[]; whole
+    // parameters only, cut at 100 characters.
+    let shapes = after("mcp__demo__shapes");
+    assert_eq!(
+        shapes,
+        ["      (level: 1|2|3, id?: integer|string, limit?: integer|null, \
+          mode?: \"fast\", note?: string, ...)"]
+    );
+    assert!(shapes[0].chars().count() <= 100);
+    assert_eq!(after("mcp__demo__wrapped"), ["      (text?: string)"]);
+    assert_eq!(after("mcp__demo__odd_name_"), ["      name: odd name!"]);
+    // No parameters, no line.
+    assert_eq!(after("mcp__demo__fail"), Vec::<&str>::new());
+    // --json has the schema itself, untouched.
+    let out = run_allowed(&dir, "demo", &["list", "--json"]).assert_exit(0);
+    let tools = json_tools(&out, 0);
+    let shapes = tools.iter().find(|t| t["name"] == "shapes").unwrap();
+    assert_eq!(
+        shapes["inputSchema"]["$defs"]["Unit"],
+        json!({"enum": ["c", "f"]})
+    );
 }

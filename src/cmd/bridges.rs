@@ -5,11 +5,12 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use crate::cli::Show;
+use crate::cmd::{call, list};
 use crate::error::{Error, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
-use crate::{cmd::list, out};
+use crate::{callargs, mcp, out, tool};
 
 /// `resources SERVER` and `prompts SERVER`: `list` for one server.
 pub(crate) fn list_one(
@@ -35,8 +36,10 @@ pub(crate) fn read(
         exec.run(&mut s, Action::Read { uri }, ctx.transport_name(server))?;
     s.close();
     if json {
-        return out::json(&obs.json());
+        out::json(&obs.json())?;
+        return obs.check_whole(false).map_err(|e| e.for_server(server));
     }
+    let saved = save.is_some();
     let contents = obs
         .result
         .get("contents")
@@ -45,28 +48,65 @@ pub(crate) fn read(
             Error::server("resources/read: the result has no 'contents' array")
                 .for_server(server)
         })?;
-    let mut saver =
-        Saver { dir: save, prefix: format!("{server}-resource"), count: 0 };
+    let mut saver = Saver::new(save, format!("{server}-resource"));
+    // --save writes whole contents, whatever --max-output cut.
+    let whole = obs.whole().get("contents").and_then(Value::as_array);
     let mut text = String::new();
-    for c in contents {
-        text.push_str(&render::resource_contents(c, &mut saver)?);
+    for (i, c) in contents.iter().enumerate() {
+        let c = match whole.and_then(|w| w.get(i)) {
+            Some(w) if saver.saves() => w,
+            _ => c,
+        };
+        text.push_str(&render::resource_contents(c, &mut saver, true)?);
     }
-    text.push_str(&obs.truncation_note());
-    render::print(&text)
+    render::print(&text)?;
+    obs.check_whole(saved).map_err(|e| e.for_server(server))
 }
 
-/// Prompt arguments from `k=v` words: strings only, by protocol.
-pub(crate) fn prompt_args(pairs: &[String]) -> Result<Map<String, Value>> {
-    let mut args = Map::new();
-    for p in pairs {
-        let (k, v) = p.split_once('=').unwrap_or((p, ""));
-        if args.insert(k.to_string(), json!(v)).is_some() {
-            return Err(Error::usage(format!(
-                "argument '{k}' is given twice"
-            )));
+/// Prompt arguments from `k=v` and `k:=json` words, checked against the
+/// prompt's declared arguments (when the server lists the prompt): an
+/// undeclared name is refused, a missing required one too. Values end up
+/// strings, as the protocol wants: JSON that is not a string is sent as
+/// its text (`n:=5` is `"5"`).
+pub(crate) fn prompt_args(
+    server: &str,
+    declared: Option<&Value>,
+    pairs: &[String],
+) -> Result<Map<String, Value>> {
+    let args =
+        declared.and_then(|p| p.get("arguments")).and_then(Value::as_array);
+    let mut props = Map::new();
+    let mut required = vec![];
+    for a in args.into_iter().flatten() {
+        let Some(n) = a.get("name").and_then(Value::as_str) else { continue };
+        props.insert(n.to_string(), json!({"type": "string"}));
+        if a.get("required") == Some(&Value::Bool(true)) {
+            required.push(n);
         }
     }
-    Ok(args)
+    let schema = declared.map(|_| {
+        json!({"type": "object", "properties": props, "required": required})
+    });
+    let built =
+        callargs::build(schema.as_ref(), None, pairs, &call::read_value)
+            .map_err(|m| Error::usage(m).for_server(server))?;
+    let out: Map<String, Value> = built
+        .args
+        .into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => (k, Value::String(s)),
+            other => (k, Value::String(other.to_string())),
+        })
+        .collect();
+    let name = declared.and_then(|p| p.get("name")).and_then(Value::as_str);
+    tool::require(
+        server,
+        "prompt",
+        name.unwrap_or("?"),
+        schema.as_ref(),
+        &out,
+    )?;
+    Ok(out)
 }
 
 /// `prompt SERVER NAME [k=v...]`.
@@ -78,19 +118,30 @@ pub(crate) fn prompt(
     pairs: &[String],
     json: bool,
 ) -> Result<()> {
-    let arguments = prompt_args(pairs)?;
     let mut s = ctx.start(server)?;
+    // The prompt as listed, to check the words against; a server that
+    // does not list it gets the call as typed and answers for itself.
+    let listing = match s.server.capabilities.get("prompts") {
+        Some(_) => s.list_all(mcp::List::Prompts)?.items,
+        None => vec![],
+    };
+    let declared = listing
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name));
+    let arguments = prompt_args(server, declared, pairs)?;
     let obs = exec.run(
         &mut s,
         Action::Prompt { name, arguments: &arguments },
         ctx.transport_name(server),
     )?;
     s.close();
+    let saved = false;
     if json {
-        return out::json(&obs.json());
+        out::json(&obs.json())?;
+        return obs.check_whole(saved).map_err(|e| e.for_server(server));
     }
     let r = &obs.result;
-    let mut saver = Saver { dir: None, prefix: String::new(), count: 0 };
+    let mut saver = Saver::new(None, String::new());
     let mut text = String::new();
     if let Some(d) = r.get("description").and_then(Value::as_str) {
         text.push_str(&format!("# {d}\n"));
@@ -103,6 +154,6 @@ pub(crate) fn prompt(
             text.push_str(&render::block(c, &mut saver)?);
         }
     }
-    text.push_str(&obs.truncation_note());
-    render::print(&text)
+    render::print(&text)?;
+    obs.check_whole(saved).map_err(|e| e.for_server(server))
 }

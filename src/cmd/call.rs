@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::executor::{Action, Executor};
 use crate::launch::Context;
 use crate::render::{self, Saver};
-use crate::{callargs, mcp, out, tool};
+use crate::{callargs, mcp, msg, out, tool};
 
 /// The most bytes `--args -` or `--args @file` reads.
 const MAX_ARGS: u64 = 16 << 20;
@@ -70,8 +70,19 @@ pub(crate) fn run(
     let listing = s.list_all(mcp::List::Tools)?;
     let tools = tool::tools(&server, &listing.items);
     let t = exec.resolve(&server, &tools, &tool)?;
-    let arguments = callargs::build(t.input_schema(), base, pairs)
-        .map_err(|m| Error::usage(m).for_server(&server))?;
+    let built = callargs::build(t.input_schema(), base, pairs, &read_value)
+        .map_err(|m| {
+            // The escape hatch for a schema that lists too little.
+            let hint = match m.starts_with(callargs::UNKNOWN) {
+                true => " (--args passes any object as is)",
+                false => "",
+            };
+            Error::usage(format!("{m}{hint}")).for_server(&server)
+        })?;
+    for note in &built.notes {
+        msg::debug(&format!("server '{server}': {note}"));
+    }
+    let arguments = built.args;
     tool::check_required(&server, t, &arguments)?;
     let transport = ctx.transport_name(&server);
     let obs = exec.run(
@@ -82,41 +93,13 @@ pub(crate) fn run(
     s.close();
     let result = &obs.result;
     let is_error = result.get("isError") == Some(&Value::Bool(true));
+    // With --json nothing is saved: the JSON is what a script gets.
+    let saved = !json && save.is_some();
     if json {
         out::json(&obs.json())?;
     } else {
-        let mut saver = Saver {
-            dir: save,
-            prefix: format!("{server}-{}", t.qualified),
-            count: 0,
-        };
-        let mut text = String::new();
-        if let Some(blocks) = result.get("content").and_then(Value::as_array) {
-            for b in blocks {
-                text.push_str(&render::block(b, &mut saver)?);
-            }
-        }
-        // Servers are asked to repeat structured content as JSON text;
-        // print it once.
-        let repeated = |sc: &Value| {
-            result.get("content").and_then(Value::as_array).is_some_and(|bs| {
-                bs.iter().any(|b| {
-                    b.get("text")
-                        .and_then(Value::as_str)
-                        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                        .is_some_and(|v| v == *sc)
-                })
-            })
-        };
-        if let Some(sc) =
-            result.get("structuredContent").filter(|sc| !repeated(sc))
-        {
-            let pretty = serde_json::to_string_pretty(sc).unwrap_or_default();
-            text.push_str(&pretty);
-            text.push('\n');
-        }
-
-        text.push_str(&obs.truncation_note());
+        let mut saver = Saver::new(save, format!("{server}-{}", t.qualified));
+        let text = render::tool_result(&obs, &mut saver)?;
         render::print(&text)?;
     }
     if is_error {
@@ -126,5 +109,11 @@ pub(crate) fn run(
         ))
         .for_server(&server));
     }
-    Ok(())
+    obs.check_whole(saved).map_err(|e| e.for_server(&server))
+}
+
+/// The text of `key=@file` and `key:=@file`: a regular file, bounded.
+pub(crate) fn read_value(path: &str) -> std::result::Result<String, String> {
+    crate::config::read_file(Path::new(path))
+        .map_err(|e| e.message().to_string())
 }

@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::launch::Context;
 use crate::lockfile::{ItemKind, Lock};
 use crate::session::{Listing, Session};
-use crate::tool::tools;
-use crate::{mcp, msg, out};
+use crate::tool::{Tool, tools};
+use crate::{callargs, mcp, msg, out};
 
 /// One server's answer.
 #[derive(Debug)]
@@ -155,6 +155,38 @@ fn describe(v: &Value) -> String {
     crate::render::description_line(d)
 }
 
+/// The widest a parameter line of `list` gets, in characters.
+const SIGNATURE_WIDTH: usize = 100;
+
+/// The lines under a tool in `list`: `(name: type, opt?: type, ...)`,
+/// whole parameters only, at most [`SIGNATURE_WIDTH`] characters (`...`
+/// for the rest), and `name: ORIGINAL` when the qualified name is not
+/// `mcp__SERVER__ORIGINAL`.
+fn details(server: &str, tool: &Tool) -> String {
+    let mut text = String::new();
+    let params = callargs::signature(tool.input_schema());
+    if !params.is_empty() {
+        let mut shown: Vec<String> = vec![];
+        for (i, p) in params.iter().enumerate() {
+            let p = out::shown(p).into_owned();
+            let tail = if i + 1 < params.len() { ", ...)" } else { ")" };
+            let len = |v: &[String]| v.join(", ").chars().count();
+            if 7 + len(&shown) + 2 + p.chars().count() + tail.len()
+                > SIGNATURE_WIDTH
+            {
+                shown.push("...".to_string());
+                break;
+            }
+            shown.push(p);
+        }
+        text.push_str(&format!("      ({})\n", shown.join(", ")));
+    }
+    if tool.qualified != format!("mcp__{server}__{}", tool.name) {
+        text.push_str(&format!("      name: {}\n", out::shown(&tool.name)));
+    }
+    text
+}
+
 /// `[drift: changed] ` before an item the lock would refuse.
 fn mark(
     lock: Option<&Lock>,
@@ -184,19 +216,27 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     ));
     let mut rows: Vec<Vec<String>> = vec![];
     if let (true, Some(t)) = (show.tools, &l.tools) {
-        for tool in tools(&l.name, &t.items) {
+        let tools = tools(&l.name, &t.items);
+        for tool in &tools {
             rows.push(vec![
                 format!("  {}", tool.qualified),
                 tool.class.label().to_string(),
                 out::shown(&marked(ItemKind::Tool, &tool.def)).into_owned(),
             ]);
         }
+        // Under each tool its parameters and, when the qualified name
+        // had to be rewritten, the name the server gave it; outside the
+        // table so that they do not widen its columns.
+        let table = out::table(&std::mem::take(&mut rows));
+        for (line, tool) in table.lines().zip(&tools) {
+            text.push_str(line);
+            text.push('\n');
+            text.push_str(&details(&l.name, tool));
+        }
         if t.items.is_empty() {
-            rows.push(vec!["  (no tools)".to_string()]);
+            text.push_str("  (no tools)\n");
         }
     }
-    // One table per section, so a long URI does not widen the tools.
-    text.push_str(&out::table(&std::mem::take(&mut rows)));
     let field = |v: &Value, k: &str| {
         out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?"))
             .into_owned()

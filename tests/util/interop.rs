@@ -721,3 +721,29 @@ pub fn start_py_http(
     ]);
     start_listening(&cmd, marker, &format!("py_server http {mode}"))
 }
+
+// ---- fastmcp ----------------------------------------------------------------
+
+/// `fastmcp_server.py`: the same tools on fastmcp, or with `--sdk` on the
+/// Python SDK's MCPServer (fixtures/interop/README.md).
+pub const FASTMCP_SERVER: &str = "fixtures/interop/fastmcp_server.py";
+
+/// Importing fastmcp takes about a second on an idle machine, several
+/// on a loaded one: a command that starts it gets this long.
+pub const FASTMCP_LIMIT: Duration = Duration::from_secs(15);
+
+/// The stdio entries `fm` (fastmcp) and `sdk` (the Python SDK) of
+/// [`FASTMCP_SERVER`], carrying `marker` (the script ignores it).
+pub fn fastmcp_entries(
+    s: &Installed,
+    marker: &str,
+) -> [(&'static str, Value); 2] {
+    let script = repo_root().join(FASTMCP_SERVER);
+    [
+        ("fm", json!({"command": s.python, "args": [script, marker]})),
+        (
+            "sdk",
+            json!({"command": s.python, "args": [script, "--sdk", marker]}),
+        ),
+    ]
+}

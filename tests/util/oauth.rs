@@ -39,7 +39,8 @@ use super::{Dir, Output, TestCommand, write_mcp_json};
 
 /// What `list web` prints for the script's one tool.
 pub const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
-                            mcp__web__echo  read  Echoes its text\n";
+                            mcp__web__echo  read  Echoes its text\n      \
+                            (text: string)\n";
 
 /// A deadline for every command.
 const LIMIT: Duration = Duration::from_secs(30);
