@@ -6,4 +6,6 @@ pub(crate) mod bridges;
 
 pub(crate) mod call;
 pub(crate) mod check_config;
+pub(crate) mod completions;
 pub(crate) mod list;
+pub(crate) mod man;
