@@ -172,17 +172,26 @@ fn want_arms(indent: &str, npos: &str) -> String {
 
 /// The `case $prev` arms for option values: `files`, `dirs`, the words
 /// of a fixed set, or nothing.
-fn value_arms(indent: &str, kind_line: impl Fn(ValueKind) -> String) -> String {
+fn value_arms(
+    indent: &str,
+    kind_line: impl Fn(ValueKind) -> String,
+) -> String {
     let mut arms = String::new();
     for (names, kind) in valued() {
-        let _ = writeln!(arms, "{indent}{}) {} ;;", names.join("|"), kind_line(kind));
+        let _ = writeln!(
+            arms,
+            "{indent}{}) {} ;;",
+            names.join("|"),
+            kind_line(kind)
+        );
     }
     arms
 }
 
 /// The valued option spellings, `|`-separated with `|` at both ends.
 fn valued_pattern() -> String {
-    let names: Vec<String> = valued().into_iter().flat_map(|(n, _)| n).collect();
+    let names: Vec<String> =
+        valued().into_iter().flat_map(|(n, _)| n).collect();
     format!("|{}|", names.join("|"))
 }
 
@@ -218,6 +227,7 @@ _rivumi_mcp() {
             continue
         fi
         case $w in
+            --config=*) cfg=${w#--config=} ;;
             -c?*) cfg=${w#-c} ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd=$w; else (( npos++ )); fi ;;
@@ -467,8 +477,13 @@ fn fish() -> String {
     for c in shown() {
         let op = operand(c);
         if let Some(w) = op.word() {
-            let cond = if op.only_first() { "test $npos = 0; and " } else { "" };
-            let _ = writeln!(want, "        case {}\n            {cond}set want {w}", c.name());
+            let cond =
+                if op.only_first() { "test $npos = 0; and " } else { "" };
+            let _ = writeln!(
+                want,
+                "        case {}\n            {cond}set want {w}",
+                c.name()
+            );
         }
     }
     let valued: Vec<String> = valued()
@@ -476,7 +491,8 @@ fn fish() -> String {
         .flat_map(|(n, _)| n)
         .filter(|n| n != "-c" && n != "--config")
         .collect();
-    let mut s = FISH.replace("@VALUED@", &valued.join(" ")).replace("@WANT@", &want);
+    let mut s =
+        FISH.replace("@VALUED@", &valued.join(" ")).replace("@WANT@", &want);
     let c = "complete -c rivumi-mcp";
     for cmd in shown() {
         let _ = writeln!(
@@ -486,17 +502,35 @@ fn fish() -> String {
             fish_quote(cmd.summary())
         );
     }
-    let _ = writeln!(s, "{c} -n '__rivumi_mcp_wants commands' -a {}", fish_quote(&command_names()));
-    let _ = writeln!(s, "{c} -n '__rivumi_mcp_wants shells' -a {}", fish_quote(&shell_names()));
-    let _ = writeln!(s, "{c} -n '__rivumi_mcp_wants servers' -a '(__rivumi_mcp_servers)'");
+    let _ = writeln!(
+        s,
+        "{c} -n '__rivumi_mcp_wants commands' -a {}",
+        fish_quote(&command_names())
+    );
+    let _ = writeln!(
+        s,
+        "{c} -n '__rivumi_mcp_wants shells' -a {}",
+        fish_quote(&shell_names())
+    );
+    let _ = writeln!(
+        s,
+        "{c} -n '__rivumi_mcp_wants servers' -a '(__rivumi_mcp_servers)'"
+    );
     let _ = writeln!(s, "{c} -s h -l help -d 'Show help'");
-    let _ = writeln!(s, "{c} -n __rivumi_mcp_no_cmd -s V -l version -d 'Show the version'");
+    let _ = writeln!(
+        s,
+        "{c} -n __rivumi_mcp_no_cmd -s V -l version -d 'Show the version'"
+    );
     for o in cli::options() {
         let mut line = c.to_string();
         if !o.global() {
             let cmds: Vec<&str> =
                 shown().filter(|c| o.applies_to(*c)).map(Cmd::name).collect();
-            let _ = write!(line, " -n {}", fish_quote(&format!("__rivumi_mcp_using {}", cmds.join(" "))));
+            let _ = write!(
+                line,
+                " -n {}",
+                fish_quote(&format!("__rivumi_mcp_using {}", cmds.join(" ")))
+            );
         }
         if let Some(short) = o.short() {
             let _ = write!(line, " -s {short}");
@@ -506,9 +540,9 @@ fn fish() -> String {
             ValueKind::None => {}
             ValueKind::Free => line.push_str(" -x"),
             ValueKind::File => line.push_str(" -r -F"),
-            ValueKind::Dir => {
-                line.push_str(" -x -a '(__fish_complete_directories (commandline -ct))'")
-            }
+            ValueKind::Dir => line.push_str(
+                " -x -a '(__fish_complete_directories (commandline -ct))'",
+            ),
             ValueKind::Choice(set) => {
                 let _ = write!(line, " -x -a {}", fish_quote(&set.join(" ")));
             }
@@ -532,7 +566,12 @@ mod tests {
             for c in shown() {
                 let words = option_words(Some(c));
                 let offered = words.contains(&format!("--{}", o.long()));
-                assert_eq!(offered, o.applies_to(c), "--{} after {c}", o.long());
+                assert_eq!(
+                    offered,
+                    o.applies_to(c),
+                    "--{} after {c}",
+                    o.long()
+                );
             }
         }
         assert!(option_words(None).contains(&"--config".to_string()));
@@ -542,13 +581,20 @@ mod tests {
     #[test]
     fn hidden_commands_are_not_offered() {
         let names = command_names();
-        assert!(names.contains("check-config") && names.contains("completions"));
+        assert!(
+            names.contains("check-config") && names.contains("completions")
+        );
         assert!(!names.contains("__"), "{names}");
     }
 
     const PLACEHOLDERS: [&str; 7] = [
-        "@VALUED@", "@VALUES@", "@GLOBAL@", "@OPTIONS@", "@WANT@",
-        "@COMMANDS@", "@SHELLS@",
+        "@VALUED@",
+        "@VALUES@",
+        "@GLOBAL@",
+        "@OPTIONS@",
+        "@WANT@",
+        "@COMMANDS@",
+        "@SHELLS@",
     ];
 
     #[test]

@@ -36,7 +36,8 @@ fn option_lines(text: &str) -> Vec<OptLine> {
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
         if indent >= 4 && trimmed.starts_with('-') {
-            let (spec, desc) = trimmed.split_once("  ").unwrap_or((trimmed, ""));
+            let (spec, desc) =
+                trimmed.split_once("  ").unwrap_or((trimmed, ""));
             found.push(OptLine {
                 spec: spec.trim().to_string(),
                 desc: desc.trim().to_string(),
@@ -61,8 +62,11 @@ fn spec_words(spec: &str) -> Vec<&str> {
 
 /// Every help text: the top-level one, then each shown command's.
 fn help_texts() -> Vec<String> {
-    let shown = Cmd::ALL.into_iter().filter(|c| !c.hidden() && *c != Cmd::Help);
-    std::iter::once(cli::usage(None)).chain(shown.map(|c| cli::usage(Some(c)))).collect()
+    let shown =
+        Cmd::ALL.into_iter().filter(|c| !c.hidden() && *c != Cmd::Help);
+    std::iter::once(cli::usage(None))
+        .chain(shown.map(|c| cli::usage(Some(c))))
+        .collect()
 }
 
 /// How the help texts describe `--long`: the first option line naming it,
@@ -142,12 +146,17 @@ fn body_roff(text: &str) -> String {
             paragraph = true;
             i += 1;
         } else if indent == 0 && trimmed.ends_with(':') && trimmed.len() > 1 {
-            let _ = writeln!(out, ".SS \"{}\"", esc(trimmed.trim_end_matches(':')));
+            let _ = writeln!(
+                out,
+                ".SS \"{}\"",
+                esc(trimmed.trim_end_matches(':'))
+            );
             paragraph = false;
             i += 1;
         } else if indent >= 4 && trimmed.starts_with('-') {
             let o = next_option.next().expect("option_lines saw it too");
-            let _ = writeln!(out, ".TP\n{}\n{}", spec_roff(&o.spec), esc(&o.desc));
+            let _ =
+                writeln!(out, ".TP\n{}\n{}", spec_roff(&o.spec), esc(&o.desc));
             i += 1;
             // Skip the continuation lines option_lines already joined.
             while i < lines.len() && {
@@ -190,7 +199,10 @@ fn examples(text: &str) -> Vec<&str> {
 
 /// What each exit code means (the numbers from [`Kind::exit_code`]).
 const EXIT_STATUS: &[(Kind, &str)] = &[
-    (Kind::Negative, "A negative result: check-config found errors, a tool returned isError."),
+    (
+        Kind::Negative,
+        "A negative result: check-config found errors, a tool returned isError.",
+    ),
     (
         Kind::Usage,
         "Usage: unknown command or flag, bad value, missing argument, unknown tool, \
@@ -207,7 +219,10 @@ const EXIT_STATUS: &[(Kind, &str)] = &[
          with an error.",
     ),
     (Kind::Timeout, "Timeout: a named deadline fired."),
-    (Kind::Auth, "Authentication required (HTTP 401, or 403 insufficient_scope)."),
+    (
+        Kind::Auth,
+        "Authentication required (HTTP 401, or 403 insufficient_scope).",
+    ),
     (Kind::Denied, "Denied by a pre-tool hook or the approval step."),
 ];
 
@@ -247,7 +262,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "RIVUMI_MCP_PRE_TOOL_HOOK",
         "A pre-tool hook command, run after those given with --pre-tool-hook.",
     ),
-    ("RIVUMI_MCP_JOURNAL", "Append journal events to this file (as --journal)."),
+    (
+        "RIVUMI_MCP_JOURNAL",
+        "Append journal events to this file (as --journal).",
+    ),
     ("RIVUMI_MCP_CREDENTIALS", "The credential file (see FILES)."),
     (
         "RIVUMI_MCP_BROWSER",
@@ -312,7 +330,11 @@ fn options_roff() -> String {
     let mut out = String::new();
     for (short, long) in [('h', "help"), ('V', "version")] {
         let desc = describe(long).map(|l| l.desc).unwrap_or_default();
-        let _ = writeln!(out, ".TP\n\\fB\\-{short}\\fR, \\fB\\-\\-{long}\\fR\n{}", esc(&desc));
+        let _ = writeln!(
+            out,
+            ".TP\n\\fB\\-{short}\\fR, \\fB\\-\\-{long}\\fR\n{}",
+            esc(&desc)
+        );
     }
     for o in cli::options() {
         let line = describe(o.long()).unwrap_or_else(|| {
@@ -324,17 +346,20 @@ fn options_roff() -> String {
         }
         let _ = write!(spec, "--{}", o.long());
         if o.takes_value() {
-            let var = metavar(&line, o.long()).unwrap_or_else(|| "VALUE".into());
+            let var =
+                metavar(&line, o.long()).unwrap_or_else(|| "VALUE".into());
             let _ = write!(spec, " {var}");
         }
-        let _ = writeln!(out, ".TP\n{}\n{}", spec_roff(&spec), esc(&line.desc));
+        let _ =
+            writeln!(out, ".TP\n{}\n{}", spec_roff(&spec), esc(&line.desc));
         if !o.global() {
             let cmds: Vec<&str> = Cmd::ALL
                 .into_iter()
                 .filter(|c| !c.hidden() && o.applies_to(*c))
                 .map(Cmd::name)
                 .collect();
-            let _ = writeln!(out, ".br\n(Commands: {}.)", esc(&cmds.join(", ")));
+            let _ =
+                writeln!(out, ".br\n(Commands: {}.)", esc(&cmds.join(", ")));
         }
     }
     out
@@ -380,11 +405,16 @@ pub(crate) fn page() -> String {
         tagged(&mut out, name, text);
     }
     out.push_str(".SH EXIT STATUS\n");
-    tagged(&mut out, "0", "Success (also --help, --version, and a closed stdout pipe).");
+    tagged(
+        &mut out,
+        "0",
+        "Success (also --help, --version, and a closed stdout pipe).",
+    );
     for (kind, text) in EXIT_STATUS {
         tagged(&mut out, &kind.exit_code().to_string(), text);
     }
-    let (int, term) = (Kind::Signal(2).exit_code(), Kind::Signal(15).exit_code());
+    let (int, term) =
+        (Kind::Signal(2).exit_code(), Kind::Signal(15).exit_code());
     tagged(
         &mut out,
         &format!("{int}, {term}"),
@@ -423,7 +453,11 @@ mod tests {
     fn every_option_is_described_by_a_help_text() {
         for o in cli::options() {
             let line = describe(o.long());
-            assert!(line.is_some_and(|l| !l.desc.is_empty()), "--{}", o.long());
+            assert!(
+                line.is_some_and(|l| !l.desc.is_empty()),
+                "--{}",
+                o.long()
+            );
         }
     }
 
