@@ -15,7 +15,6 @@ PINS=(
 )
 
 step() { printf 'ci-setup: %s\n' "$*"; }
-die() { printf 'ci-setup: ERROR: %s\n' "$*" >&2; exit 1; }
 
 # The command each package provides, to tell whether it is already there.
 provides() {
@@ -37,10 +36,18 @@ for pin in "${PINS[@]}"; do
 done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
-command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them"
+if ! command -v apt-get >/dev/null; then
+  step "WARNING: missing ${missing[*]} and no apt-get; their tests will be skipped"
+  exit 0
+fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || die "missing ${missing[*]}; run as root or install sudo"
+  if ! command -v sudo >/dev/null; then
+    # A developer machine without root: the tests that need these say
+    # SKIPPED and pass. CI runs as root and installs them.
+    step "WARNING: missing ${missing[*]} and not root; their tests will be skipped"
+    exit 0
+  fi
   sudo="sudo"
 fi
 step "installing ${missing[*]}"

@@ -337,8 +337,11 @@ fn options_roff() -> String {
         );
     }
     for o in cli::options() {
-        let line = describe(o.long()).unwrap_or_else(|| {
-            panic!("no help text describes --{}; add it to one", o.long())
+        // An option no help text describes still gets its entry; the
+        // unit test below fails until a help text describes it.
+        let line = describe(o.long()).unwrap_or_else(|| OptLine {
+            spec: String::new(),
+            desc: String::new(),
         });
         let mut spec = String::new();
         if let Some(s) = o.short() {
