@@ -186,6 +186,36 @@ fn zsh_script_loads_and_completes() {
     );
 }
 
+/// The zsh script as installed (autoloaded from fpath by compinit) and a
+/// real TAB in an interactive zsh on a pseudo-terminal.
+#[test]
+fn zsh_tab_in_a_terminal_offers_server_names() {
+    let s = Servers::new("completions_zsh_tab");
+    let script = s.dir.command(["completions", "zsh"]).assert_exit(0).stdout;
+    s.dir.write("zfunc/_rivumi-mcp", script);
+    let driver = r#"
+        zmodload zsh/zpty
+        zpty z 'zsh -f -i'
+        zpty -w z 'PS1="> "; fpath=("$PWD/zfunc" $fpath); autoload -Uz compinit; compinit -u -d "$PWD/zdump"'
+        zpty -w -n z $'rivumi-mcp call \t'
+        out=
+        for i in {1..100}; do
+            while zpty -r -t z chunk; do out+=$chunk; done
+            [[ $out == *beta-2* ]] && break
+            sleep 0.1
+        done
+        zpty -d z
+        print -r -- "${out#*rivumi-mcp call}"
+    "#;
+    let Some(mut zsh) = s.shell("zsh") else { return };
+    let out = zsh.args(["-f", "-c", driver]).run();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_contains(&out.stdout, "alpha");
+    assert_contains(&out.stdout, "beta-2");
+    assert!(!out.stdout.contains("bad name"), "{}", out.stdout);
+    s.assert_untouched();
+}
+
 #[test]
 fn fish_script_loads_and_completes() {
     let s = Servers::new("completions_fish");
