@@ -4,11 +4,13 @@
 #   make test    formatting, lints, docs, interop servers, every test
 #   make bench   our overhead against the fixture server, and memory
 #   make fuzz    every fuzz target for FUZZ_SECONDS (20) each, if cargo-fuzz
+#   make install the binary, the man page and the completions under PREFIX
+#   make man     regenerate rivumi-mcp.1 from the help texts
 
 CARGO ?= cargo
 RELEASE := target/release
 
-.PHONY: build test lint fmt clippy doc unit interop-setup conformance conformance-2026 demo bench install clean fuzz
+.PHONY: build test lint fmt clippy doc unit ci-setup interop-setup conformance conformance-2026 demo bench man install uninstall clean fuzz
 
 build:
 	$(CARGO) build --release --bins
@@ -27,10 +29,14 @@ doc:
 interop-setup:
 	bash scripts/interop-setup.sh
 
+# zsh, fish, groff and man for tests/completions.rs (Debian's pinned versions).
+ci-setup:
+	bash scripts/ci-setup.sh
+
 unit:
 	$(CARGO) test
 
-test: lint interop-setup unit conformance
+test: lint ci-setup interop-setup unit conformance
 
 # The official MCP conformance suite (pinned, node 22 from npm), each
 # scenario alone in a loopback-only network namespace: 0.1.16's required
@@ -72,8 +78,36 @@ FUZZ_SECONDS ?= 20
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh
 
-install:
-	$(CARGO) install --locked --path . --bin rivumi-mcp
+# The page is generated from the help texts the binary prints; a test
+# fails when the checked-in one differs from what `rivumi-mcp __man` prints.
+man:
+	$(CARGO) run --quiet --bin rivumi-mcp -- __man > rivumi-mcp.1
+
+# `make install PREFIX=/usr DESTDIR=pkg` for a package; BIN names a binary
+# already built (then nothing is built). `make uninstall` removes exactly
+# the files `make install` writes.
+PREFIX ?= /usr/local
+BIN ?= $(RELEASE)/rivumi-mcp
+INSTALL ?= install
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+INSTALLED := $(BINDIR)/rivumi-mcp $(MANDIR)/rivumi-mcp.1 \
+	$(BASHDIR)/rivumi-mcp $(ZSHDIR)/_rivumi-mcp $(FISHDIR)/rivumi-mcp.fish
+
+install: $(if $(filter $(RELEASE)/rivumi-mcp,$(BIN)),build)
+	$(INSTALL) -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	$(INSTALL) -m 755 $(BIN) $(BINDIR)/rivumi-mcp
+	$(INSTALL) -m 644 rivumi-mcp.1 $(MANDIR)/rivumi-mcp.1
+	$(BIN) completions bash > $(BASHDIR)/rivumi-mcp
+	$(BIN) completions zsh > $(ZSHDIR)/_rivumi-mcp
+	$(BIN) completions fish > $(FISHDIR)/rivumi-mcp.fish
+	chmod 644 $(BASHDIR)/rivumi-mcp $(ZSHDIR)/_rivumi-mcp $(FISHDIR)/rivumi-mcp.fish
+
+uninstall:
+	rm -f $(INSTALLED)
 
 clean:
 	$(CARGO) clean

@@ -128,6 +128,33 @@ pub(crate) enum Command {
         name: String,
         pairs: Vec<String>,
     },
+    Completions {
+        shell: Shell,
+    },
+    /// Hidden: the server names of the config in effect, for completion.
+    Servers,
+    /// Hidden: the man page, generated from the help texts.
+    Man,
+}
+
+/// A shell `completions` writes a script for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Shell {
+    pub(crate) const ALL: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        }
+    }
 }
 
 /// The tool a `call` names.
@@ -155,12 +182,18 @@ pub(crate) enum Cmd {
     Logout,
     Discover,
     Status,
+    Completions,
     Help,
+    /// Hidden: prints the server names of the config, one a line.
+    Servers,
+    /// Hidden: prints the man page.
+    Man,
 }
 
 impl Cmd {
-    /// Every command, in the order the help lists them.
-    pub(crate) const ALL: [Cmd; 14] = [
+    /// Every command, in the order the help lists them (the hidden ones
+    /// last).
+    pub(crate) const ALL: [Cmd; 17] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
@@ -174,7 +207,10 @@ impl Cmd {
         Cmd::Logout,
         Cmd::Discover,
         Cmd::Status,
+        Cmd::Completions,
         Cmd::Help,
+        Cmd::Servers,
+        Cmd::Man,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -192,8 +228,17 @@ impl Cmd {
             Cmd::Logout => "logout",
             Cmd::Discover => "discover",
             Cmd::Status => "status",
+            Cmd::Completions => "completions",
             Cmd::Help => "help",
+            Cmd::Servers => "__servers",
+            Cmd::Man => "__man",
         }
+    }
+
+    /// Commands for tools, not people: neither the help, the man page nor
+    /// completion shows them.
+    pub(crate) fn hidden(self) -> bool {
+        matches!(self, Cmd::Servers | Cmd::Man)
     }
 
     fn parse(name: &str) -> Option<Cmd> {
@@ -201,7 +246,7 @@ impl Cmd {
     }
 
     /// The line in the top-level help's COMMANDS section.
-    fn summary(self) -> &'static str {
+    pub(crate) fn summary(self) -> &'static str {
         match self {
             Cmd::CheckConfig => "Validate .mcp.json and show every server",
             Cmd::Lock => {
@@ -224,7 +269,10 @@ impl Cmd {
             Cmd::Logout => "Remove a server's stored credential",
             Cmd::Discover => "Show a server's OAuth metadata (read-only)",
             Cmd::Status => "Show which servers have a stored credential",
+            Cmd::Completions => "Print a shell completion script",
             Cmd::Help => "Show the help of a command",
+            Cmd::Servers => "Print the configured server names",
+            Cmd::Man => "Print the man page",
         }
     }
 
@@ -244,7 +292,10 @@ impl Cmd {
             Cmd::Logout => USAGE_LOGOUT,
             Cmd::Discover => USAGE_DISCOVER,
             Cmd::Status => USAGE_STATUS,
+            Cmd::Completions => USAGE_COMPLETIONS,
             Cmd::Help => USAGE_HELP,
+            Cmd::Servers => USAGE_SERVERS,
+            Cmd::Man => USAGE_MAN,
         }
     }
 
@@ -309,7 +360,7 @@ impl Applies {
 
 /// Every option, by meaning; the table below gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flag {
+pub(crate) enum Flag {
     Config,
     Json,
     Verbose,
@@ -342,10 +393,66 @@ enum Flag {
     Check,
 }
 
+/// What an option's value is, for completion: which words to offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// A flag without a value.
+    None,
+    /// A number, a command line, JSON: nothing to offer.
+    Free,
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
+    /// A file path.
+    File,
+    /// A directory path.
+    Dir,
+}
+
+const FORMATS: &[&str] = &["human", "json", "github"];
+const APPROVE_CLASSES: &[&str] = &["execute"];
+
+impl Flag {
+    /// The kind of value the option takes. No catch-all arm: a new option
+    /// must say whether its values form a fixed set (completion offers
+    /// them) or name a path.
+    pub(crate) fn value_kind(self) -> ValueKind {
+        match self {
+            Flag::Format => ValueKind::Choice(FORMATS),
+            Flag::Protocol => ValueKind::Choice(&crate::mcp::Choice::NAMES),
+            Flag::Approve => ValueKind::Choice(APPROVE_CLASSES),
+            Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
+            Flag::Save => ValueKind::Dir,
+            Flag::Timeout
+            | Flag::StartupTimeout
+            | Flag::MaxMessage
+            | Flag::Args
+            | Flag::PreToolHook
+            | Flag::HookTimeout
+            | Flag::MaxOutput => ValueKind::Free,
+            Flag::Json
+            | Flag::Verbose
+            | Flag::Quiet
+            | Flag::Strict
+            | Flag::Tools
+            | Flag::Resources
+            | Flag::Prompts
+            | Flag::All
+            | Flag::Yes
+            | Flag::ReadOnly
+            | Flag::Raw
+            | Flag::Refresh
+            | Flag::StepUp
+            | Flag::Unlocked
+            | Flag::Check
+            | Flag::NoBrowser => ValueKind::None,
+        }
+    }
+}
+
 /// One option: what it means, its names, whether it takes a value, and
 /// the commands it applies to.
 #[derive(Debug)]
-struct Opt {
+pub(crate) struct Opt {
     flag: Flag,
     long: &'static str,
     short: Option<char>,
@@ -359,6 +466,40 @@ const fn opt(flag: Flag, long: &'static str, applies: Applies) -> Opt {
 
 const fn valued(flag: Flag, long: &'static str, applies: Applies) -> Opt {
     Opt { flag, long, short: None, value: true, applies }
+}
+
+impl Opt {
+    pub(crate) fn flag(&self) -> Flag {
+        self.flag
+    }
+
+    pub(crate) fn long(&self) -> &'static str {
+        self.long
+    }
+
+    pub(crate) fn short(&self) -> Option<char> {
+        self.short
+    }
+
+    pub(crate) fn takes_value(&self) -> bool {
+        self.value
+    }
+
+    pub(crate) fn applies_to(&self, c: Cmd) -> bool {
+        self.applies.to(c)
+    }
+
+    /// Whether every command accepts it (the options of the top-level
+    /// help, which may stand before the command).
+    pub(crate) fn global(&self) -> bool {
+        matches!(self.applies, Applies::Every)
+    }
+}
+
+/// Every option, in the order of the table (for completion and the man
+/// page; `-h`/`--help` and `-V`/`--version` are not in it).
+pub(crate) fn options() -> &'static [Opt] {
+    OPTS
 }
 
 const OPTS: &[Opt] = &[
@@ -445,10 +586,35 @@ USAGE:
     rivumi-mcp help [COMMAND]
 ";
 
+const USAGE_COMPLETIONS: &str = "\
+rivumi-mcp completions: print a shell completion script
+
+USAGE:
+    rivumi-mcp completions <bash|zsh|fish>
+
+Completes commands, options, option values from a fixed set, paths, and
+server names from the config in effect (-c honoured), which it reads
+without starting a server, contacting a URL or reading a credential.
+Tool names are not completed: only a running server knows them.
+
+EXAMPLES:
+    source <(rivumi-mcp completions bash)
+    rivumi-mcp completions zsh > ~/.zfunc/_rivumi-mcp
+    rivumi-mcp completions fish > ~/.config/fish/completions/rivumi-mcp.fish
+";
+
+const USAGE_SERVERS: &str = "\
+rivumi-mcp __servers: print the server names of the config, one a line
+";
+
+const USAGE_MAN: &str = "\
+rivumi-mcp __man: print the man page (roff)
+";
+
 /// The top-level help: the commands from [`Cmd`], then the options.
 fn top_usage() -> String {
     let mut t = USAGE_HEAD.to_string();
-    for c in Cmd::ALL {
+    for c in Cmd::ALL.into_iter().filter(|c| !c.hidden()) {
         t.push_str(&format!("    {:<14} {}\n", c.name(), c.summary()));
     }
     t.push('\n');
@@ -854,8 +1020,8 @@ fn build(
                     "github" => Format::Github,
                     v => {
                         return Err(Error::usage(format!(
-                            "{flag}: unknown format '{v}' \
-                             [pick from: human, json, github]"
+                            "{flag}: unknown format '{v}' [pick from: {}]",
+                            FORMATS.join(", ")
                         )));
                     }
                 })
@@ -874,9 +1040,10 @@ fn build(
             Flag::Args => args_json = Some(value),
             Flag::Yes => yes = true,
             Flag::Approve => {
-                if value != "execute" {
+                if !APPROVE_CLASSES.contains(&value.as_str()) {
                     return Err(Error::usage(format!(
-                        "{flag}: unknown class '{value}' [pick from: execute]"
+                        "{flag}: unknown class '{value}' [pick from: {}]",
+                        APPROVE_CLASSES.join(", ")
                     )));
                 }
                 yes = true;
@@ -959,6 +1126,20 @@ fn build(
         Cmd::Logout => Command::Logout { server: need("SERVER")? },
         Cmd::Discover => Command::Discover { server: need("SERVER")? },
         Cmd::Status => Command::Status,
+        Cmd::Completions => {
+            let word = need("SHELL (bash, zsh or fish)")?;
+            let shell = Shell::ALL
+                .into_iter()
+                .find(|s| s.name() == word)
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "unknown shell '{word}' [pick from: bash, zsh, fish]"
+                    ))
+                })?;
+            Command::Completions { shell }
+        }
+        Cmd::Servers => Command::Servers,
+        Cmd::Man => Command::Man,
 
         Cmd::Prompt => {
             let server = need("SERVER")?;

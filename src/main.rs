@@ -163,6 +163,16 @@ fn run(args: cli::Args) -> Result<()> {
     if let Command::CheckConfig { format } = args.command {
         return cmd::check_config::run(&path, format, g.strict, &lookup);
     }
+    // Before anything that reads the environment or starts a server:
+    // completion runs these on every TAB.
+    match args.command {
+        Command::Completions { shell } => {
+            return out::print(&cmd::completions::script(shell));
+        }
+        Command::Servers => return cmd::completions::servers(&path),
+        Command::Man => return out::print(&cmd::man::page()),
+        _ => {}
+    }
     out::set_raw(g.raw);
     if let Command::Logout { server } = &args.command {
         return cmd::auth::logout(server, g.json, &lookup);
@@ -192,7 +202,10 @@ fn run(args: cli::Args) -> Result<()> {
     let only =
         |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
-        Command::CheckConfig { .. } => unreachable!("handled above"),
+        Command::CheckConfig { .. }
+        | Command::Completions { .. }
+        | Command::Servers
+        | Command::Man => unreachable!("handled above"),
         Command::Lock { servers, check, format } => {
             cmd::lock::run(&ctx, servers, *check, *format, &lock_path)
         }

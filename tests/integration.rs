@@ -7,6 +7,8 @@ mod util;
 
 // The command line: help, version, usage errors, option placement, pipes.
 mod cli;
+// Completions in real shells, the man page, `make install`.
+mod completions;
 // `check-config`: the fixtures/config/ cases and output formats.
 mod check_config;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
