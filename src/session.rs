@@ -674,6 +674,8 @@ mod tests {
     #[derive(Default)]
     struct Seen {
         sent: Vec<Value>,
+        /// The headers of each request sent with `send_modern`.
+        headers: Vec<Vec<(String, String)>>,
         closed: bool,
     }
 
@@ -694,8 +696,32 @@ mod tests {
         fn send(&mut self, msg: &Value, _: &Deadline) -> Result<()> {
             self.seen.lock().unwrap().sent.push(msg.clone());
             let replies = (self.script)(msg);
+            // What a transport reports as its own error, scripted:
+            // `{"__http": 400}` is a refusal that is no MCP answer,
+            // `{"__auth": true}` an authentication failure.
+            if let Some(status) = replies
+                .first()
+                .and_then(|r| r.get("__http"))
+                .and_then(Value::as_u64)
+            {
+                return Err(Error::server(format!("HTTP {status}"))
+                    .with_http_status(status as u16));
+            }
+            if replies.first().is_some_and(|r| r.get("__auth").is_some()) {
+                return Err(Error::new(Kind::Auth, "HTTP 401"));
+            }
             self.queue.extend(replies);
             Ok(())
+        }
+
+        fn send_modern(
+            &mut self,
+            msg: &Value,
+            headers: &[(String, String)],
+            d: &Deadline,
+        ) -> Result<()> {
+            self.seen.lock().unwrap().headers.push(headers.to_vec());
+            self.send(msg, d)
         }
 
         fn recv(&mut self, deadline: &Deadline) -> Result<Value> {
@@ -1026,5 +1052,283 @@ mod tests {
         assert_eq!(s.close(), Closed::Eof);
         assert_eq!(s.close(), Closed::Eof);
         assert!(wire.lock().unwrap().closed);
+    }
+
+    // ---- 2026-07-28 ------------------------------------------------------
+
+    use crate::transport::Wire;
+
+    fn discover_result(id: &Value) -> Value {
+        ok(
+            id,
+            json!({"supportedVersions": ["2026-07-28"],
+                   "capabilities": {"tools": {}}, "instructions": "hi",
+                   "resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo":
+                       {"name": "modern", "version": "2"}}}),
+        )
+    }
+
+    /// A 2026-07-28 server: discover answers, `rest` gets the rest.
+    fn modern(
+        mut rest: impl FnMut(&str, &Value, &Value) -> Vec<Value> + Send + 'static,
+    ) -> Script {
+        Box::new(move |m| {
+            let id = m.get("id").cloned().unwrap_or(Value::Null);
+            match mcp::method_of(m) {
+                Some(method::SERVER_DISCOVER) => vec![discover_result(&id)],
+                Some(method::INITIALIZE) => vec![json!({"jsonrpc": "2.0",
+                    "id": id, "error": {"code": -32022, "message": "no",
+                    "data": {"supported": ["2026-07-28"]}}})],
+                Some(other) => rest(other, &id, &m["params"]),
+                None => vec![],
+            }
+        })
+    }
+
+    fn error(id: &Value, code: i64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id,
+               "error": {"code": code, "message": "no"}})
+    }
+
+    #[test]
+    fn over_http_auto_discovers_first_and_speaks_modern() {
+        let (s, seen) =
+            start_on(Wire::Http, Choice::Auto, modern(|_, _, _| vec![]));
+        let s = s.unwrap();
+        assert_eq!(s.server.version, Some(Version::V2026_07_28));
+        assert_eq!(s.server.protocol, "2026-07-28");
+        assert_eq!(s.server.info["name"], "modern");
+        assert_eq!(s.server.instructions.as_deref(), Some("hi"));
+        assert_eq!(s.server.chosen, "server/discover answered");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.sent.len(), 1, "nothing but discover");
+        let meta = &seen.sent[0]["params"]["_meta"];
+        assert_eq!(meta[mcp::meta::PROTOCOL_VERSION], "2026-07-28");
+        assert_eq!(meta[mcp::meta::CLIENT_CAPABILITIES], json!({}));
+        let h = &seen.headers[0];
+        assert!(h.contains(&("Mcp-Method".into(), "server/discover".into())));
+        assert!(
+            h.contains(&("MCP-Protocol-Version".into(), "2026-07-28".into()))
+        );
+    }
+
+    #[test]
+    fn over_http_auto_falls_back_to_initialize_on_a_4xx() {
+        let script = server("2025-11-25", |_, _, _| vec![]);
+        let mut script = script;
+        let wrapped: Script = Box::new(move |m| {
+            if mcp::method_of(m) == Some(method::SERVER_DISCOVER) {
+                return vec![json!({"__http": 400})];
+            }
+            script(m)
+        });
+        let (s, seen) = start_on(Wire::Http, Choice::Auto, wrapped);
+        let s = s.unwrap();
+        assert_eq!(s.server.version, Some(Version::V2025_11_25));
+        assert!(
+            s.server.chosen.contains("server/discover refused"),
+            "{}",
+            s.server.chosen
+        );
+        assert!(s.server.chosen.ends_with("; initialize"));
+        let sent = sent(&seen);
+        assert!(mcp::is_initialize(&sent[1]));
+        // The handshake carries no 2026-07-28 envelope.
+        assert!(sent[1]["params"].get("_meta").is_none());
+    }
+
+    #[test]
+    fn over_http_auto_falls_back_on_an_error_that_is_not_modern() {
+        // A 2025 server that answers server/discover as an unknown method.
+        let mut legacy = server("2025-06-18", |_, _, _| vec![]);
+        let script: Script = Box::new(move |m| {
+            if mcp::method_of(m) == Some(method::SERVER_DISCOVER) {
+                return vec![error(&m["id"], -32601)];
+            }
+            legacy(m)
+        });
+        let (s, _) = start_on(Wire::Http, Choice::Auto, script);
+        assert_eq!(s.unwrap().server.version, Some(Version::V2025_06_18));
+    }
+
+    #[test]
+    fn over_http_an_authentication_failure_is_not_a_fallback() {
+        let script: Script = Box::new(|_| vec![json!({"__auth": true})]);
+        let (s, seen) = start_on(Wire::Http, Choice::Auto, script);
+        assert_eq!(s.unwrap_err().kind(), Kind::Auth);
+        assert_eq!(sent(&seen).len(), 1, "no initialize after a 401");
+    }
+
+    #[test]
+    fn a_minus_32022_listing_modern_is_retried_once() {
+        let mut first = true;
+        let script: Script = Box::new(move |m| {
+            let id = m["id"].clone();
+            if std::mem::take(&mut first) {
+                return vec![json!({"jsonrpc": "2.0", "id": id, "error":
+                    {"code": -32022, "message": "first",
+                     "data": {"supported": ["2026-07-28"]}}})];
+            }
+            vec![discover_result(&id)]
+        });
+        let (s, seen) = start_on(Wire::Http, Choice::Auto, script);
+        assert_eq!(s.unwrap().server.protocol, "2026-07-28");
+        let sent = sent(&seen);
+        assert_eq!(sent.len(), 2);
+        assert_ne!(sent[0]["id"], sent[1]["id"]);
+    }
+
+    #[test]
+    fn over_stdio_auto_opens_with_initialize_then_switches_on_minus_32022() {
+        let (s, seen) = start(modern(|_, _, _| vec![]));
+        let s = s.unwrap();
+        assert_eq!(s.server.protocol, "2026-07-28");
+        assert_eq!(
+            s.server.chosen,
+            "initialize answered -32022 listing 2026-07-28"
+        );
+        let sent = sent(&seen);
+        assert!(mcp::is_initialize(&sent[0]));
+        assert_eq!(mcp::method_of(&sent[1]), Some(method::SERVER_DISCOVER));
+        // No notifications/initialized to a modern server.
+        assert_eq!(sent.len(), 2);
+    }
+
+    #[test]
+    fn legacy_by_choice_names_a_modern_only_server() {
+        let (s, seen) =
+            start_on(Wire::Stdio, Choice::Legacy, modern(|_, _, _| vec![]));
+        let e = s.unwrap_err().to_string();
+        assert!(e.contains("-32022 (UnsupportedProtocolVersion)"), "{e}");
+        assert!(e.contains("speaks 2026-07-28 only"), "{e}");
+        assert_eq!(sent(&seen).len(), 1);
+    }
+
+    #[test]
+    fn modern_by_choice_never_sends_initialize() {
+        let (s, seen) =
+            start_on(Wire::Stdio, Choice::Modern, modern(|_, _, _| vec![]));
+        assert_eq!(s.unwrap().server.chosen, "configured");
+        let sent = sent(&seen);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(mcp::method_of(&sent[0]), Some(method::SERVER_DISCOVER));
+    }
+
+    #[test]
+    fn input_required_is_retried_with_the_state_and_a_new_id() {
+        let script = modern(|m, id, params| {
+            assert_eq!(m, method::TOOLS_CALL);
+            if params.get("requestState") == Some(&json!("s1")) {
+                return vec![ok(
+                    id,
+                    json!({"resultType": "complete",
+                    "content": [], "echo": params.clone()}),
+                )];
+            }
+            vec![ok(
+                id,
+                json!({"resultType": "input_required",
+                "requestState": "s1", "inputRequests": {"q": {
+                    "method": "elicitation/create",
+                    "params": {"message": "sure?"}}}}),
+            )]
+        });
+        let (s, seen) = start_on(Wire::Stdio, Choice::Modern, script);
+        let mut s = s.unwrap();
+        let args = serde_json::Map::new();
+        let r = s
+            .call(&mcp::Call::Tool {
+                name: "t",
+                arguments: &args,
+                headers: &[],
+            })
+            .unwrap();
+        assert_eq!(
+            r["echo"]["inputResponses"],
+            json!({"q": {"action": "decline"}})
+        );
+        let sent = sent(&seen);
+        let calls: Vec<&Value> =
+            sent.iter().filter(|m| m["method"] == "tools/call").collect();
+        assert_eq!(calls.len(), 2);
+        assert_ne!(calls[0]["id"], calls[1]["id"]);
+        assert!(calls[0]["params"].get("requestState").is_none());
+        // Every round carries the envelope.
+        assert_eq!(
+            calls[1]["params"]["_meta"][mcp::meta::PROTOCOL_VERSION],
+            "2026-07-28"
+        );
+    }
+
+    #[test]
+    fn input_required_without_state_sends_none_and_rounds_are_bounded() {
+        let script = modern(|_, id, params| {
+            assert!(params.get("requestState").is_none(), "{params}");
+            vec![ok(id, json!({"resultType": "input_required"}))]
+        });
+        let (s, seen) = start_on(Wire::Stdio, Choice::Modern, script);
+        let mut s = s.unwrap();
+        let args = serde_json::Map::new();
+        let e = s
+            .call(&mcp::Call::Prompt { name: "p", arguments: &args })
+            .unwrap_err();
+        assert!(e.to_string().contains("after 8 rounds"), "{e}");
+        let gets = sent(&seen)
+            .iter()
+            .filter(|m| m["method"] == "prompts/get")
+            .count();
+        assert_eq!(gets, MAX_INPUT_ROUNDS + 1);
+    }
+
+    #[test]
+    fn what_this_client_cannot_answer_is_refused() {
+        let script = modern(|_, id, _| {
+            vec![ok(
+                id,
+                json!({"resultType": "input_required",
+                "inputRequests": {"s": {"method": "sampling/createMessage"}}}),
+            )]
+        });
+        let (s, _) = start_on(Wire::Stdio, Choice::Modern, script);
+        let e = s.unwrap().request("tools/call", json!({}), "x").unwrap_err();
+        assert!(e.to_string().contains("'sampling/createMessage'"), "{e}");
+    }
+
+    #[test]
+    fn input_required_outside_the_three_methods_and_unknown_types_fail() {
+        let script = modern(|m, id, _| match m {
+            "tools/list" => {
+                vec![ok(id, json!({"resultType": "input_required"}))]
+            }
+            _ => vec![ok(id, json!({"resultType": "later"}))],
+        });
+        let (s, _) = start_on(Wire::Stdio, Choice::Modern, script);
+        let mut s = s.unwrap();
+        let e = s.list_all(mcp::List::Tools).unwrap_err().to_string();
+        assert!(e.contains("does not allow"), "{e}");
+        let e = s.request("prompts/list", json!({}), "x").unwrap_err();
+        assert!(e.to_string().contains("unknown resultType 'later'"), "{e}");
+    }
+
+    #[test]
+    fn ttl_is_the_shortest_of_the_pages() {
+        let mut page = 0;
+        let script = modern(move |_, id, _| {
+            page += 1;
+            let (ttl, next) = if page == 1 {
+                (5000, json!("p2"))
+            } else {
+                (300, Value::Null)
+            };
+            let mut r = json!({"tools": [], "ttlMs": ttl});
+            if !next.is_null() {
+                r["nextCursor"] = next;
+            }
+            vec![ok(id, r)]
+        });
+        let (s, _) = start_on(Wire::Stdio, Choice::Modern, script);
+        let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
+        assert_eq!(l.ttl, Some(Duration::from_millis(300)));
     }
 }

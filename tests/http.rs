@@ -981,3 +981,144 @@ fn retry_zero_cannot_make_the_client_spin() {
         prev = get.done.unwrap_or(get.at);
     }
 }
+
+// ---------------------------------------------------------------------------
+// MCP 2026-07-28 (McpScript::modern)
+// ---------------------------------------------------------------------------
+
+/// `METHOD rpc-method` of every request, in order.
+fn sequence(fx: &HttpFixture) -> Vec<String> {
+    fx.requests()
+        .iter()
+        .map(|r| {
+            format!("{} {}", r.method, r.rpc_method().unwrap_or_default())
+        })
+        .collect()
+}
+
+#[test]
+fn modern_one_shot_call_is_three_posts_with_the_modern_headers() {
+    let fx = HttpFixture::mcp(McpScript::new().modern());
+    let dir = setup_auto("http_modern_call", &fx.url());
+    call_hi(&dir, &[]);
+    // No initialize, no session, no DELETE: discover, list, call.
+    assert_eq!(
+        sequence(&fx),
+        ["POST server/discover", "POST tools/list", "POST tools/call"],
+        "{}",
+        fx.summary()
+    );
+    for r in fx.requests() {
+        let method = r.rpc_method().unwrap_or_default();
+        assert_eq!(r.header_all("mcp-protocol-version"), ["2026-07-28"]);
+        assert_eq!(r.header_all("mcp-method"), [method.as_str()], "{r:?}");
+        assert_eq!(r.header("mcp-session-id"), None);
+        let meta = &r.json()["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({})
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "rivumi-mcp"
+        );
+        assert_eq!(r.status, Some(200), "{r:?}");
+    }
+    let call = one_post(&fx, "tools/call");
+    assert_eq!(call.header_all("mcp-name"), ["echo"]);
+    assert_eq!(one_post(&fx, "tools/list").header("mcp-name"), None);
+}
+
+#[test]
+fn modern_list_json_says_which_protocol_and_server() {
+    let fx = HttpFixture::mcp(McpScript::new().modern());
+    let dir = setup_auto("http_modern_list", &fx.url());
+    let out = cmd(&dir, &["list", "web", "--json", "-v"]).assert_exit(0);
+    let s = &out.stdout_json()["servers"][0];
+    assert_eq!(s["protocol"], json!("2026-07-28"), "{s}");
+    assert_eq!(s["serverInfo"]["name"], json!("modern-fixture"), "{s}");
+    assert_eq!(s["instructions"], json!("modern fixture"), "{s}");
+    assert_contains(
+        &out.stderr,
+        "server 'web': discovered, protocol 2026-07-28 (server/discover \
+         answered)",
+    );
+}
+
+#[test]
+fn modern_input_required_is_retried_with_a_new_id_and_the_state() {
+    let fx = HttpFixture::mcp(McpScript::new().modern());
+    let dir = setup_auto("http_modern_mrtr", &fx.url());
+    let out = cmd(&dir, &["call", "mcp__web__confirm"]).assert_exit(0);
+    // The retry carried the answers and the state, byte for byte.
+    assert_eq!(out.stdout, "{\"ok\":{\"action\":\"decline\"}} \"st-1\"\n");
+    assert_contains(
+        &out.stderr,
+        "server 'web' asked for input (elicitation/create: Go on?); declined",
+    );
+    let calls = fx.posts_of("tools/call");
+    assert_eq!(calls.len(), 2, "{}", fx.summary());
+    let (first, retry) = (calls[0].json(), calls[1].json());
+    assert_ne!(first["id"], retry["id"]);
+    assert!(first["params"].get("requestState").is_none());
+    assert!(first["params"].get("inputResponses").is_none());
+    assert_eq!(retry["params"]["requestState"], json!("st-1"));
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"ok": {"action": "decline"}})
+    );
+    assert_eq!(retry["params"]["name"], first["params"]["name"]);
+}
+
+#[test]
+fn a_modern_only_server_asked_for_the_handshake_says_so() {
+    let fx = HttpFixture::mcp(McpScript::new().modern());
+    let dir = Dir::new("http_modern_forced_legacy");
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
+    );
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    let line = error_line(&out);
+    assert_contains(&line, "-32022 (UnsupportedProtocolVersion)");
+    assert_contains(&line, "the server speaks 2026-07-28 only");
+    assert_absent(&line, "HTTP+SSE");
+    assert_eq!(sequence(&fx), ["POST initialize"], "{}", fx.summary());
+    // --protocol overrides the config.
+    let out = cmd(&dir, &["list", "web", "--protocol", "auto"]).assert_exit(0);
+    assert_contains(&out.stdout, "(protocol 2026-07-28)");
+}
+
+#[test]
+fn protocol_modern_against_a_2025_server_fails_clearly() {
+    let fx = HttpFixture::mcp(McpScript::new().sessions());
+    let dir = setup_auto("http_forced_modern", &fx.url());
+    let out =
+        cmd(&dir, &["list", "web", "--protocol", "modern"]).assert_exit(4);
+    assert_contains(&error_line(&out), "HTTP 400");
+    assert_eq!(sequence(&fx), ["POST server/discover"], "{}", fx.summary());
+    let out =
+        cmd(&dir, &["list", "web", "--protocol", "sometimes"]).assert_exit(2);
+    assert_contains(&out.stderr, "unknown protocol 'sometimes'");
+}
+
+#[test]
+fn batch_relists_when_the_modern_ttl_has_expired() {
+    let lines = "{\"id\":1,\"tool\":\"mcp__web__echo\",\"arguments\":{\"text\":\"a\"}}\n\
+                 {\"id\":2,\"tool\":\"mcp__web__echo\",\"arguments\":{\"text\":\"b\"}}\n";
+    // ttlMs 0: the list is stale at once, so each call lists again.
+    let fx = HttpFixture::mcp(McpScript::new().modern());
+    let dir = setup_auto("http_modern_batch_ttl", &fx.url());
+    let out = cmd(&dir, &["batch"]).stdin(lines).assert_exit(0);
+    assert_eq!(out.stdout.lines().count(), 2, "{out:?}");
+    assert_eq!(fx.posts_of("tools/list").len(), 2, "{}", fx.summary());
+    // A 2025 server gives no ttl: one listing serves the whole batch.
+    let fx = HttpFixture::mcp(McpScript::new());
+    let dir = setup("http_batch_no_ttl", &fx.url());
+    cmd(&dir, &["batch"]).stdin(lines).assert_exit(0);
+    assert_eq!(fx.posts_of("tools/list").len(), 1, "{}", fx.summary());
+}

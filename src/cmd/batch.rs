@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
+use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
@@ -25,6 +26,9 @@ const MAX_LINE: usize = 16 << 20;
 struct Server {
     session: Session,
     tools: Option<Vec<Tool>>,
+    /// Until when the tool list is fresh: a 2026-07-28 server says how
+    /// long (`ttlMs`); `None` is "until the server says it changed".
+    fresh_until: Option<Instant>,
 }
 
 pub(crate) fn run(ctx: &Context, exec: &Executor) -> Result<()> {
@@ -157,7 +161,10 @@ fn handle(
     let arguments = object_field(req, "arguments")?;
     if !servers.contains_key(&server) {
         let session = ctx.start(&server)?;
-        servers.insert(server.clone(), Server { session, tools: None });
+        servers.insert(
+            server.clone(),
+            Server { session, tools: None, fresh_until: None },
+        );
     }
     let transport = ctx.transport_name(&server);
     let Some(entry) = servers.get_mut(&server) else {
@@ -193,10 +200,13 @@ fn run_one(
     let obs = match kind {
         Ask::Tool(name) => {
             let changed = entry.session.take_list_changed();
+            let stale = entry.fresh_until.is_some_and(|t| Instant::now() >= t);
             if entry.tools.is_none()
+                || stale
                 || changed.contains(mcp::method::TOOLS_LIST_CHANGED)
             {
                 let listing = entry.session.list_all(mcp::List::Tools)?;
+                entry.fresh_until = listing.ttl.map(|t| Instant::now() + t);
                 journal::event(
                     "listed",
                     json!({"server": server, "tools": listing.items.len(),

@@ -619,6 +619,7 @@ pub struct McpScript {
     call_preamble: Vec<String>,
     server_requests: Vec<Value>,
     resume: Option<u64>,
+    modern: bool,
     state: Mutex<State>,
 }
 
@@ -672,6 +673,17 @@ impl McpScript {
     /// Negotiate this version whatever the client asks.
     pub fn protocol(mut self, v: &str) -> McpScript {
         self.protocol = Some(v.to_string());
+        self
+    }
+
+    /// Speak MCP 2026-07-28 only: `server/discover` answers, `initialize`
+    /// gets 400 `-32022`, every request must carry `MCP-Protocol-Version:
+    /// 2026-07-28` and a matching `Mcp-Method` (else 400 `-32020`), results
+    /// carry `resultType`. The tool `confirm` answers `input_required`
+    /// (an elicitation, `requestState` "st-1") until the retry carries
+    /// `inputResponses` and that state, then echoes both back.
+    pub fn modern(mut self) -> McpScript {
+        self.modern = true;
         self
     }
 
@@ -818,7 +830,91 @@ impl McpScript {
         true
     }
 
+    /// The 2026-07-28 server of [`McpScript::modern`].
+    fn post_modern(&self, req: &Request, conn: &mut Conn) {
+        let msg = req.json();
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let err = |code: i64, message: &str, data: Value| {
+            json!({"jsonrpc": "2.0", "id": id, "error":
+                {"code": code, "message": message, "data": data}})
+        };
+        if method == "initialize" {
+            let e = err(
+                -32022,
+                "Unsupported protocol version",
+                json!({"supported": ["2026-07-28"]}),
+            );
+            conn.json(400, &[], &e);
+            return;
+        }
+        if msg.get("id").is_none() {
+            conn.empty(202);
+            return;
+        }
+        let version = req.header("mcp-protocol-version");
+        let meta = msg
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion");
+        if version != Some("2026-07-28")
+            || meta != Some(&json!("2026-07-28"))
+            || req.header("mcp-method") != Some(method)
+        {
+            conn.json(400, &[], &err(-32020, "header mismatch", Value::Null));
+            return;
+        }
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let mut result = match method {
+            "server/discover" => json!({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "instructions": "modern fixture",
+            }),
+            "tools/list" => {
+                let mut r = self.answer(&msg)["result"].clone();
+                r["tools"].as_array_mut().unwrap().push(json!({
+                    "name": "confirm", "description": "Asks first",
+                    "annotations": {"readOnlyHint": true},
+                    "inputSchema": {"type": "object"}}));
+                r["ttlMs"] = json!(0);
+                r
+            }
+            "tools/call" if params["name"] == "confirm" => {
+                let answered = params.get("inputResponses").is_some()
+                    && params.get("requestState") == Some(&json!("st-1"));
+                if answered {
+                    json!({"content": [{"type": "text", "text": format!(
+                        "{} {}", params["inputResponses"], params["requestState"])}]})
+                } else {
+                    json!({"resultType": "input_required", "requestState": "st-1",
+                        "inputRequests": {"ok": {"method": "elicitation/create",
+                            "params": {"message": "Go on?", "requestedSchema":
+                                {"type": "object", "properties": {}}}}}})
+                }
+            }
+            _ => {
+                let a = self.answer(&msg);
+                match a.get("result") {
+                    Some(r) => r.clone(),
+                    None => {
+                        conn.json(200, &[], &a);
+                        return;
+                    }
+                }
+            }
+        };
+        if result.get("resultType").is_none() {
+            result["resultType"] = json!("complete");
+        }
+        result["_meta"] = json!({"io.modelcontextprotocol/serverInfo":
+            {"name": "modern-fixture", "version": "2.0"}});
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.reply(conn, &[], &answer, &[]);
+    }
+
     fn post(&self, req: &Request, conn: &mut Conn) {
+        if self.modern {
+            return self.post_modern(req, conn);
+        }
         let msg = req.json();
         let method = msg.get("method").and_then(Value::as_str);
         // An old HTTP+SSE server refuses every POST alike.
