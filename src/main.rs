@@ -10,6 +10,7 @@ mod allowlist;
 mod auth;
 
 mod callargs;
+mod catalog;
 mod cli;
 mod cmd;
 mod config;

@@ -13,7 +13,6 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::executor::Observation;
 use crate::out;
 
 /// Where saved content goes, if anywhere.
@@ -207,18 +206,21 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
 }
 
 /// A tool result as `call` prints it: each block once, from the bounded
-/// result, except that `--save` writes binary content whole. Structured
+/// result `kept`, except that `--save` writes binary content whole (from
+/// `whole`, the result before it was bounded). Structured
 /// content follows only when no text block already carries it: as its
 /// JSON text, or as the text that `{"result": …}` wraps (the Python SDK
 /// and fastmcp wrap a non-object return value so).
 pub(crate) fn tool_result(
-    obs: &Observation,
+    kept: &Value,
+    whole: &Value,
     saver: &mut Saver<'_>,
 ) -> Result<String> {
     let blocks = |r: &'_ Value| -> Vec<Value> {
         r.get("content").and_then(Value::as_array).cloned().unwrap_or_default()
     };
-    let (kept, whole) = (blocks(&obs.result), blocks(obs.whole()));
+    let result = kept;
+    let (kept, whole) = (blocks(kept), blocks(whole));
     let mut text = String::new();
     for (i, b) in kept.iter().enumerate() {
         let binary = !matches!(str_of(b, "type"), "text" | "resource_link");
@@ -242,7 +244,7 @@ pub(crate) fn tool_result(
                 })
         })
     };
-    if let Some(sc) = obs.result.get("structuredContent")
+    if let Some(sc) = result.get("structuredContent")
         && !repeated(sc)
     {
         text.push_str(&serde_json::to_string_pretty(sc).unwrap_or_default());

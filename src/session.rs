@@ -200,7 +200,7 @@ impl Session {
             chosen: std::mem::take(&mut self.server.chosen),
         };
         if self.server.chosen.is_empty() {
-            self.server.chosen = "initialize".to_string();
+            self.server.chosen = method::INITIALIZE.to_string();
         }
         self.transport.send(&mcp::initialized(), d)
     }

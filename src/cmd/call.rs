@@ -99,7 +99,7 @@ pub(crate) fn run(
         out::json(&obs.json())?;
     } else {
         let mut saver = Saver::new(save, format!("{server}-{}", t.qualified));
-        let text = render::tool_result(&obs, &mut saver)?;
+        let text = render::tool_result(&obs.result, obs.whole(), &mut saver)?;
         render::print(&text)?;
     }
     if is_error {

@@ -9,74 +9,13 @@
 
 use serde_json::{Value, json};
 
+use crate::catalog::{ServerListing, collect};
 use crate::cli::Show;
 use crate::error::{Error, Result};
 use crate::launch::Context;
 use crate::lockfile::{ItemKind, Lock};
-use crate::session::{Listing, Session};
 use crate::tool::{Tool, tools};
-use crate::{callargs, mcp, msg, out};
-
-/// One server's answer.
-#[derive(Debug)]
-pub(crate) struct ServerListing {
-    pub(crate) name: String,
-    pub(crate) protocol: String,
-    pub(crate) info: Value,
-    pub(crate) instructions: Option<String>,
-    pub(crate) tools: Option<Listing>,
-    pub(crate) resources: Option<Listing>,
-    pub(crate) templates: Option<Listing>,
-    pub(crate) prompts: Option<Listing>,
-}
-
-/// Lists what `show` asks for on a started session.
-pub(crate) fn collect(s: &mut Session, show: Show) -> Result<ServerListing> {
-    let caps = s.server.capabilities.clone();
-    let has = |k: &str| caps.get(k).is_some();
-    let mut l = ServerListing {
-        name: s.name().to_string(),
-        protocol: s.server.protocol.clone(),
-        info: s.server.info.clone(),
-        instructions: s.server.instructions.clone(),
-        tools: None,
-        resources: None,
-        templates: None,
-        prompts: None,
-    };
-    if show.tools {
-        l.tools = Some(if has("tools") {
-            s.list_all(mcp::List::Tools)?
-        } else {
-            Listing { complete: true, ..Listing::default() }
-        });
-    }
-    if show.resources {
-        let empty = Listing { complete: true, ..Listing::default() };
-        if has("resources") {
-            l.resources = Some(s.list_all(mcp::List::Resources)?);
-            l.templates = Some(s.list_all(mcp::List::ResourceTemplates)?);
-        } else {
-            l.resources = Some(empty.clone());
-            l.templates = Some(empty);
-        }
-    }
-    if show.prompts {
-        l.prompts = Some(if has("prompts") {
-            s.list_all(mcp::List::Prompts)?
-        } else {
-            Listing { complete: true, ..Listing::default() }
-        });
-    }
-    let count = |x: &Option<Listing>| x.as_ref().map(|x| x.items.len());
-    crate::journal::event(
-        "listed",
-        json!({"server": l.name, "tools": count(&l.tools),
-               "resources": count(&l.resources),
-               "prompts": count(&l.prompts)}),
-    );
-    Ok(l)
-}
+use crate::{callargs, msg, out};
 
 /// Runs `work` for each server, one thread each; results in `names` order.
 pub(crate) fn in_parallel<T: Send>(

@@ -120,7 +120,7 @@ fn snapshot(ctx: &Context, name: &str) -> Result<Snapshot> {
     let launch = allowlist::fingerprint(ctx.startable(name)?);
     let mut s = ctx.start(name)?;
     let all = Show { tools: true, resources: true, prompts: true };
-    let l = list::collect(&mut s, all);
+    let l = crate::catalog::collect(&mut s, all);
     s.close();
     let l = l?;
     let mut snap = Snapshot {

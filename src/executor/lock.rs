@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::lockfile::{ItemKind, Lock};
 use crate::session::Session;
 use crate::tool::{self, Tool};
-use crate::{cmd, journal};
+use crate::{catalog, journal};
 
 impl Executor {
     /// Finds a tool as [`tool::resolve`] does; when the server no longer
@@ -64,13 +64,13 @@ impl Executor {
             ),
             Action::Prompt { name, .. } => {
                 let show = Show { prompts: true, ..Show::default() };
-                let l = cmd::list::collect(s, show)?;
+                let l = catalog::collect(s, show)?;
                 let live = find(l.prompts.map(|x| x.items), "name", name);
                 lock.check_item(&server, ItemKind::Prompt, name, live.as_ref())
             }
             Action::Read { uri } => {
                 let show = Show { resources: true, ..Show::default() };
-                let l = cmd::list::collect(s, show)?;
+                let l = catalog::collect(s, show)?;
                 match find(l.resources.map(|x| x.items), "uri", uri) {
                     Some(def) => lock.check_item(
                         &server,
