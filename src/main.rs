@@ -48,6 +48,7 @@ use crate::error::{Kind, Result};
 
 fn main() -> ExitCode {
     // First, before any thread exists: see sys.rs.
+    sys::one_malloc_arena();
     sys::install_signal_thread();
     sys::become_subreaper();
     let argv: Vec<_> = std::env::args_os().skip(1).collect();

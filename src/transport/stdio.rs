@@ -43,6 +43,9 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::{journal, msg, spawn, sys, term, vars};
 
+/// The stack of each pipe thread.
+const PIPE_THREAD_STACK: usize = 256 * 1024;
+
 /// How long a server gets to exit after its stdin closes, and again after
 /// SIGTERM.
 const GRACE: Duration = Duration::from_millis(500);
@@ -279,8 +282,11 @@ fn thread(
     pipe: &str,
     f: impl FnOnce() + Send + 'static,
 ) -> Result<()> {
+    // The pipe threads only copy bytes: a small stack keeps each one's
+    // memory small (what they touch of it counts, not what is reserved).
     std::thread::Builder::new()
         .name(format!("{server}-{pipe}"))
+        .stack_size(PIPE_THREAD_STACK)
         .spawn(f)
         .map(drop)
         .map_err(|e| Error::server(format!("cannot start a thread: {e}")))
