@@ -563,15 +563,17 @@ OPTIONS (any command, before or after it):
     -v, --verbose       Say more on stderr (server stderr, notifications)
     -q, --quiet         Only errors on stderr
         --raw           Print server text as sent, even on a terminal
+    -h, --help          Show help (of a command: rivumi-mcp list --help)
+    -V, --version       Show the version
+
+OPTIONS of the commands that speak to servers (list, call, resources, read,
+prompts, prompt, batch, lock):
         --step-up       When a server asks for (more) authorization, log in
-                        there and then (commands that speak to servers)
+                        there and then
         --protocol auto|modern|legacy
                         Which MCP era to speak, for every server: auto
                         (default) finds out; modern is 2026-07-28 only;
                         legacy is the initialize handshake (2025-11-25 …)
-
-    -h, --help          Show help (of a command: rivumi-mcp list --help)
-    -V, --version       Show the version
 
 Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
