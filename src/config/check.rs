@@ -444,6 +444,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let startup_timeout = self.timeout(node, "startup_timeout_sec");
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
         let protocol = self.protocol(node);
+        let disabled = self.disabled(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -455,7 +456,28 @@ impl<'c, 'a> Cursor<'c, 'a> {
             startup_timeout: startup_timeout.ok()?,
             tool_timeout: tool_timeout.ok()?,
             protocol: protocol.ok()?,
+            disabled,
         })
+    }
+
+    /// `disabled`: a boolean; a disabled server is checked like any other
+    /// and never started.
+    fn disabled(&mut self, node: &Node) -> bool {
+        let Some(m) = node.get("disabled") else { return false };
+        match m.value.kind {
+            J::Bool(b) => b,
+            _ => {
+                self.error(
+                    "/disabled",
+                    m.value.pos,
+                    format!(
+                        "'disabled' must be true or false, not {}",
+                        m.value.type_name()
+                    ),
+                );
+                false
+            }
+        }
     }
 
     /// `protocol`: `auto` (the default), `modern` or `legacy`.
@@ -544,17 +566,13 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 String::new()
             }
         };
+        if command.contains("${") {
+            self.template("/command", cmd_m.value.pos, &command);
+        }
         let args = self.string_array(node, "args", "");
-        for (i, a) in args.iter().enumerate() {
-            if a.contains("${") {
-                let m = node.get("args").map_or(node.pos, |m| m.value.pos);
-                self.warn(
-                    &format!("/args/{i}"),
-                    m,
-                    "'${' in args is passed literally: variables are \
-                     expanded only in 'env' values (and http 'headers')"
-                        .to_string(),
-                );
+        if let Some(m) = node.get("args") {
+            for (i, a) in args.iter().enumerate() {
+                self.template(&format!("/args/{i}"), item_pos(&m.value, i), a);
             }
         }
         let env = self.string_map(node, "env", "", MapKind::Env);
@@ -569,20 +587,27 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 } else if seen.contains(&n.as_str()) {
                     self.warn(&p, pos, format!("'{n}' is listed twice"));
                 } else {
-                    self.check_set(&p, pos, n);
+                    if (self.c.lookup)(n).is_none() {
+                        self.warn(
+                            &p,
+                            pos,
+                            format!(
+                                "environment variable '{n}' is not set; it \
+                                 is skipped (not passed to the server)"
+                            ),
+                        );
+                    }
                     self.loader_warning(&p, pos, n);
                 }
                 seen.push(n);
             }
         }
-        let mut cwd = None;
-        let mut cwd_path = None;
+        let mut cwd_path = Some(self.c.dir.to_path_buf());
         if let Some(m) = node.get("cwd") {
             let p = "/cwd".to_string();
             match &m.value.kind {
                 J::String(c) if !c.is_empty() && !c.contains('\0') => {
                     cwd_path = Some(self.c.dir.join(c));
-                    cwd = Some(c.clone());
                 }
                 _ => self.error(
                     &p,
@@ -601,15 +626,15 @@ impl<'c, 'a> Cursor<'c, 'a> {
             args,
             env,
             env_vars,
-            cwd,
             cwd_path,
+            expand: true,
         })
     }
 
     fn http(&mut self, node: &Node) -> Option<Http> {
         let errors = self.errors();
         let url_m = node.get("url")?;
-        let url = self.url(&url_m.value, "/url");
+        let url = self.url_template(&url_m.value);
         let headers = self.string_map(node, "headers", "", MapKind::Header);
         let mut bearer = None;
         if let Some(m) = node.get("bearer_token_env_var") {
@@ -666,13 +691,48 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 );
             }
         }
-        let url = url?;
+        let (url, url_text) = url?;
         (self.errors() == errors).then_some(Http {
             url,
+            url_text,
             headers,
             bearer_token_env_var: bearer,
             oauth,
         })
+    }
+
+    /// `url`: a template, checked like the others, then expanded and
+    /// validated (the rules apply to the URL actually used).
+    fn url_template(&mut self, v: &Node) -> Option<(Url, String)> {
+        let J::String(raw) = &v.kind else {
+            self.url(v, "/url")?;
+            return None;
+        };
+        if !raw.contains("${") {
+            return Some((self.url(v, "/url")?, raw.clone()));
+        }
+        let errors = self.errors();
+        self.template_refs("/url", v.pos, raw);
+        if self.errors() > errors {
+            return None;
+        }
+        match vars::expand(raw, self.c.lookup) {
+            Ok(expanded) => match Url::parse(&expanded) {
+                Ok(u) => Some((u, raw.clone())),
+                Err(e) => {
+                    self.error("/url", v.pos, format!("url (expanded): {e}"));
+                    None
+                }
+            },
+            Err(e) => {
+                self.error(
+                    "/url",
+                    v.pos,
+                    format!("url: {e} (the URL is checked after expansion)"),
+                );
+                None
+            }
+        }
     }
 
     pub(super) fn url(&mut self, v: &Node, p: &str) -> Option<Url> {
@@ -812,28 +872,8 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 );
                 continue;
             }
-            match vars::refs(v) {
-                Err(msg) => {
-                    self.error(&fp, f.value.pos, msg);
-                    continue;
-                }
-                Ok(names) => {
-                    for name in names.iter().filter(|n| reserved(n)) {
-                        self.error(
-                            &fp,
-                            f.value.pos,
-                            format!(
-                                "'{name}' is rivumi-mcp's own setting and is \
-                                 never passed to servers"
-                            ),
-                        );
-                    }
-                    for name in vars::missing(v, self.c.lookup) {
-                        if !reserved(&name) {
-                            self.check_set(&fp, f.value.pos, &name);
-                        }
-                    }
-                }
+            if !self.template(&fp, f.value.pos, v) {
+                continue;
             }
             if kind == MapKind::Env {
                 self.loader_warning(&fp, f.key_pos, &f.key);
@@ -841,6 +881,44 @@ impl<'c, 'a> Cursor<'c, 'a> {
             out.push((f.key.clone(), v.clone()));
         }
         out
+    }
+
+    /// Checks a `${VAR}` template: malformed or naming a reserved variable
+    /// is an error, an unset variable a warning ([`Self::check_set`]).
+    /// False when the template is malformed.
+    fn template(&mut self, p: &str, pos: Pos, t: &str) -> bool {
+        if !self.template_refs(p, pos, t) {
+            return false;
+        }
+        for name in vars::missing(t, self.c.lookup) {
+            if !reserved(&name) {
+                self.check_set(p, pos, &name);
+            }
+        }
+        true
+    }
+
+    /// The syntax and reserved-name part of [`Self::template`].
+    fn template_refs(&mut self, p: &str, pos: Pos, t: &str) -> bool {
+        match vars::refs(t) {
+            Err(msg) => {
+                self.error(p, pos, msg);
+                false
+            }
+            Ok(names) => {
+                for name in names.iter().filter(|n| reserved(n)) {
+                    self.error(
+                        p,
+                        pos,
+                        format!(
+                            "'{name}' is rivumi-mcp's own setting and is \
+                             never passed to servers"
+                        ),
+                    );
+                }
+                true
+            }
+        }
     }
 
     /// Warns (errs under `--strict`) when a needed variable is unset.
