@@ -229,3 +229,80 @@ fn github_format_has_no_empty_pointer() {
     );
     assert_absent(&out.stdout, "()");
 }
+
+#[test]
+fn vscode_file_is_read_with_comments_inputs_and_positions() {
+    let dir = Dir::new("editors_vscode");
+    let fixture = fixture_bin();
+    let text = format!(
+        r#"// VS Code's workspace file: JSONC.
+{{
+  "inputs": [
+    {{"type": "promptString", "id": "api-key", "password": true}},
+  ],
+  "servers": {{
+    /* a local server */
+    "local": {{
+      "type": "stdio",
+      "command": "{}",
+      "args": ["--extra-tool", "${{env:TOOL}}"],
+    }},
+    "remote": {{
+      "type": "http",
+      "url": "https://example.com/mcp",
+      "headers": {{"Authorization": "Bearer ${{input:api-key}}"}}
+    }}
+  }}
+}}
+"#,
+        fixture.to_str().unwrap()
+    );
+    dir.write(".vscode/mcp.json", &text);
+    let out = dir
+        .command(["check-config", "-c", ".vscode/mcp.json"])
+        .env("TOOL", "t")
+        .assert_exit(1);
+    assert_contains(
+        &out.stdout,
+        ".vscode/mcp.json:16:36: error: server 'remote': \
+         '${input:api-key}' at character 8 asks VS Code to prompt for an \
+         input, and rivumi-mcp has no prompt; set an environment variable \
+         and write ${NAME} instead [/servers/remote/headers/Authorization]",
+    );
+    // The valid entry starts, as any other, once allowed; Cursor's
+    // ${env:NAME} expands.
+    let out = dir
+        .command(["list", "local", "-c", ".vscode/mcp.json"])
+        .env(ALLOWLIST, "local")
+        .env("TOOL", "from_env")
+        .assert_exit(0);
+    assert_contains(&out.stdout, "mcp__local__from_env");
+    let out = dir
+        .command(["list", "local", "-c", ".vscode/mcp.json"])
+        .env("TOOL", "x")
+        .assert_exit(3);
+    assert_contains(&out.stderr, "not allowed to start");
+    // The same text as .mcp.json is strict JSON: comments are refused.
+    dir.write(".mcp.json", &text);
+    let out = dir.command(["check-config"]).assert_exit(1);
+    assert_contains(&out.stdout, ".mcp.json:1:1: error: invalid JSON");
+}
+
+#[test]
+fn cursor_env_syntax_works_in_mcp_servers_files() {
+    let dir = Dir::new("editors_cursor");
+    let entry = json!({
+        "command": fixture_bin().to_str().unwrap(),
+        "args": ["--extra-tool", "${env:TOOL}"],
+    });
+    dir.write(
+        ".cursor/mcp.json",
+        json!({"mcpServers": {"c": entry}}).to_string(),
+    );
+    let out = dir
+        .command(["list", "-c", ".cursor/mcp.json"])
+        .env(ALLOWLIST, "c")
+        .env("TOOL", "cursor_tool")
+        .assert_exit(0);
+    assert_contains(&out.stdout, "mcp__c__cursor_tool");
+}

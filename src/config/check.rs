@@ -2,6 +2,11 @@
 //! through a [`Cursor`] that knows the server's name and the JSON pointer
 //! of its entry, so that every diagnostic is one short call with a pointer
 //! relative to the entry.
+//!
+//! VS Code's `.vscode/mcp.json` is read too: its servers are under
+//! `"servers"` (beside `"inputs"`), and files in a `.vscode` directory (or
+//! named `*.jsonc`) are JSONC, comments and trailing commas allowed. Each
+//! entry is checked by the same rules, with pointers under `/servers`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,14 +34,20 @@ pub(crate) fn validate(
     strict: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Config {
-    let mut c = Checker { diags: vec![], strict, lookup, dir };
+    let mut c =
+        Checker { diags: vec![], strict, lookup, dir, top: "mcpServers" };
     let mut config = Config {
         path: path.to_path_buf(),
         entries: vec![],
         diagnostics: vec![],
         file_ok: true,
     };
-    let doc = match jsonpos::parse(text) {
+    let doc = if is_jsonc(path) {
+        jsonpos::parse_jsonc(text)
+    } else {
+        jsonpos::parse(text)
+    };
+    let doc = match doc {
         Ok(doc) => doc,
         Err(e) => {
             c.error(None, "", e.pos, format!("invalid JSON: {}", e.msg));
@@ -82,58 +93,59 @@ pub(crate) fn validate(
         config.file_ok = false;
         return config;
     };
+    // Claude Code's "mcpServers", else VS Code's "servers".
+    let vscode =
+        root.get("mcpServers").is_none() && root.get("servers").is_some();
+    if vscode {
+        c.top = "servers";
+    }
+    let known: &[&str] =
+        if vscode { &["servers", "inputs"] } else { &["mcpServers"] };
     let mut servers_node = None;
     for m in top {
         match m.key.as_str() {
-            "mcpServers" => servers_node = servers_node.or(Some(m)),
+            k if k == c.top => servers_node = servers_node.or(Some(m)),
             "servers" => {}
+            "inputs" if vscode => c.inputs(m),
             other => c.soft(
                 None,
                 "",
                 m.key_pos,
-                unknown_key(
-                    "unknown top-level key",
-                    "",
-                    other,
-                    &["mcpServers"],
-                ),
+                unknown_key("unknown top-level key", "", other, known),
             ),
         }
     }
     let Some(servers) = servers_node else {
-        let hint = if root.get("servers").is_some() {
-            "; found \"servers\" (VS Code's format): rename it to \
-             \"mcpServers\""
-        } else {
-            ""
-        };
         c.error(
             None,
             "",
             root.pos,
-            format!("missing the \"mcpServers\" object{hint}"),
+            "missing the \"mcpServers\" object (or VS Code's \"servers\")"
+                .to_string(),
         );
         config.diagnostics = c.diags;
         config.file_ok = false;
         return config;
     };
-    if let Some(vs) = root.get("servers") {
+    if let Some(vs) = root.get("servers").filter(|_| !vscode) {
         c.soft(
             None,
             "/servers",
             vs.key_pos,
-            "key \"servers\" (VS Code's format) is ignored; rivumi-mcp \
-             reads \"mcpServers\""
+            "key \"servers\" (VS Code's format) is ignored, since \
+             \"mcpServers\" is present"
                 .to_string(),
         );
     }
+    let top_ptr = format!("/{}", c.top);
     let J::Object(members) = &servers.value.kind else {
         c.error(
             None,
-            "/mcpServers",
+            &top_ptr,
             servers.value.pos,
             format!(
-                "\"mcpServers\" must be an object, not {}",
+                "\"{}\" must be an object, not {}",
+                c.top,
                 servers.value.type_name()
             ),
         );
@@ -144,7 +156,7 @@ pub(crate) fn validate(
     if members.len() > MAX_SERVERS {
         c.error(
             None,
-            "/mcpServers",
+            &top_ptr,
             servers.value.pos,
             format!(
                 "{} servers configured; the limit is {MAX_SERVERS}",
@@ -180,9 +192,21 @@ pub(crate) fn validate(
     config
 }
 
-/// `/mcpServers/<name>/...` -> `<name>`.
+/// Whether a file is JSONC: VS Code's files (in a `.vscode` directory)
+/// and `*.jsonc`. Everything else, `.mcp.json` included, is strict JSON.
+fn is_jsonc(path: &Path) -> bool {
+    let in_vscode = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == ".vscode");
+    in_vscode || path.extension().is_some_and(|e| e == "jsonc")
+}
+
+/// `/mcpServers/<name>/...` (or `/servers/...`) -> `<name>`.
 fn server_of_pointer(pointer: &str) -> Option<String> {
-    let rest = pointer.strip_prefix("/mcpServers/")?;
+    let rest = pointer
+        .strip_prefix("/mcpServers/")
+        .or_else(|| pointer.strip_prefix("/servers/"))?;
     let seg = rest.split('/').next()?;
     Some(unescape_pointer(seg))
 }
@@ -209,6 +233,9 @@ pub(super) struct Checker<'a> {
     strict: bool,
     lookup: &'a dyn Fn(&str) -> Option<String>,
     dir: &'a Path,
+    /// The key that holds the servers: `mcpServers`, or VS Code's
+    /// `servers`.
+    top: &'static str,
 }
 
 impl Checker<'_> {
@@ -243,6 +270,38 @@ impl Checker<'_> {
         if self.strict { Severity::Error } else { Severity::Warning }
     }
 
+    /// VS Code's `inputs`: an array of objects with an `id`. They are
+    /// prompts rivumi-mcp cannot show; a reference to one is an error
+    /// where it is used (see `vars`), so here only the shape is checked.
+    fn inputs(&mut self, m: &Member) {
+        let J::Array(items) = &m.value.kind else {
+            self.error(
+                None,
+                "/inputs",
+                m.value.pos,
+                format!(
+                    "\"inputs\" must be an array, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return;
+        };
+        for (i, it) in items.iter().enumerate() {
+            let has_id = it
+                .get("id")
+                .is_some_and(|id| matches!(id.value.kind, J::String(_)));
+            if !has_id {
+                self.error(
+                    None,
+                    &format!("/inputs/{i}"),
+                    it.pos,
+                    "an input must be an object with a string \"id\""
+                        .to_string(),
+                );
+            }
+        }
+    }
+
     fn error_count(&self) -> usize {
         self.diags.iter().filter(|d| d.severity == Severity::Error).count()
     }
@@ -259,7 +318,7 @@ pub(super) struct Cursor<'c, 'a> {
 
 impl<'c, 'a> Cursor<'c, 'a> {
     pub(super) fn new(c: &'c mut Checker<'a>, name: &str) -> Self {
-        let base = ptr(&["", "mcpServers", name]);
+        let base = ptr(&["", c.top, name]);
         Cursor { c, server: name.to_string(), base }
     }
 

@@ -382,10 +382,20 @@ mod tests {
     }
 
     #[test]
-    fn vscode_servers_gets_a_hint() {
-        let c = check(r#"{"servers": {}}"#);
-        assert!(messages(&c)[0].contains("VS Code"));
-        assert!(!c.file_ok);
+    fn vscode_servers_are_read() {
+        let c = check(
+            r#"{"inputs": [{"id": "key", "type": "promptString"}],
+                "servers": {"a": {"type": "stdio", "command": "srv"},
+                            "b": {"type": "http", "url": "https://e/mcp",
+                                  "headers": {"K": "${input:key}"}}}}"#,
+        );
+        assert!(c.entry("a").unwrap().server.is_some());
+        assert!(c.entry("b").unwrap().server.is_none());
+        let d = &c.diagnostics[0];
+        assert_eq!(d.pointer, "/servers/b/headers/K");
+        assert!(d.message.starts_with("'${input:key}' at character 1"));
+        let c = check(r#"{"servers": {}, "mcpServers": {}}"#);
+        assert!(messages(&c)[0].contains("is ignored"));
     }
 
     #[test]
