@@ -741,22 +741,24 @@ OPTIONS:
         --max-message BYTES   Largest message accepted (default 16M)
         --lock PATH           Mark items that drifted from this lock file
                               (default: .mcp.lock.json beside the config)
-        --stdio 'CMD ARG...'  Run this server instead of a config file's
-                              (split like a shell splits words; no shell)
+        --stdio CMDLINE       Run this server instead of a config file's
+                              (one quoted word: 'CMD ARG...', split as a
+                              shell splits words, but no shell runs)
         --http URL            Reach this Streamable HTTP server instead
         --name NAME           The ad-hoc server's name (default: adhoc)
 
 AD-HOC SERVERS:
-    --stdio or --http names one server on the command line, called adhoc
-    (or --name): no config file and no allowlist entry are needed, since
-    you typed the command; every other rule applies (the sanitised
-    environment, the URL rules, approval, the journal, the bounds).
-    list, call, resources, read, prompts, prompt and batch take them.
+    With --stdio or --http, one server typed on the command line is used,
+    called adhoc (or --name): no config file and no allowlist entry are
+    needed, since you typed the command; every other rule applies (the
+    sanitised environment, the URL rules, approval, the journal, the
+    bounds). list, call, resources, read, prompts, prompt and batch take
+    them.
 
 EXAMPLES:
     RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list
     rivumi-mcp list demo --all --json
-    rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-everything@2025.11.25'
+    rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-filesystem@2025.8.21 .'
 ";
 
 const USAGE_BATCH: &str = "\
@@ -791,7 +793,7 @@ OPTIONS:
         --unlocked                 Do not refuse items that drifted
         --step-up                  Log in when a server asks for more
         --protocol auto|modern|legacy  Which MCP era to speak
-        --stdio 'CMD ARG...'       One server typed here, no config file
+        --stdio CMDLINE            One server typed here, no config file
         --http URL                 One HTTP server typed here
         --name NAME                Its name in requests (default: adhoc)
 
@@ -878,8 +880,9 @@ OPTIONS:
         --startup-timeout SECS  Start-up deadline (default 30)
         --lock PATH           The lock file (default: beside the config)
         --unlocked            Call even if the tool drifted from the lock
-        --stdio 'CMD ARG...'  Run this server instead of a config file's
-                              (split like a shell splits words; no shell)
+        --stdio CMDLINE       Run this server instead of a config file's
+                              (one quoted word: 'CMD ARG...', split as a
+                              shell splits words, but no shell runs)
         --http URL            Reach this Streamable HTTP server instead
         --name NAME           The ad-hoc server's name (default: adhoc)
 
