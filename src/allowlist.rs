@@ -11,6 +11,12 @@
 //! last 4 is one hex digit of a SHA-256 over one class of the spec
 //! (stdio: command, args, env, cwd; http: url, headers, auth, oauth), so a
 //! mismatch can say which class most likely changed.
+//!
+//! The spec is the text as written: `${VAR}` references unexpanded (the
+//! fingerprint pins which variables feed the launch, not their values,
+//! which may be secrets and may rotate), and for a stdio server the
+//! effective directory it runs in (`cwd`, else the config file's
+//! directory, made absolute), since `args: ["."]` depends on it.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -108,6 +114,11 @@ impl Allowlist {
         Ok(Allowlist { entries })
     }
 
+    /// The names listed, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -161,7 +172,7 @@ fn classes(server: &Server) -> [Value; 4] {
                 json!(["stdio", s.command]),
                 json!(s.args),
                 json!({"env": env, "env_vars": passed}),
-                json!(s.cwd),
+                json!(s.cwd_path.as_ref().map(|p| p.display().to_string())),
             ]
         }
         Transport::Http(h) => {
@@ -184,7 +195,16 @@ fn classes(server: &Server) -> [Value; 4] {
                 })
             });
             [
-                json!(["http", h.url.to_string()]),
+                // The canonical URL when there is nothing to expand (its
+                // spelling does not count), else the text as written.
+                json!([
+                    "http",
+                    if h.url_text.contains("${") {
+                        h.url_text.clone()
+                    } else {
+                        h.url.to_string()
+                    }
+                ]),
                 json!(names),
                 json!({"mode": server.auth_mode(),
                        "bearer_var": h.bearer_token_env_var}),
@@ -223,12 +243,13 @@ mod tests {
                 args: args.iter().map(|s| s.to_string()).collect(),
                 env: vec![],
                 env_vars: vec![],
-                cwd: None,
                 cwd_path: None,
+                expand: true,
             }),
             startup_timeout: None,
             tool_timeout: None,
             protocol: crate::mcp::Choice::Auto,
+            disabled: false,
         }
     }
 

@@ -51,7 +51,30 @@ pub(crate) struct Global {
     pub(crate) lock: Option<PathBuf>,
     /// `--unlocked`: do not enforce the lock file for this command.
     pub(crate) unlocked: bool,
+    /// `--stdio` / `--http` (with `--name`): one server typed on the
+    /// command line instead of a config file.
+    pub(crate) adhoc: Option<Adhoc>,
 }
+
+/// A server the operator typed on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Adhoc {
+    /// `--name`, default [`ADHOC_NAME`].
+    pub(crate) name: String,
+    pub(crate) target: AdhocTarget,
+}
+
+/// What an ad-hoc server runs or reaches, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AdhocTarget {
+    /// `--stdio 'CMD ARG…'`, split into words without a shell.
+    Stdio(Vec<String>),
+    /// `--http URL`, unparsed (the config rules check it at load).
+    Http(String),
+}
+
+/// The name of an ad-hoc server when `--name` does not give one.
+pub(crate) const ADHOC_NAME: &str = "adhoc";
 
 #[derive(Debug)]
 pub(crate) struct Args {
@@ -391,6 +414,9 @@ pub(crate) enum Flag {
     Lock,
     Unlocked,
     Check,
+    Stdio,
+    Http,
+    Name,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -428,7 +454,10 @@ impl Flag {
             | Flag::Args
             | Flag::PreToolHook
             | Flag::HookTimeout
-            | Flag::MaxOutput => ValueKind::Free,
+            | Flag::MaxOutput
+            | Flag::Stdio
+            | Flag::Http
+            | Flag::Name => ValueKind::Free,
             Flag::Json
             | Flag::Verbose
             | Flag::Quiet
@@ -540,6 +569,20 @@ const OPTS: &[Opt] = &[
     valued(Flag::Lock, "lock", Applies::Only(LOCKED)),
     opt(Flag::Unlocked, "unlocked", Applies::Only(LOCKED.split_at(1).1)),
     opt(Flag::Check, "check", Applies::Only(&[Cmd::Lock])),
+    valued(Flag::Stdio, "stdio", Applies::Only(ADHOC)),
+    valued(Flag::Http, "http", Applies::Only(ADHOC)),
+    valued(Flag::Name, "name", Applies::Only(ADHOC)),
+];
+
+/// The commands that take an ad-hoc server (`--stdio`, `--http`).
+const ADHOC: &[Cmd] = &[
+    Cmd::List,
+    Cmd::Call,
+    Cmd::Resources,
+    Cmd::Read,
+    Cmd::Prompts,
+    Cmd::Prompt,
+    Cmd::Batch,
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -700,10 +743,24 @@ OPTIONS:
         --max-message BYTES   Largest message accepted (default 16M)
         --lock PATH           Mark items that drifted from this lock file
                               (default: .mcp.lock.json beside the config)
+        --stdio CMDLINE       Run this server instead of a config file's
+                              (one quoted word: 'CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server instead
+        --name NAME           The ad-hoc server's name (default: adhoc)
+
+AD-HOC SERVERS:
+    With --stdio or --http, one server typed on the command line is used,
+    called adhoc (or --name): no config file and no allowlist entry are
+    needed, since you typed the command; every other rule applies (the
+    sanitised environment, the URL rules, approval, the journal, the
+    bounds). list, call, resources, read, prompts, prompt and batch take
+    them.
 
 EXAMPLES:
     RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list
     rivumi-mcp list demo --all --json
+    rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-filesystem@2025.8.21 .'
 ";
 
 const USAGE_BATCH: &str = "\
@@ -724,13 +781,23 @@ REQUESTS:
     {\"id\": 4, \"server\": \"demo\", \"prompt\": \"greet\", \"arguments\": {}}
 
 OPTIONS:
-    -y, --yes, --approve execute   Approve calls classified execute
+    -y, --yes                      Approve calls classified execute
+        --approve execute          Same as --yes
         --read-only                Deny every call classified execute
         --pre-tool-hook CMD        Run CMD before every request (repeatable)
+        --hook-timeout SECS        Deadline of each hook (default 10)
         --max-output BYTES         Cap each result (default 1M)
+        --timeout SECS             Per-request deadline (default 300)
+        --startup-timeout SECS     Start-up deadline (default 30)
+        --max-message BYTES        Largest message accepted (default 16M)
         --journal PATH             Append JSONL events to PATH
         --lock PATH                The lock file (default: beside config)
         --unlocked                 Do not refuse items that drifted
+        --step-up                  Log in when a server asks for more
+        --protocol auto|modern|legacy  Which MCP era to speak
+        --stdio CMDLINE            One server typed here, no config file
+        --http URL                 One HTTP server typed here
+        --name NAME                Its name in requests (default: adhoc)
 
 EXIT: 0 when every request succeeded, 1 when any failed.
 ";
@@ -815,6 +882,11 @@ OPTIONS:
         --startup-timeout SECS  Start-up deadline (default 30)
         --lock PATH           The lock file (default: beside the config)
         --unlocked            Call even if the tool drifted from the lock
+        --stdio CMDLINE       Run this server instead of a config file's
+                              (one quoted word: 'CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server instead
+        --name NAME           The ad-hoc server's name (default: adhoc)
 
 EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
 drifted from .mcp.lock.json), 8 when --max-output cut what was printed;
@@ -825,6 +897,7 @@ EXAMPLES:
     rivumi-mcp call demo add a=1 b:=2 --yes
     rivumi-mcp call demo echo text=@note.txt
     echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
+    rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi
 ";
 
 const USAGE_RESOURCES: &str = "\
@@ -998,6 +1071,7 @@ fn build(
     let mut no_browser = false;
     let mut refresh = false;
     let mut check = false;
+    let mut adhoc_name = None;
 
     let mut save = None;
     for (opt, value) in given {
@@ -1070,7 +1144,43 @@ fn build(
             Flag::Lock => g.lock = Some(PathBuf::from(value)),
             Flag::Unlocked => g.unlocked = true,
             Flag::Check => check = true,
+            Flag::Stdio | Flag::Http => {
+                if g.adhoc.is_some() {
+                    return Err(Error::usage(
+                        "--stdio and --http name one server; give one of \
+                         them once",
+                    ));
+                }
+                let target = if opt.flag == Flag::Http {
+                    AdhocTarget::Http(value)
+                } else {
+                    let argv = crate::executor::split_command(&value)
+                        .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                    AdhocTarget::Stdio(argv)
+                };
+                let name = ADHOC_NAME.to_string();
+                g.adhoc = Some(Adhoc { name, target });
+            }
+            Flag::Name => {
+                crate::config::check_name(&value)
+                    .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                adhoc_name = Some(value);
+            }
         }
+    }
+    match (&mut g.adhoc, adhoc_name) {
+        (Some(a), Some(n)) => a.name = n,
+        (None, Some(_)) => {
+            return Err(Error::usage(
+                "--name names an ad-hoc server: give --stdio or --http too",
+            ));
+        }
+        _ => {}
+    }
+    if g.adhoc.is_some() && g.config.is_some() {
+        return Err(Error::usage(
+            "--stdio/--http replace the config file; drop -c/--config",
+        ));
     }
     g.yes = yes;
     if g.json {

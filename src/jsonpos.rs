@@ -9,6 +9,10 @@
 //! comments, trailing commas, single quotes, NaN, leading zeros, ...), caps
 //! the nesting depth so that hostile input cannot overflow the stack, and
 //! builds numbers through serde_json so that values agree with it exactly.
+//!
+//! [`parse_jsonc`] is the one relaxation, for files that editors write in
+//! JSONC (VS Code's `.vscode/mcp.json`): `//` and `/* */` comments and a
+//! trailing comma are accepted there, and nothing else changes.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -105,13 +109,23 @@ impl std::error::Error for SyntaxError {}
 /// Parses `text` as exactly one strict JSON value surrounded only by JSON
 /// whitespace, keeping positions, member order and duplicate keys.
 pub(crate) fn parse(text: &str) -> Result<Doc, SyntaxError> {
+    parse_with(text, false)
+}
+
+/// [`parse`], with JSONC's comments and trailing commas allowed.
+pub(crate) fn parse_jsonc(text: &str) -> Result<Doc, SyntaxError> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, jsonc: bool) -> Result<Doc, SyntaxError> {
     let mut p = Parser::new(text);
+    p.jsonc = jsonc;
     if text.starts_with('\u{FEFF}') {
         return p.err_here("byte order mark at start of file");
     }
-    p.skip_ws();
+    p.skip_ws()?;
     let root = p.value()?;
-    p.skip_ws();
+    p.skip_ws()?;
     if p.peek().is_some() {
         let msg = format!(
             "expected end of input after the top-level value, found {}",
@@ -185,6 +199,8 @@ struct Parser<'a> {
     depth: u32,
     path: String,
     duplicates: Vec<Duplicate>,
+    /// Comments and trailing commas allowed ([`parse_jsonc`]).
+    jsonc: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -197,6 +213,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             path: String::new(),
             duplicates: Vec::new(),
+            jsonc: false,
         }
     }
 
@@ -226,9 +243,45 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.bump();
+    /// Skips whitespace (and, in JSONC, comments; an unterminated block
+    /// comment is an error at its start).
+    fn skip_ws(&mut self) -> Result<(), SyntaxError> {
+        loop {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                self.bump();
+            }
+            if !self.jsonc || self.peek() != Some(b'/') {
+                return Ok(());
+            }
+            let open = self.pos();
+            match self.peek_at(1) {
+                Some(b'/') => {
+                    while !matches!(self.peek(), None | Some(b'\n')) {
+                        self.bump();
+                    }
+                }
+                Some(b'*') => {
+                    self.bump();
+                    self.bump();
+                    loop {
+                        match (self.peek(), self.peek_at(1)) {
+                            (None, _) => {
+                                return self.err(
+                                    open,
+                                    "unterminated '/*' comment".to_string(),
+                                );
+                            }
+                            (Some(b'*'), Some(b'/')) => {
+                                self.bump();
+                                self.bump();
+                                break;
+                            }
+                            _ => self.bump(),
+                        }
+                    }
+                }
+                _ => return Ok(()),
+            }
         }
     }
 
@@ -328,7 +381,7 @@ impl<'a> Parser<'a> {
         self.bump(); // '{'
         let mut members = Vec::new();
         let mut seen: HashMap<String, Pos> = HashMap::new();
-        self.skip_ws();
+        self.skip_ws()?;
         if self.peek() == Some(b'}') {
             self.bump();
             self.leave();
@@ -364,7 +417,7 @@ impl<'a> Parser<'a> {
                     seen.insert(key.clone(), key_pos);
                 }
             }
-            self.skip_ws();
+            self.skip_ws()?;
             if self.peek() != Some(b':') {
                 let msg = format!(
                     "expected ':' after object key, found {}",
@@ -373,7 +426,7 @@ impl<'a> Parser<'a> {
                 return self.err_here(msg);
             }
             self.bump();
-            self.skip_ws();
+            self.skip_ws()?;
             let value = self.value()?;
             self.path.truncate(outer);
             members.push(Member { key, key_pos, value });
@@ -393,12 +446,16 @@ impl<'a> Parser<'a> {
         what: &str,
     ) -> Result<bool, SyntaxError> {
         let close_char = char::from(close);
-        self.skip_ws();
+        self.skip_ws()?;
         match self.peek() {
             Some(b',') => {
                 let comma = self.pos();
                 self.bump();
-                self.skip_ws();
+                self.skip_ws()?;
+                if self.peek() == Some(close) && self.jsonc {
+                    self.bump();
+                    return Ok(true);
+                }
                 if self.peek() == Some(close) {
                     let msg = format!("trailing comma before '{close_char}'");
                     return self.err(comma, msg);
@@ -423,7 +480,7 @@ impl<'a> Parser<'a> {
         self.enter(self.pos())?;
         self.bump(); // '['
         let mut items = Vec::new();
-        self.skip_ws();
+        self.skip_ws()?;
         if self.peek() == Some(b']') {
             self.bump();
             self.leave();
@@ -1024,6 +1081,24 @@ mod tests {
                 "input {text:?}"
             );
         }
+    }
+
+    #[test]
+    fn jsonc_comments_and_trailing_commas() -> TestResult {
+        let text = "// top\n{ /* a */ \"a\": [1, 2,], // end\n \"b\": 1, }\n";
+        let doc = parse_jsonc(text)?;
+        assert_eq!(
+            doc.root.to_value(),
+            serde_json::json!({"a": [1, 2], "b": 1})
+        );
+        assert_eq!(member(&doc.root, "b").key_pos, p(3, 2));
+        // Strict JSON stays strict.
+        assert!(parse(text).is_err());
+        assert_eq!(parse_jsonc("{} /* open").unwrap_err().pos, p(1, 4));
+        // A lone slash, and a comma with nothing before it, stay errors.
+        assert!(parse_jsonc("{\"a\": 1 / 2}").is_err());
+        assert!(parse_jsonc("[,]").is_err());
+        Ok(())
     }
 
     #[test]

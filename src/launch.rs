@@ -5,6 +5,11 @@
 //! `RIVUMI_MCP_ALLOWLIST`, its pin (if any) matches, and every variable it
 //! needs is set. Anything else refuses before a process is spawned or a
 //! connection opened.
+//!
+//! The one exception is a server the operator typed on the command line
+//! (`--stdio`, `--http`): typing the command is the authorization, so it
+//! needs no allowlist entry; every other rule (the sanitised environment,
+//! the URL rules, approval, the journal, the bounds) applies unchanged.
 
 use std::time::Duration;
 
@@ -34,6 +39,8 @@ pub(crate) struct Context {
     lookup: fn(&str) -> Option<String>,
     step_up: bool,
     protocol: Option<crate::mcp::Choice>,
+    /// The name of the ad-hoc server, which the allowlist does not gate.
+    adhoc: Option<String>,
 }
 
 impl Context {
@@ -41,6 +48,24 @@ impl Context {
         g: &Global,
         lookup: fn(&str) -> Option<String>,
     ) -> Result<Context> {
+        if let Some(a) = &g.adhoc {
+            let config = adhoc_config(a)?;
+            crate::journal::event(
+                "config_loaded",
+                serde_json::json!({
+                    "path": null,
+                    "adhoc": true,
+                    "servers": config.names(),
+                    "valid": true,
+                }),
+            );
+            return Ok(Context {
+                config,
+                allow: Ok(Allowlist::default()),
+                adhoc: Some(a.name.clone()),
+                ..Context::new(g, lookup)
+            });
+        }
         let path = g.config.clone().unwrap_or_else(config::default_path);
         let config = config::load(&path, false, &lookup)?;
         if !config.file_ok {
@@ -78,17 +103,32 @@ impl Context {
             }),
         );
         let allow = Allowlist::parse(lookup(allowlist::VAR).as_deref());
+        Ok(Context { config, allow, ..Context::new(g, lookup) })
+    }
 
-        Ok(Context {
-            config,
-            allow,
+    /// A context with no server, from the command-line settings.
+    fn new(g: &Global, lookup: fn(&str) -> Option<String>) -> Context {
+        Context {
+            config: Config {
+                path: config::default_path(),
+                entries: vec![],
+                diagnostics: vec![],
+                file_ok: true,
+            },
+            allow: Ok(Allowlist::default()),
             startup: g.startup_timeout,
             timeout: g.timeout,
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
             step_up: g.step_up,
             protocol: g.protocol,
-        })
+            adhoc: None,
+        }
+    }
+
+    /// Whether `name` is the ad-hoc server typed on the command line.
+    fn is_adhoc(&self, name: &str) -> bool {
+        self.adhoc.as_deref() == Some(name)
     }
 
     /// The allowlist, or the refusal its malformed value earns.
@@ -104,7 +144,8 @@ impl Context {
             .config
             .entries
             .iter()
-            .filter(|e| list.lists(&e.name))
+            .filter(|e| list.lists(&e.name) || self.is_adhoc(&e.name))
+            .filter(|e| !e.server.as_ref().is_some_and(|s| s.disabled))
             .map(|e| e.name.clone())
             .collect();
         if names.is_empty() {
@@ -132,6 +173,19 @@ impl Context {
         Ok(names)
     }
 
+    /// The allowed servers that `"disabled": true` keeps from starting
+    /// (`list` says it skipped them).
+    pub(crate) fn disabled_servers(&self) -> Vec<String> {
+        let Ok(list) = self.allowlist() else { return vec![] };
+        self.config
+            .entries
+            .iter()
+            .filter(|e| list.lists(&e.name))
+            .filter(|e| e.server.as_ref().is_some_and(|s| s.disabled))
+            .map(|e| e.name.clone())
+            .collect()
+    }
+
     /// The validated entry of a server that may start now.
     pub(crate) fn startable(&self, name: &str) -> Result<&Server> {
         let Some(entry) = self.config.entry(name) else {
@@ -151,11 +205,23 @@ impl Context {
             {
                 msg.push_str(&format!("; did you mean '{s}'?"));
             }
-            return Err(Error::refused(msg));
+            // A name the operator mistyped: a usage error, like an
+            // unknown command.
+            return Err(Error::usage(msg));
         };
         let Some(server) = &entry.server else {
             return Err(config::refuse(&self.config, name));
         };
+        if server.disabled {
+            return Err(Error::refused(format!(
+                "disabled in {} (\"disabled\": true); it is never started",
+                self.config.path.display()
+            ))
+            .for_server(name));
+        }
+        if self.is_adhoc(name) {
+            return Ok(server);
+        }
         match self.allowlist()?.verdict(server) {
             Verdict::Allowed | Verdict::Pinned => {}
             Verdict::NotAllowed => {
@@ -206,11 +272,19 @@ impl Context {
             .transport
         {
             Transport::Stdio(spec) => {
+                let argv =
+                    spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
                 let env = stdio::child_env(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
                 Box::new(
-                    StdioTransport::spawn(name, spec, env, self.max_message)
-                        .map_err(|e| e.for_server(name))?,
+                    StdioTransport::spawn(
+                        name,
+                        spec,
+                        &argv,
+                        env,
+                        self.max_message,
+                    )
+                    .map_err(|e| e.for_server(name))?,
                 )
             }
             Transport::Http(spec) => {
@@ -238,4 +312,54 @@ impl Context {
             self.request_timeout(server),
         )
     }
+}
+
+/// The one-entry configuration of an ad-hoc server: built as the config
+/// rules would build it, with no expansion (nothing is read from a file)
+/// and the URL checked by the same rules.
+fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
+    use crate::cli::AdhocTarget;
+    let transport = match &a.target {
+        AdhocTarget::Stdio(argv) => {
+            let (command, args) = argv
+                .split_first()
+                .ok_or_else(|| Error::usage("--stdio: empty command"))?;
+            Transport::Stdio(config::Stdio {
+                command: command.clone(),
+                args: args.to_vec(),
+                env: vec![],
+                env_vars: vec![],
+                cwd_path: None,
+                expand: false,
+            })
+        }
+        AdhocTarget::Http(raw) => {
+            let url = crate::urlcheck::Url::parse(raw)
+                .map_err(|e| Error::usage(format!("--http: {e}")))?;
+            Transport::Http(Box::new(config::Http {
+                url,
+                url_text: raw.clone(),
+                headers: vec![],
+                bearer_token_env_var: None,
+                oauth: None,
+            }))
+        }
+    };
+    let server = Server {
+        name: a.name.clone(),
+        transport,
+        startup_timeout: None,
+        tool_timeout: None,
+        protocol: crate::mcp::Choice::Auto,
+        disabled: false,
+    };
+    Ok(Config {
+        path: std::path::PathBuf::from("(command line)"),
+        entries: vec![config::Entry {
+            name: a.name.clone(),
+            server: Some(server),
+        }],
+        diagnostics: vec![],
+        file_ok: true,
+    })
 }

@@ -195,6 +195,9 @@ fn run(args: cli::Args) -> Result<()> {
         | Command::List { .. } => enforced_lock(g, &lock_path)?,
         _ => None,
     };
+    // An ad-hoc server is no project's: only a lock named with --lock
+    // applies to it, never one that happens to lie in the directory.
+    let lock = if g.adhoc.is_some() && g.lock.is_none() { None } else { lock };
     let exec = executor::Executor { policy: policy(g)?, lock };
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;

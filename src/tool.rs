@@ -109,8 +109,28 @@ pub(crate) fn resolve<'a>(
     if let Some(s) = suggest(own, tools.iter().map(|t| t.name.as_str())) {
         text.push_str(&format!("; did you mean '{}'?", out::shown(s)));
     }
+    if let Some(cap) = gated_by_capability(own) {
+        text.push_str(&format!(
+            "; some servers show '{own}' only to clients that declare the \
+             '{cap}' client capability, and hide it otherwise"
+        ));
+    }
     text.push_str(&format!(" (see: rivumi-mcp list {server})"));
     Err(Error::usage(text).for_server(server))
+}
+
+/// The client capability a widely used server requires before it lists a
+/// tool of this name (server-everything registers these only for clients
+/// that declare the capability), so that a "no tool" error can say why.
+fn gated_by_capability(name: &str) -> Option<&'static str> {
+    const GATED: &[(&str, &str)] = &[
+        ("trigger-sampling-request", "sampling"),
+        ("sampleLLM", "sampling"),
+        ("trigger-elicitation-request", "elicitation"),
+        ("startElicitation", "elicitation"),
+        ("get-roots-list", "roots"),
+    ];
+    GATED.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
 }
 
 /// Refuses a call that lacks an argument the tool's schema requires.

@@ -4,6 +4,10 @@
 //! start `${` is literal; an unterminated `${` or an invalid name is an
 //! error, so a typo never reaches a server as a literal `${TOKEN}` header.
 //!
+//! Cursor's `${env:NAME}` is the same as `${NAME}`. VS Code's
+//! `${input:ID}` asks the editor to prompt for a value; there is no prompt
+//! here, so it is an error that names the input.
+//!
 //! A default may itself hold references, as in a shell:
 //! `${A:-${B:-none}}` is A, else B, else `none`. The nesting is parsed, not
 //! found by the first `}` (which would send `${B` and a stray `}` as literal
@@ -33,7 +37,7 @@ pub(crate) fn valid_name(name: &str) -> bool {
 
 /// A syntax error: what is wrong, and the byte length of the template
 /// after the `${` it concerns (which gives its position).
-type Bad = (&'static str, usize);
+type Bad = (String, usize);
 
 /// Parses a template. Errors name the rule and the position of the `${`,
 /// never the text: a malformed value may be a secret typed into the wrong
@@ -77,7 +81,7 @@ fn parse_seq(
             continue;
         };
         if depth > MAX_DEPTH {
-            return Err((TOO_DEEP, after.len()));
+            return Err((TOO_DEEP.to_string(), after.len()));
         }
         let (piece, rest) = parse_ref(after, depth)?;
         if !text.is_empty() {
@@ -101,9 +105,15 @@ const TOO_DEEP: &str = "'${' at character {at} is nested more than 4 deep \
 /// Parses one reference; `s` follows its `${`. Returns the piece and the
 /// text after its closing `}`.
 fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), Bad> {
+    if let Some(input) = s.strip_prefix("input:") {
+        return Err((input_error(input), s.len()));
+    }
+    // Cursor's spelling; the remaining length still locates the `${`.
+    let s = s.strip_prefix("env:").unwrap_or(s);
+    let unterminated = || (UNTERMINATED.to_string(), s.len());
     let end = s
         .find(|c: char| c != '_' && !c.is_ascii_alphanumeric())
-        .ok_or((UNTERMINATED, s.len()))?;
+        .ok_or_else(unterminated)?;
     let (name, rest) = s.split_at(end);
     let name_ok = valid_name(name);
     if let Some(after) = rest.strip_prefix('}').filter(|_| name_ok) {
@@ -112,15 +122,36 @@ fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), Bad> {
     }
     if let Some(after) = rest.strip_prefix(":-").filter(|_| name_ok) {
         let (default, rest) = parse_seq(after, depth + 1, true)?;
-        let rest = rest.strip_prefix('}').ok_or((UNTERMINATED, s.len()))?;
+        let rest = rest.strip_prefix('}').ok_or_else(unterminated)?;
         let default = Some(default);
         return Ok((Piece::Var { name: name.to_string(), default }, rest));
     }
     if s.contains('}') {
-        Err((BAD_NAME, s.len()))
+        Err((BAD_NAME.to_string(), s.len()))
     } else {
-        Err((UNTERMINATED, s.len()))
+        Err(unterminated())
     }
+}
+
+/// The error for VS Code's `${input:ID}` (`input` follows `input:`). The
+/// id is named when it looks like one (ids are not secrets, but a
+/// malformed value may be a secret typed into the wrong place).
+fn input_error(input: &str) -> String {
+    let id = input.split('}').next().unwrap_or("");
+    let shown = if !id.is_empty()
+        && input.contains('}')
+        && id.len() <= 64
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        format!("'${{input:{id}}}'")
+    } else {
+        "'${input:…}'".to_string()
+    };
+    format!(
+        "{shown} at character {{at}} asks VS Code to prompt for an input, \
+         and rivumi-mcp has no prompt; set an environment variable and \
+         write ${{NAME}} instead"
+    )
 }
 
 /// Every variable a template refers to, defaults included, or why it is
@@ -250,6 +281,24 @@ mod tests {
         assert!(refs("${1X}").is_err());
         assert!(refs("${}").is_err());
         assert_eq!(refs("${A}${B:-c}").unwrap(), ["A", "B"]);
+    }
+
+    #[test]
+    fn cursor_env_and_vscode_input() {
+        assert_eq!(expand("a${env:HOME}", &env).unwrap(), "a/home/u");
+        assert_eq!(expand("${env:NOPE:-d}", &env).unwrap(), "d");
+        assert_eq!(refs("${env:A}").unwrap(), ["A"]);
+        assert_eq!(
+            refs("x ${input:api-key}").unwrap_err(),
+            "'${input:api-key}' at character 3 asks VS Code to prompt for \
+             an input, and rivumi-mcp has no prompt; set an environment \
+             variable and write ${NAME} instead"
+        );
+        assert!(
+            refs("${input:sk live}")
+                .unwrap_err()
+                .starts_with("'${input:…}' at character 1")
+        );
     }
 
     #[test]

@@ -380,9 +380,10 @@ fn a_server_not_allowed_gets_an_error_line_and_the_rest_goes_on() {
                            'other' to RIVUMI_MCP_ALLOWLIST"})
     );
     assert_eq!(r[1], text_reply(json!(2), "d"));
+    // An unknown server name is a usage error, as on the command line.
     let e = error_of(&r[2]);
-    assert_eq!(e["code"], "refused", "{e}");
-    assert_eq!(e["exit_code"], 3, "{e}");
+    assert_eq!(e["code"], "usage", "{e}");
+    assert_eq!(e["exit_code"], 2, "{e}");
     assert_eq!(r[3], text_reply(json!(4), "e"));
     assert!(!dir.path("other-pids").exists(), "'other' was started");
     assert_eq!(read_pids(&pids).len(), 1);
@@ -420,4 +421,40 @@ fn empty_input_is_an_empty_success() {
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr, "");
     assert!(read_pids(&pids).is_empty(), "no server started");
+}
+
+#[test]
+fn help_lists_every_option_batch_accepts() {
+    let dir = Dir::new("batch_help_options");
+    let help = dir.command(["batch", "--help"]).assert_exit(0).stdout;
+    // Every option `batch` accepts (beyond the global ones), each of which
+    // is accepted: the help and the parser agree.
+    let options = [
+        "--yes",
+        "--approve",
+        "--read-only",
+        "--pre-tool-hook",
+        "--hook-timeout",
+        "--max-output",
+        "--timeout",
+        "--startup-timeout",
+        "--max-message",
+        "--journal",
+        "--lock",
+        "--unlocked",
+        "--step-up",
+        "--protocol",
+        "--stdio",
+        "--http",
+        "--name",
+    ];
+    for o in options {
+        assert!(help.contains(o), "batch --help lacks {o}:\n{help}");
+    }
+    // And nothing the help lists is refused: a bogus one is.
+    let out = dir.command(["batch", "--strict"]).assert_exit(2);
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: flag '--strict' does not apply to 'batch'\n"
+    );
 }

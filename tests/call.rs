@@ -7,8 +7,8 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::util::{
-    Dir, TestCommand, assert_contains, call_arguments, demo_recording,
-    fixture_server, received, run_allowed, write_mcp_json,
+    Dir, TestCommand, assert_absent, assert_contains, call_arguments,
+    demo_recording, fixture_server, received, run_allowed, write_mcp_json,
 };
 
 /// The fixture's 1x1 PNG, as it sends it.
@@ -505,4 +505,22 @@ fn read_save_keeps_text_too_named_after_the_resource() {
         .collect();
     names.sort();
     assert_eq!(names, ["blob.bin", "guide.md", "readme-2.txt", "readme.txt"]);
+}
+
+#[test]
+fn a_tool_hidden_for_a_missing_client_capability_says_which() {
+    let (dir, _) = demo_recording("call_capability_gated");
+    let out = run(&dir, &["call", "demo", "trigger-sampling-request"])
+        .assert_exit(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "rivumi-mcp: server 'demo': no tool 'trigger-sampling-request'; \
+         some servers show 'trigger-sampling-request' only to clients that \
+         declare the 'sampling' client capability, and hide it otherwise \
+         (see: rivumi-mcp list demo)\n"
+    );
+    // Any other missing tool gets no such note.
+    let out = run(&dir, &["call", "demo", "nope"]).assert_exit(2);
+    assert_absent(&out.stderr, "capability");
 }

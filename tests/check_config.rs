@@ -582,6 +582,7 @@ fn json_output_shape() {
             [
                 "allowlist",
                 "auth",
+                "disabled",
                 "fingerprint",
                 "name",
                 "target",
@@ -603,7 +604,7 @@ fn json_output_shape() {
         serde_json::json!({
             "name": "local", "valid": true, "transport": "stdio",
             "target": "srv -x", "auth": "-", "allowlist": "allowed",
-            "fingerprint": fp,
+            "fingerprint": fp, "disabled": false,
         })
     );
     assert_eq!(servers[1]["transport"], "http");
@@ -615,7 +616,7 @@ fn json_output_shape() {
         serde_json::json!({
             "name": "broken", "valid": false, "transport": null,
             "target": null, "auth": null, "allowlist": "listed (invalid)",
-            "fingerprint": null,
+            "fingerprint": null, "disabled": false,
         })
     );
     assert_eq!(servers[3]["valid"], true);

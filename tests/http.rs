@@ -296,6 +296,50 @@ fn second_404_after_reinitialize_fails() {
 }
 
 #[test]
+fn discover_on_a_server_without_authorization_says_so() {
+    let fx = HttpFixture::mcp(McpScript::new());
+    let dir = setup_auto("http_discover_no_auth", &fx.url());
+    let out = cmd(&dir, &["discover", "web"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "server 'web' ({})\n  unauthenticated request: HTTP 200\n  no \
+             authorization required: the server answered without a \
+             challenge and publishes no protected-resource metadata; no \
+             \"oauth\" block is needed\n",
+            fx.url()
+        )
+    );
+    assert_eq!(out.stderr, "");
+    let v =
+        cmd(&dir, &["discover", "web", "--json"]).assert_exit(0).stdout_json();
+    assert_eq!(v["authorization_required"], false);
+    assert_eq!(v["status"], 200);
+}
+
+#[test]
+fn html_404_page_says_there_is_no_mcp_endpoint() {
+    // A web server's "Not Found" page: the path is wrong (often /mcp).
+    let fx = HttpFixture::start(|_, conn| {
+        conn.respond(
+            404,
+            &[("content-type", "text/html; charset=utf-8")],
+            b"<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>",
+        );
+    });
+    let dir = setup_auto("http_html_404", &fx.url());
+    let out = cmd(&dir, &["list", "web"]).assert_exit(4);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        error_line(&out),
+        "rivumi-mcp: server 'web': HTTP 404: no MCP endpoint at this URL \
+         (check the path, often /mcp)"
+    );
+    assert_absent(&out.stderr, "DOCTYPE");
+    assert_absent(&out.stderr, "HTTP+SSE");
+}
+
+#[test]
 fn initialize_400_404_405_hint_at_the_old_transport() {
     for status in [400, 404, 405] {
         let fx = HttpFixture::mcp(McpScript::new().init_status(status));

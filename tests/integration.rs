@@ -11,6 +11,11 @@ mod cli;
 mod completions;
 // `check-config`: the fixtures/config/ cases and output formats.
 mod check_config;
+// Claude Code's rules and other editors' files: ${VAR} everywhere, the
+// directory servers run in, disabled servers, VS Code and Cursor files.
+mod editors;
+// Servers typed on the command line: --stdio, --http, --name.
+mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.

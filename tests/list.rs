@@ -462,9 +462,9 @@ fn named_server_not_allowed_is_refused_and_not_spawned() {
 }
 
 #[test]
-fn unknown_server_is_refused_with_a_suggestion() {
+fn unknown_server_is_a_usage_error_with_a_suggestion() {
     let (dir, a, b) = two_servers("list_unknown_server");
-    let out = run_allowed(&dir, "demo", &["list", "demoo"]).assert_exit(3);
+    let out = run_allowed(&dir, "demo", &["list", "demoo"]).assert_exit(2);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
@@ -472,7 +472,7 @@ fn unknown_server_is_refused_with_a_suggestion() {
          other); did you mean 'demo'?\n"
     );
     let out =
-        run_allowed(&dir, "demo", &["call", "mcp__othr__echo"]).assert_exit(3);
+        run_allowed(&dir, "demo", &["call", "mcp__othr__echo"]).assert_exit(2);
     assert_eq!(
         out.stderr,
         "rivumi-mcp: no server 'othr' in .mcp.json (configured: demo, \

@@ -118,6 +118,28 @@ pub(crate) fn logout(
     })
 }
 
+/// What `discover` says of a server that asked for no authorization.
+fn no_authorization(
+    server: &str,
+    h: &crate::config::Http,
+    status: u16,
+    json: bool,
+) -> Result<()> {
+    if json {
+        return out::json(&json!({
+            "server": server, "url": h.url.to_string(), "status": status,
+            "authorization_required": false,
+        }));
+    }
+    out::print(&format!(
+        "server '{server}' ({})\n  unauthenticated request: HTTP {status}\n  \
+         no authorization required: the server answered without a \
+         challenge and publishes no protected-resource metadata; no \
+         \"oauth\" block is needed\n",
+        h.url
+    ))
+}
+
 /// `rivumi-mcp discover SERVER`: read-only; prints what an operator needs
 /// to write the `oauth` block.
 pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
@@ -133,8 +155,15 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     let hint = bearer.and_then(|c| c.param("resource_metadata"));
     let challenge_scope =
         bearer.and_then(|c| c.param("scope")).map(str::to_string);
-    let res = discovery::resource(&h.url, hint, &d)
-        .map_err(|e| e.for_server(server))?;
+    let res = match discovery::resource(&h.url, hint, &d) {
+        Ok(res) => res,
+        // Answered without a challenge and publishes no metadata: the
+        // server needs no authorization, which is an answer, not a fault.
+        Err(_) if (200..300).contains(&status) && bearer.is_none() => {
+            return no_authorization(server, h, status, json);
+        }
+        Err(e) => return Err(e.for_server(server)),
+    };
     let mut servers = vec![];
     for iss in &res.authorization_servers {
         let r = Url::parse(iss)

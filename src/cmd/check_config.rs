@@ -19,12 +19,15 @@ pub(crate) fn run(
     strict: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<()> {
-    let config = config::load(path, strict, env)?;
+    let mut config = config::load(path, strict, env)?;
     let raw = env(allowlist::VAR);
     let (list, list_problem) = match Allowlist::parse(raw.as_deref()) {
         Ok(l) => (l, None),
         Err(msg) => (Allowlist::default(), Some(msg)),
     };
+    if config.file_ok {
+        unmatched_allowlist(&mut config, &list);
+    }
     let rows = rows(&config, &list);
     match format {
         Format::Json => print_json(&config, &rows, list_problem.as_deref())?,
@@ -49,6 +52,32 @@ pub(crate) fn run(
     }
 }
 
+/// A warning for each allowlist name that matches no server of the file
+/// (a typo, or an entry meant for another project's file).
+fn unmatched_allowlist(config: &mut Config, list: &Allowlist) {
+    for name in list.names() {
+        if config.entry(name).is_some() {
+            continue;
+        }
+        let mut message = format!(
+            "{} names '{name}', which matches no server in this file",
+            allowlist::VAR
+        );
+        if let Some(s) =
+            crate::suggest::suggest(name, config.names().into_iter())
+        {
+            message.push_str(&format!("; did you mean '{s}'?"));
+        }
+        config.diagnostics.push(config::Diagnostic {
+            severity: Severity::Warning,
+            server: None,
+            pointer: String::new(),
+            pos: crate::jsonpos::Pos { line: 1, col: 1 },
+            message,
+        });
+    }
+}
+
 struct Row {
     name: String,
     valid: bool,
@@ -57,6 +86,7 @@ struct Row {
     auth: &'static str,
     allowlist: String,
     fingerprint: Option<String>,
+    disabled: bool,
 }
 
 fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
@@ -66,12 +96,15 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
         .map(|e| match &e.server {
             Some(s) => {
                 let verdict = list.verdict(s);
-                let label = match &verdict {
+                let mut label = match &verdict {
                     allowlist::Verdict::Mismatch(c) if !c.is_empty() => {
                         format!("pin mismatch ({} changed)", c.join(", "))
                     }
                     v => v.label().to_string(),
                 };
+                if s.disabled {
+                    label.push_str(" (disabled)");
+                }
                 Row {
                     name: e.name.clone(),
                     valid: true,
@@ -80,6 +113,7 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
                     auth: s.auth_mode(),
                     allowlist: label,
                     fingerprint: Some(allowlist::fingerprint(s)),
+                    disabled: s.disabled,
                 }
             }
             None => Row {
@@ -94,6 +128,7 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
                     "not allowed".to_string()
                 },
                 fingerprint: None,
+                disabled: false,
             },
         })
         .collect()
@@ -143,13 +178,19 @@ fn print_github(config: &Config) -> Result<()> {
             .as_ref()
             .map(|s| format!("server '{s}': "))
             .unwrap_or_default();
+        // A problem of the whole document has no pointer: no empty "()".
+        let at = if d.pointer.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.pointer)
+        };
         text.push_str(&format!(
             "::{} file={},line={},col={}::{}\n",
             severity(d.severity),
             gh_escape_prop(&config.path.display().to_string()),
             d.pos.line,
             d.pos.col,
-            gh_escape(&format!("{server}{} ({})", d.message, d.pointer)),
+            gh_escape(&format!("{server}{}{at}", d.message)),
         ));
     }
     out::print(&text)
@@ -246,6 +287,7 @@ fn print_json(
                 "auth": (r.auth != "?").then_some(r.auth),
                 "allowlist": r.allowlist,
                 "fingerprint": r.fingerprint,
+                "disabled": r.disabled,
             })
         })
         .collect();

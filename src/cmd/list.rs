@@ -44,8 +44,16 @@ pub(crate) fn run(
     json: bool,
     lock: Option<&Lock>,
 ) -> Result<()> {
-    let names: Vec<String> =
-        if names.is_empty() { ctx.allowed_servers()? } else { names.to_vec() };
+    let names: Vec<String> = if names.is_empty() {
+        for n in ctx.disabled_servers() {
+            msg::warn(&format!(
+                "server '{n}': disabled (\"disabled\": true); not started"
+            ));
+        }
+        ctx.allowed_servers()?
+    } else {
+        names.to_vec()
+    };
     // Refuse everything up front when a named server may not start, so
     // nothing is spawned on behalf of a command that cannot succeed.
     for n in &names {

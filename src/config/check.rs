@@ -2,6 +2,11 @@
 //! through a [`Cursor`] that knows the server's name and the JSON pointer
 //! of its entry, so that every diagnostic is one short call with a pointer
 //! relative to the entry.
+//!
+//! VS Code's `.vscode/mcp.json` is read too: its servers are under
+//! `"servers"` (beside `"inputs"`), and files in a `.vscode` directory (or
+//! named `*.jsonc`) are JSONC, comments and trailing commas allowed. Each
+//! entry is checked by the same rules, with pointers under `/servers`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,14 +34,20 @@ pub(crate) fn validate(
     strict: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Config {
-    let mut c = Checker { diags: vec![], strict, lookup, dir };
+    let mut c =
+        Checker { diags: vec![], strict, lookup, dir, top: "mcpServers" };
     let mut config = Config {
         path: path.to_path_buf(),
         entries: vec![],
         diagnostics: vec![],
         file_ok: true,
     };
-    let doc = match jsonpos::parse(text) {
+    let doc = if is_jsonc(path) {
+        jsonpos::parse_jsonc(text)
+    } else {
+        jsonpos::parse(text)
+    };
+    let doc = match doc {
         Ok(doc) => doc,
         Err(e) => {
             c.error(None, "", e.pos, format!("invalid JSON: {}", e.msg));
@@ -82,58 +93,59 @@ pub(crate) fn validate(
         config.file_ok = false;
         return config;
     };
+    // Claude Code's "mcpServers", else VS Code's "servers".
+    let vscode =
+        root.get("mcpServers").is_none() && root.get("servers").is_some();
+    if vscode {
+        c.top = "servers";
+    }
+    let known: &[&str] =
+        if vscode { &["servers", "inputs"] } else { &["mcpServers"] };
     let mut servers_node = None;
     for m in top {
         match m.key.as_str() {
-            "mcpServers" => servers_node = servers_node.or(Some(m)),
+            k if k == c.top => servers_node = servers_node.or(Some(m)),
             "servers" => {}
+            "inputs" if vscode => c.inputs(m),
             other => c.soft(
                 None,
                 "",
                 m.key_pos,
-                unknown_key(
-                    "unknown top-level key",
-                    "",
-                    other,
-                    &["mcpServers"],
-                ),
+                unknown_key("unknown top-level key", "", other, known),
             ),
         }
     }
     let Some(servers) = servers_node else {
-        let hint = if root.get("servers").is_some() {
-            "; found \"servers\" (VS Code's format): rename it to \
-             \"mcpServers\""
-        } else {
-            ""
-        };
         c.error(
             None,
             "",
             root.pos,
-            format!("missing the \"mcpServers\" object{hint}"),
+            "missing the \"mcpServers\" object (or VS Code's \"servers\")"
+                .to_string(),
         );
         config.diagnostics = c.diags;
         config.file_ok = false;
         return config;
     };
-    if let Some(vs) = root.get("servers") {
+    if let Some(vs) = root.get("servers").filter(|_| !vscode) {
         c.soft(
             None,
             "/servers",
             vs.key_pos,
-            "key \"servers\" (VS Code's format) is ignored; rivumi-mcp \
-             reads \"mcpServers\""
+            "key \"servers\" (VS Code's format) is ignored, since \
+             \"mcpServers\" is present"
                 .to_string(),
         );
     }
+    let top_ptr = format!("/{}", c.top);
     let J::Object(members) = &servers.value.kind else {
         c.error(
             None,
-            "/mcpServers",
+            &top_ptr,
             servers.value.pos,
             format!(
-                "\"mcpServers\" must be an object, not {}",
+                "\"{}\" must be an object, not {}",
+                c.top,
                 servers.value.type_name()
             ),
         );
@@ -144,7 +156,7 @@ pub(crate) fn validate(
     if members.len() > MAX_SERVERS {
         c.error(
             None,
-            "/mcpServers",
+            &top_ptr,
             servers.value.pos,
             format!(
                 "{} servers configured; the limit is {MAX_SERVERS}",
@@ -180,9 +192,21 @@ pub(crate) fn validate(
     config
 }
 
-/// `/mcpServers/<name>/...` -> `<name>`.
+/// Whether a file is JSONC: VS Code's files (in a `.vscode` directory)
+/// and `*.jsonc`. Everything else, `.mcp.json` included, is strict JSON.
+fn is_jsonc(path: &Path) -> bool {
+    let in_vscode = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == ".vscode");
+    in_vscode || path.extension().is_some_and(|e| e == "jsonc")
+}
+
+/// `/mcpServers/<name>/...` (or `/servers/...`) -> `<name>`.
 fn server_of_pointer(pointer: &str) -> Option<String> {
-    let rest = pointer.strip_prefix("/mcpServers/")?;
+    let rest = pointer
+        .strip_prefix("/mcpServers/")
+        .or_else(|| pointer.strip_prefix("/servers/"))?;
     let seg = rest.split('/').next()?;
     Some(unescape_pointer(seg))
 }
@@ -209,6 +233,9 @@ pub(super) struct Checker<'a> {
     strict: bool,
     lookup: &'a dyn Fn(&str) -> Option<String>,
     dir: &'a Path,
+    /// The key that holds the servers: `mcpServers`, or VS Code's
+    /// `servers`.
+    top: &'static str,
 }
 
 impl Checker<'_> {
@@ -243,6 +270,38 @@ impl Checker<'_> {
         if self.strict { Severity::Error } else { Severity::Warning }
     }
 
+    /// VS Code's `inputs`: an array of objects with an `id`. They are
+    /// prompts rivumi-mcp cannot show; a reference to one is an error
+    /// where it is used (see `vars`), so here only the shape is checked.
+    fn inputs(&mut self, m: &Member) {
+        let J::Array(items) = &m.value.kind else {
+            self.error(
+                None,
+                "/inputs",
+                m.value.pos,
+                format!(
+                    "\"inputs\" must be an array, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return;
+        };
+        for (i, it) in items.iter().enumerate() {
+            let has_id = it
+                .get("id")
+                .is_some_and(|id| matches!(id.value.kind, J::String(_)));
+            if !has_id {
+                self.error(
+                    None,
+                    &format!("/inputs/{i}"),
+                    it.pos,
+                    "an input must be an object with a string \"id\""
+                        .to_string(),
+                );
+            }
+        }
+    }
+
     fn error_count(&self) -> usize {
         self.diags.iter().filter(|d| d.severity == Severity::Error).count()
     }
@@ -259,7 +318,7 @@ pub(super) struct Cursor<'c, 'a> {
 
 impl<'c, 'a> Cursor<'c, 'a> {
     pub(super) fn new(c: &'c mut Checker<'a>, name: &str) -> Self {
-        let base = ptr(&["", "mcpServers", name]);
+        let base = ptr(&["", c.top, name]);
         Cursor { c, server: name.to_string(), base }
     }
 
@@ -444,6 +503,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let startup_timeout = self.timeout(node, "startup_timeout_sec");
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
         let protocol = self.protocol(node);
+        let disabled = self.disabled(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -455,7 +515,28 @@ impl<'c, 'a> Cursor<'c, 'a> {
             startup_timeout: startup_timeout.ok()?,
             tool_timeout: tool_timeout.ok()?,
             protocol: protocol.ok()?,
+            disabled,
         })
+    }
+
+    /// `disabled`: a boolean; a disabled server is checked like any other
+    /// and never started.
+    fn disabled(&mut self, node: &Node) -> bool {
+        let Some(m) = node.get("disabled") else { return false };
+        match m.value.kind {
+            J::Bool(b) => b,
+            _ => {
+                self.error(
+                    "/disabled",
+                    m.value.pos,
+                    format!(
+                        "'disabled' must be true or false, not {}",
+                        m.value.type_name()
+                    ),
+                );
+                false
+            }
+        }
     }
 
     /// `protocol`: `auto` (the default), `modern` or `legacy`.
@@ -544,17 +625,13 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 String::new()
             }
         };
+        if command.contains("${") {
+            self.template("/command", cmd_m.value.pos, &command);
+        }
         let args = self.string_array(node, "args", "");
-        for (i, a) in args.iter().enumerate() {
-            if a.contains("${") {
-                let m = node.get("args").map_or(node.pos, |m| m.value.pos);
-                self.warn(
-                    &format!("/args/{i}"),
-                    m,
-                    "'${' in args is passed literally: variables are \
-                     expanded only in 'env' values (and http 'headers')"
-                        .to_string(),
-                );
+        if let Some(m) = node.get("args") {
+            for (i, a) in args.iter().enumerate() {
+                self.template(&format!("/args/{i}"), item_pos(&m.value, i), a);
             }
         }
         let env = self.string_map(node, "env", "", MapKind::Env);
@@ -569,20 +646,27 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 } else if seen.contains(&n.as_str()) {
                     self.warn(&p, pos, format!("'{n}' is listed twice"));
                 } else {
-                    self.check_set(&p, pos, n);
+                    if (self.c.lookup)(n).is_none() {
+                        self.warn(
+                            &p,
+                            pos,
+                            format!(
+                                "environment variable '{n}' is not set; it \
+                                 is skipped (not passed to the server)"
+                            ),
+                        );
+                    }
                     self.loader_warning(&p, pos, n);
                 }
                 seen.push(n);
             }
         }
-        let mut cwd = None;
-        let mut cwd_path = None;
+        let mut cwd_path = Some(self.c.dir.to_path_buf());
         if let Some(m) = node.get("cwd") {
             let p = "/cwd".to_string();
             match &m.value.kind {
                 J::String(c) if !c.is_empty() && !c.contains('\0') => {
                     cwd_path = Some(self.c.dir.join(c));
-                    cwd = Some(c.clone());
                 }
                 _ => self.error(
                     &p,
@@ -601,15 +685,15 @@ impl<'c, 'a> Cursor<'c, 'a> {
             args,
             env,
             env_vars,
-            cwd,
             cwd_path,
+            expand: true,
         })
     }
 
     fn http(&mut self, node: &Node) -> Option<Http> {
         let errors = self.errors();
         let url_m = node.get("url")?;
-        let url = self.url(&url_m.value, "/url");
+        let url = self.url_template(&url_m.value);
         let headers = self.string_map(node, "headers", "", MapKind::Header);
         let mut bearer = None;
         if let Some(m) = node.get("bearer_token_env_var") {
@@ -666,13 +750,48 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 );
             }
         }
-        let url = url?;
+        let (url, url_text) = url?;
         (self.errors() == errors).then_some(Http {
             url,
+            url_text,
             headers,
             bearer_token_env_var: bearer,
             oauth,
         })
+    }
+
+    /// `url`: a template, checked like the others, then expanded and
+    /// validated (the rules apply to the URL actually used).
+    fn url_template(&mut self, v: &Node) -> Option<(Url, String)> {
+        let J::String(raw) = &v.kind else {
+            self.url(v, "/url")?;
+            return None;
+        };
+        if !raw.contains("${") {
+            return Some((self.url(v, "/url")?, raw.clone()));
+        }
+        let errors = self.errors();
+        self.template_refs("/url", v.pos, raw);
+        if self.errors() > errors {
+            return None;
+        }
+        match vars::expand(raw, self.c.lookup) {
+            Ok(expanded) => match Url::parse(&expanded) {
+                Ok(u) => Some((u, raw.clone())),
+                Err(e) => {
+                    self.error("/url", v.pos, format!("url (expanded): {e}"));
+                    None
+                }
+            },
+            Err(e) => {
+                self.error(
+                    "/url",
+                    v.pos,
+                    format!("url: {e} (the URL is checked after expansion)"),
+                );
+                None
+            }
+        }
     }
 
     pub(super) fn url(&mut self, v: &Node, p: &str) -> Option<Url> {
@@ -812,28 +931,8 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 );
                 continue;
             }
-            match vars::refs(v) {
-                Err(msg) => {
-                    self.error(&fp, f.value.pos, msg);
-                    continue;
-                }
-                Ok(names) => {
-                    for name in names.iter().filter(|n| reserved(n)) {
-                        self.error(
-                            &fp,
-                            f.value.pos,
-                            format!(
-                                "'{name}' is rivumi-mcp's own setting and is \
-                                 never passed to servers"
-                            ),
-                        );
-                    }
-                    for name in vars::missing(v, self.c.lookup) {
-                        if !reserved(&name) {
-                            self.check_set(&fp, f.value.pos, &name);
-                        }
-                    }
-                }
+            if !self.template(&fp, f.value.pos, v) {
+                continue;
             }
             if kind == MapKind::Env {
                 self.loader_warning(&fp, f.key_pos, &f.key);
@@ -841,6 +940,44 @@ impl<'c, 'a> Cursor<'c, 'a> {
             out.push((f.key.clone(), v.clone()));
         }
         out
+    }
+
+    /// Checks a `${VAR}` template: malformed or naming a reserved variable
+    /// is an error, an unset variable a warning ([`Self::check_set`]).
+    /// False when the template is malformed.
+    fn template(&mut self, p: &str, pos: Pos, t: &str) -> bool {
+        if !self.template_refs(p, pos, t) {
+            return false;
+        }
+        for name in vars::missing(t, self.c.lookup) {
+            if !reserved(&name) {
+                self.check_set(p, pos, &name);
+            }
+        }
+        true
+    }
+
+    /// The syntax and reserved-name part of [`Self::template`].
+    fn template_refs(&mut self, p: &str, pos: Pos, t: &str) -> bool {
+        match vars::refs(t) {
+            Err(msg) => {
+                self.error(p, pos, msg);
+                false
+            }
+            Ok(names) => {
+                for name in names.iter().filter(|n| reserved(n)) {
+                    self.error(
+                        p,
+                        pos,
+                        format!(
+                            "'{name}' is rivumi-mcp's own setting and is \
+                             never passed to servers"
+                        ),
+                    );
+                }
+                true
+            }
+        }
     }
 
     /// Warns (errs under `--strict`) when a needed variable is unset.

@@ -64,6 +64,9 @@ pub(crate) struct Server {
     pub(crate) tool_timeout: Option<Duration>,
     /// Which protocol era to speak (`protocol`; default `auto`).
     pub(crate) protocol: crate::mcp::Choice,
+    /// `"disabled": true` (Claude Code, Cursor, Cline): validated and
+    /// shown, never started.
+    pub(crate) disabled: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -72,24 +75,58 @@ pub(crate) enum Transport {
     Http(Box<Http>),
 }
 
-/// A subprocess server. `env` values are templates (`${VAR}` unexpanded);
-/// they are expanded at launch, so nothing secret is held here.
+/// A subprocess server. `command`, `args` and `env` values are templates
+/// (`${VAR}` unexpanded); they are expanded at launch, so nothing secret
+/// is held here.
 #[derive(Clone, Debug)]
 pub(crate) struct Stdio {
     pub(crate) command: String,
     pub(crate) args: Vec<String>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) env_vars: Vec<String>,
-    /// As written in the file.
-    pub(crate) cwd: Option<String>,
-    /// `cwd` resolved against the config file's directory.
+    /// The directory the server runs in: `cwd` resolved against the config
+    /// file's directory, or that directory itself (as Claude Code does),
+    /// so that `args: ["."]` means the project, not wherever rivumi-mcp
+    /// was started. `None` only for an ad-hoc server (the current one).
     pub(crate) cwd_path: Option<PathBuf>,
+    /// False for an ad-hoc server: what the operator typed is run as is,
+    /// with no `${VAR}` expansion.
+    pub(crate) expand: bool,
+}
+
+impl Stdio {
+    /// The command and arguments to run: expanded (unless ad-hoc). An
+    /// unset variable refuses the launch, naming the field.
+    pub(crate) fn argv(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(String, Vec<String>)> {
+        if !self.expand {
+            return Ok((self.command.clone(), self.args.clone()));
+        }
+        let one = |field: &str, t: &str| {
+            crate::vars::expand(t, lookup)
+                .map_err(|e| Error::refused(format!("{field}: {e}")))
+        };
+        let command = one("command", &self.command)?;
+        let args = self
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| one(&format!("args[{i}]"), a))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((command, args))
+    }
 }
 
 /// A Streamable HTTP server. Header values are templates.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
+    /// The URL after `${VAR}` expansion, validated.
     pub(crate) url: Url,
+    /// The URL as written (before expansion): what the fingerprint covers
+    /// and tables show, so a secret in a variable is never printed.
+    pub(crate) url_text: String,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) bearer_token_env_var: Option<String>,
     pub(crate) oauth: Option<OAuth>,
@@ -145,7 +182,7 @@ impl Server {
                 }
                 t
             }
-            Transport::Http(h) => h.url.to_string(),
+            Transport::Http(h) => h.url_text.clone(),
         }
     }
 }
@@ -258,6 +295,9 @@ pub(crate) fn load(
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let dir =
         if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+    // Absolute, so that the directory a server runs in (and so its
+    // fingerprint) does not depend on where rivumi-mcp was started.
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     Ok(validate(&text, path, &dir, strict, lookup))
 }
 
@@ -342,10 +382,20 @@ mod tests {
     }
 
     #[test]
-    fn vscode_servers_gets_a_hint() {
-        let c = check(r#"{"servers": {}}"#);
-        assert!(messages(&c)[0].contains("VS Code"));
-        assert!(!c.file_ok);
+    fn vscode_servers_are_read() {
+        let c = check(
+            r#"{"inputs": [{"id": "key", "type": "promptString"}],
+                "servers": {"a": {"type": "stdio", "command": "srv"},
+                            "b": {"type": "http", "url": "https://e/mcp",
+                                  "headers": {"K": "${input:key}"}}}}"#,
+        );
+        assert!(c.entry("a").unwrap().server.is_some());
+        assert!(c.entry("b").unwrap().server.is_none());
+        let d = &c.diagnostics[0];
+        assert_eq!(d.pointer, "/servers/b/headers/K");
+        assert!(d.message.starts_with("'${input:key}' at character 1"));
+        let c = check(r#"{"servers": {}, "mcpServers": {}}"#);
+        assert!(messages(&c)[0].contains("is ignored"));
     }
 
     #[test]

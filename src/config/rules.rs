@@ -10,8 +10,13 @@ pub(super) const STDIO_KEYS: &[&str] =
     &["command", "args", "env", "env_vars", "cwd"];
 pub(super) const HTTP_KEYS: &[&str] =
     &["url", "headers", "bearer_token_env_var", "oauth"];
-pub(super) const COMMON_KEYS: &[&str] =
-    &["type", "startup_timeout_sec", "tool_timeout_sec", "protocol"];
+pub(super) const COMMON_KEYS: &[&str] = &[
+    "type",
+    "startup_timeout_sec",
+    "tool_timeout_sec",
+    "protocol",
+    "disabled",
+];
 
 /// Header names the transport sets itself; a config may not override them.
 const RESERVED_HEADERS: &[&str] = &[

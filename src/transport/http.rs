@@ -335,6 +335,17 @@ impl HttpTransport {
                 format!("{what} (HTTP {status}){detail}; {hint}"),
             );
         }
+        // A web page, not an MCP endpoint: say so, without the page.
+        if status == 404
+            && !self.answered
+            && Self::media_type(resp) == "text/html"
+        {
+            return Error::server(
+                "HTTP 404: no MCP endpoint at this URL (check the path, \
+                 often /mcp)",
+            )
+            .with_http_status(status);
+        }
         let body = match body {
             Some(b) => Self::snippet_of(b),
             None => Self::snippet(resp),

@@ -52,6 +52,11 @@ const GRACE: Duration = Duration::from_millis(500);
 /// The stderr tail kept for error messages.
 const TAIL_LINES: usize = 20;
 const TAIL_LINE_BYTES: usize = 2048;
+/// Lines on stdout that are not JSON (a start-up banner, a stray log) are
+/// skipped with a warning, up to this many...
+const SKIP_LINES: usize = 100;
+/// ... or this many bytes of them; past either the server is broken.
+const SKIP_BYTES: usize = 64 * 1024;
 /// The bytes each direction may hold in its queue. A single message
 /// larger than this is still accepted into an empty queue.
 pub(crate) const QUEUE_BYTES: usize = 4 << 20;
@@ -88,6 +93,8 @@ pub(crate) struct StdioTransport {
     lines: Arc<Queue<Incoming>>,
     tail: Tail,
     closed: Option<Closed>,
+    /// Non-JSON lines skipped so far, and their bytes.
+    skipped: (usize, usize),
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -99,8 +106,9 @@ impl std::fmt::Debug for StdioTransport {
     }
 }
 
-/// Builds the child's environment: base set, then `env_vars`, then `env`
-/// expanded. An unset variable the entry needs refuses the launch.
+/// Builds the child's environment: base set, then `env_vars` (those set;
+/// an unset one is skipped, as check-config warns), then `env` expanded.
+/// An unset variable an `env` value needs refuses the launch.
 pub(crate) fn child_env(
     spec: &Stdio,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -111,12 +119,12 @@ pub(crate) fn child_env(
         env.push((k.to_string(), v));
     };
     for k in &spec.env_vars {
-        let v = lookup(k).ok_or_else(|| {
-            Error::refused(format!(
-                "environment variable '{k}' (listed in env_vars) is not set"
-            ))
-        })?;
-        set(k, v);
+        match lookup(k) {
+            Some(v) => set(k, v),
+            None => msg::debug(&format!(
+                "env_vars: '{k}' is not set; not passed to the server"
+            )),
+        }
     }
     for (k, template) in &spec.env {
         let v = vars::expand(template, lookup)
@@ -127,10 +135,14 @@ pub(crate) fn child_env(
 }
 
 impl StdioTransport {
-    /// Starts the server. `env` is the complete environment of the child.
+    /// Starts the server. `argv` is the command and arguments expanded
+    /// ([`Stdio::argv`]), `env` the complete environment of the child;
+    /// logs and the journal show `spec`'s unexpanded text instead, since
+    /// an expanded argument may hold a secret.
     pub(crate) fn spawn(
         name: &str,
         spec: &Stdio,
+        argv: &(String, Vec<String>),
         env: Vec<(String, String)>,
         max_line: usize,
     ) -> Result<StdioTransport> {
@@ -142,7 +154,7 @@ impl StdioTransport {
                 dir.display()
             )));
         }
-        let mut cmd = spawn::command(&spec.command, &spec.args, &env);
+        let mut cmd = spawn::command(&argv.0, &argv.1, &env);
         if let Some(dir) = &spec.cwd_path {
             cmd.current_dir(dir);
         }
@@ -163,7 +175,7 @@ impl StdioTransport {
             };
             Error::server(format!(
                 "cannot start '{}': {e}{hint}",
-                term::line(&spec.command)
+                term::line(&argv.0)
             ))
         })?;
         journal::event(
@@ -216,12 +228,55 @@ impl StdioTransport {
             lines,
             tail,
             closed: None,
+            skipped: (0, 0),
         };
         if let Err(e) = started {
             t.close();
             return Err(e);
         }
         Ok(t)
+    }
+
+    /// Skips a line that is not JSON: warns at the first (with the count
+    /// under `-v` after that); past [`SKIP_LINES`] or [`SKIP_BYTES`] the
+    /// server is broken and the session ends.
+    fn skip(&mut self, line: &[u8]) -> Result<()> {
+        self.skipped.0 += 1;
+        self.skipped.1 += line.len();
+        let (n, bytes) = self.skipped;
+        let text = term::line(&String::from_utf8_lossy(line)).into_owned();
+        let shown = term::clip(&text, 120);
+        const WHY: &str =
+            "stdout is reserved for JSON-RPC; logs belong on stderr";
+        if n > SKIP_LINES || bytes > SKIP_BYTES {
+            let e = Error::server(if n == 1 {
+                format!(
+                    "server wrote a line that is not JSON on stdout: \
+                     '{shown}' ({WHY})"
+                )
+            } else {
+                format!(
+                    "server wrote {n} lines that are not JSON on stdout \
+                     ({bytes} bytes; the limit is {SKIP_LINES} lines or \
+                     {SKIP_BYTES} bytes), the last: '{shown}' ({WHY})"
+                )
+            });
+            self.close();
+            return Err(e);
+        }
+        if n == 1 {
+            msg::warn(&format!(
+                "server '{}': skipped a line that is not JSON on stdout: \
+                 '{shown}' ({WHY})",
+                self.name
+            ));
+        } else {
+            msg::debug(&format!(
+                "server '{}': {n} lines that are not JSON skipped on stdout",
+                self.name
+            ));
+        }
+        Ok(())
     }
 
     /// The last lines the server wrote on stderr, sanitised, for errors.
@@ -635,17 +690,10 @@ impl Transport for StdioTransport {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return serde_json::from_slice(line).map_err(|_| {
-                let text = String::from_utf8_lossy(line);
-                let e = Error::server(format!(
-                    "server wrote a line that is not JSON on stdout: '{}' \
-                     (stdout is reserved for JSON-RPC; logs belong on \
-                     stderr)",
-                    term::clip(&term::line(&text), 120)
-                ));
-                self.close();
-                e
-            });
+            match serde_json::from_slice(line) {
+                Ok(v) => return Ok(v),
+                Err(_) => self.skip(line)?,
+            }
         }
     }
 
