@@ -19,6 +19,7 @@ pub(crate) mod dpop;
 pub(crate) mod flow;
 pub(crate) mod jose;
 pub(crate) mod keys;
+pub(crate) mod machine;
 pub(crate) mod pkce;
 pub(crate) mod store;
 pub(crate) mod token;

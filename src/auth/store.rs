@@ -61,6 +61,7 @@ const FIELDS: &[&str] = &[
     "registration",
     "auth_method",
     "resource",
+    "dpop_key",
 ];
 
 /// One stored credential.
@@ -88,6 +89,10 @@ pub(crate) struct Credential {
     /// `login --refresh`). Written only then, so that entries without it
     /// stay readable by versions that do not know the field.
     pub(crate) resource: Option<String>,
+    /// The DPoP key the token is bound to (a P-256 PKCS#8 document,
+    /// base64url; secret): the token is presented only with proofs made
+    /// by it. Written only when there is one, like `resource`.
+    pub(crate) dpop_key: Option<Secret>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -122,6 +127,9 @@ impl Credential {
         });
         if let Some(r) = &self.resource {
             v["resource"] = json!(r);
+        }
+        if let Some(k) = &self.dpop_key {
+            v["dpop_key"] = json!(k.expose());
         }
         v
     }
@@ -166,6 +174,7 @@ impl Credential {
             obtained_at: number("obtained_at")?.unwrap_or(0),
             auth_method: text("auth_method")?,
             resource: text("resource")?,
+            dpop_key: text("dpop_key")?.map(Secret::new),
             registration,
         })
     }
@@ -509,6 +518,7 @@ mod tests {
             registration: None,
             auth_method: None,
             resource: None,
+            dpop_key: None,
         }
     }
 
