@@ -1018,7 +1018,10 @@ fn a_token_is_not_sent_to_another_url() {
     let out = cmd(&dir, &["status"]).assert_exit(0);
     assert_contains(
         &out.stdout,
-        &format!("web     oauth  other URL   -        {}\n", mcp.url()),
+        &format!(
+            "web     oauth  authorization_code  other URL   -        {}\n",
+            mcp.url()
+        ),
     );
 }
 
@@ -1093,7 +1096,10 @@ fn an_expired_token_is_an_error_not_a_request() {
     // Nothing was refreshed behind the operator's back.
     assert_eq!(auth.token_requests().len(), 1);
     let out = cmd(&dir, &["status"]).assert_exit(0);
-    assert_contains(&out.stdout, "web     oauth  expired ");
+    assert_contains(
+        &out.stdout,
+        "web     oauth  authorization_code  expired ",
+    );
 }
 
 // ---------------------------------------------------------------------------

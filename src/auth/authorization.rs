@@ -182,7 +182,8 @@ impl Authorization {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::new(
                 Kind::Auth,
-                "the server refused the DPoP nonce it had asked for                  (use_dpop_nonce again); giving up",
+                "the server refused the DPoP nonce it had asked for \
+                 (use_dpop_nonce again); giving up",
             )
             .for_server(&self.server)),
             Err(e) => Err(e.for_server(&self.server)),

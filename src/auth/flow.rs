@@ -515,7 +515,8 @@ fn key_identity(
         return Err(Error::new(
             Kind::Auth,
             format!(
-                "the authorization server accepts client assertions signed                  with {} only; the key in {} signs {alg}",
+                "the authorization server accepts client assertions signed \
+                 with {} only; the key in {} signs {alg}",
                 term::clip(&term::line(&signing_algs.join(", ")), 200),
                 path.display()
             ),

@@ -338,7 +338,8 @@ impl Cursor<'_, '_> {
             (None, None) => None,
         };
         let assertion_grant = matches!(grant, "jwt_bearer" | "enterprise");
-        if assertion_grant && assertion.is_none() {
+        let both = has("assertion_file") && has("assertion_env_var");
+        if assertion_grant && assertion.is_none() && !both {
             self.error(
                 base,
                 node.pos,
