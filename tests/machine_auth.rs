@@ -651,3 +651,19 @@ fn a_dpop_nonce_loop_ends_after_one_retry() {
     assert_contains(&last_line(&out), "authentication required (HTTP 401)");
     assert_eq!(site.mcp_requests().len(), 2, "{}", site.summary());
 }
+
+#[test]
+fn a_dpop_nonce_loop_at_the_token_endpoint_ends_after_one_retry() {
+    let opts = MachineOptions {
+        dpop_algs: Some(vec!["ES256".into()]),
+        as_nonce_loop: true,
+        ..Default::default()
+    };
+    let (dir, site) = dpop_site("machine_dpop_as_nonce_loop", opts);
+    let out = cmd(&dir, &["login", "web"]).assert_exit(6);
+    assert_contains(&last_line(&out), "answered HTTP 400: use_dpop_nonce");
+    let t = site.token_requests();
+    assert_eq!(t.len(), 2, "{}", site.summary());
+    assert_eq!(proof_claims(&t[1])["nonce"], "as-loop-1");
+    assert!(!creds(&dir).exists());
+}

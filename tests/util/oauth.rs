@@ -1380,6 +1380,8 @@ pub struct MachineOptions {
     /// The token endpoint answers `use_dpop_nonce` with this nonce until a
     /// proof carries it.
     pub as_nonce: Option<String>,
+    /// The token endpoint asks for a new nonce every time (a loop).
+    pub as_nonce_loop: bool,
     /// The MCP endpoint likewise (RFC 9449 §9).
     pub rs_nonce: Option<String>,
     /// The MCP endpoint asks for a new nonce every time (a loop).
@@ -1577,7 +1579,12 @@ impl MachineSite {
                                 return;
                             }
                         };
-                    if let Some(nonce) = &opts.as_nonce
+                    let want = if opts.as_nonce_loop {
+                        Some(format!("as-loop-{n}"))
+                    } else {
+                        opts.as_nonce.clone()
+                    };
+                    if let Some(nonce) = &want
                         && claims["nonce"] != json!(nonce)
                     {
                         conn.json(
