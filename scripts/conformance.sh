@@ -14,7 +14,7 @@
 # Sets (without any, the default set):
 #   default                   initialize tools_call sse-retry (0.1.16); the PASSING_2026 list (0.2.0)
 #   all                       every client scenario of the suite
-#   required                  0.1.16: every one except the three rivumi-mcp does not implement;
+#   required                  0.1.16: every one except the one rivumi-mcp does not implement;
 #                             0.2.0: the client scenarios of `--requirements R`, R = the --wire given,
 #                             else 2025-11-25 (the 2025-era set, on its own wire)
 #   passing                   0.2.0: the scenarios known to pass today (PASSING_2026 below)
@@ -53,12 +53,12 @@ PASSING_2026=(
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/metadata-issuer-mismatch
   json-schema-ref-no-deref auth/metadata-var2 auth/iss-supported-missing auth/iss-wrong-issuer
   auth/iss-unexpected auth/iss-normalized
+  auth/client-credentials-jwt auth/wif-jwt-bearer auth/enterprise-managed-authorization
+  auth/dpop auth/dpop-nonce
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
 #   elicitation-sep1034-client-defaults  needs the elicitation capability (a CLI has no one to ask)
-#   auth/client-credentials-jwt          needs private_key_jwt client authentication
-#   auth/cross-app-access-complete-flow  SEP-990 enterprise token exchange
-UNSUPPORTED=(elicitation-sep1034-client-defaults auth/client-credentials-jwt auth/cross-app-access-complete-flow)
+UNSUPPORTED=(elicitation-sep1034-client-defaults)
 SCENARIO_TIMEOUT_MS=30000 # the suite kills the client after this
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -21,7 +21,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Server, Transport};
+use crate::config::{Assertion, DpopMode, Server, Transport};
 
 pub(crate) const VAR: &str = "RIVUMI_MCP_ALLOWLIST";
 
@@ -183,7 +183,7 @@ fn classes(server: &Server) -> [Value; 4] {
                 .collect();
             names.sort();
             let oauth = h.oauth.as_ref().map(|o| {
-                json!({
+                let mut v = json!({
                     "client_id": o.client_id,
                     "secret_var": o.client_secret_env_var,
                     "as": o.authorization_server.as_ref().map(|u| u.to_string()),
@@ -192,7 +192,32 @@ fn classes(server: &Server) -> [Value; 4] {
                     "scopes": o.scopes,
                     "port": o.redirect_port,
                     "path": o.redirect_path,
-                })
+                });
+                // Where keys and assertions come from and go to (the IdP
+                // is sent the ID token): only when set, so that the
+                // fingerprints of blocks without them stay what they were.
+                let m = &o.machine;
+                if *m != crate::config::Machine::default() {
+                    v["machine"] = json!({
+                        "grant": m.grant_name(o.client_credentials),
+                        "key": m.client_key_file.as_ref().map(|p| p.display().to_string()),
+                        "assertion": match &m.assertion {
+                            Some(Assertion::File(p)) => json!(["file", p.display().to_string()]),
+                            Some(Assertion::Env(v)) => json!(["env", v]),
+                            None => Value::Null,
+                        },
+                        "idp": m.enterprise.as_ref().map(|e| {
+                            json!([e.token_endpoint.to_string(), e.client_id,
+                                   e.client_secret_env_var])
+                        }),
+                        "dpop": match m.dpop {
+                            DpopMode::Off => "off",
+                            DpopMode::On => "on",
+                            DpopMode::Auto => "auto",
+                        },
+                    });
+                }
+                v
             });
             [
                 // The canonical URL when there is nothing to expand (its
@@ -282,6 +307,44 @@ mod tests {
             Allowlist::parse(Some("b")).unwrap().verdict(&s),
             Verdict::NotAllowed
         );
+    }
+
+    /// The server of a one-server config whose `oauth` block is `oauth`.
+    fn with_oauth(oauth: &str) -> Server {
+        let text = format!(
+            r#"{{"mcpServers": {{"a": {{"url": "https://x.example/mcp", "oauth": {oauth}}}}}}}"#
+        );
+        let c = crate::config::validate(
+            &text,
+            std::path::Path::new("t.json"),
+            std::path::Path::new("/"),
+            false,
+            &|_| Some("v".into()),
+        );
+        c.entries[0].server.clone().expect("a valid entry")
+    }
+
+    /// Where an assertion is sent (the IdP) and read from are part of
+    /// the fingerprint; a block without machine keys keeps the
+    /// fingerprint it had before they existed.
+    #[test]
+    fn machine_keys_are_in_the_fingerprint() {
+        let plain = fingerprint(&with_oauth(r#"{"client_id": "c"}"#));
+        // What the build before the machine keys computed for this block.
+        assert_eq!(plain, "02886da123d923564401");
+        let corp = |idp: &str| {
+            fingerprint(&with_oauth(&format!(
+                r#"{{"client_id": "c", "grant": "enterprise",
+                    "assertion_env_var": "T", "idp_token_endpoint": "{idp}"}}"#
+            )))
+        };
+        let a = corp("https://idp.example/token");
+        assert_ne!(a, plain);
+        assert_ne!(a, corp("https://evil.example/token"));
+        let key = fingerprint(&with_oauth(
+            r#"{"client_id": "c", "grant": "client_credentials", "client_key_file": "/k.pem"}"#,
+        ));
+        assert_ne!(key, plain);
     }
 
     #[test]

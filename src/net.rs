@@ -106,6 +106,8 @@ pub(crate) struct Answer {
     pub(crate) media_type: String,
     pub(crate) location: Option<String>,
     pub(crate) www_authenticate: Option<String>,
+    /// A `DPoP-Nonce` (RFC 9449 §8), when it is visible ASCII.
+    pub(crate) dpop_nonce: Option<String>,
     pub(crate) body: Vec<u8>,
 }
 
@@ -158,6 +160,7 @@ pub(crate) fn request(
         .to_ascii_lowercase();
     let location = header("location");
     let www_authenticate = header("www-authenticate");
+    let dpop_nonce = header("dpop-nonce");
     let status = resp.status().as_u16();
     let body = resp
         .body_mut()
@@ -165,7 +168,14 @@ pub(crate) fn request(
         .limit(MAX_ANSWER)
         .read_to_vec()
         .map_err(|e| error(e, &target, deadline))?;
-    Ok(Answer { status, media_type, location, www_authenticate, body })
+    Ok(Answer {
+        status,
+        media_type,
+        location,
+        www_authenticate,
+        dpop_nonce,
+        body,
+    })
 }
 
 impl Answer {

@@ -31,11 +31,16 @@ pub(crate) struct Bearer {
 }
 
 impl Bearer {
-    /// From a `WWW-Authenticate` header value; empty when it has no
-    /// Bearer challenge.
+    /// From a `WWW-Authenticate` header value: its Bearer challenge, else
+    /// its DPoP one (RFC 9449 §7.1: the same parameters); empty when it
+    /// has neither.
     pub(crate) fn from_header(header: &str) -> Bearer {
         let all = parse(header);
-        let Some(b) = all.iter().find(|c| c.scheme == "bearer") else {
+        let found = all
+            .iter()
+            .find(|c| c.scheme == "bearer")
+            .or_else(|| all.iter().find(|c| c.scheme == "dpop"));
+        let Some(b) = found else {
             return Bearer::default();
         };
         let p = |k: &str| b.param(k).map(str::to_string);

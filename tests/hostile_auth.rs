@@ -416,7 +416,7 @@ fn refused_untouched(dir: &Dir, path: &Path, line: &str) {
 fn a_credential_file_of_an_unknown_shape_is_left_as_it_is() {
     let (dir, auth, _mcp) = login_setup("hostile_store_shapes", "");
     let mut other = good_entry();
-    other["dpop_key"] = json!("from a newer version");
+    other["mtls_certificate"] = json!("from a newer version");
     let mut wrong_type = good_entry();
     wrong_type["expires_at"] = json!("soon");
     let mut missing = good_entry();
@@ -439,7 +439,7 @@ fn a_credential_file_of_an_unknown_shape_is_left_as_it_is() {
         ),
         (
             json!({"version": 1, "servers": {"web": good_entry(), "ci": other}}),
-            "entry 'ci': unknown field 'dpop_key'",
+            "entry 'ci': unknown field 'mtls_certificate'",
         ),
         (
             json!({"version": 1, "servers": {"web": wrong_type}}),
@@ -541,7 +541,7 @@ fn a_token_that_expires_in_zero_or_less_is_never_sent() {
         assert!(mcp.requests().is_empty(), "{}", mcp.summary());
         let out = cmd(&dir, &["status"]).run();
         assert!(
-            out.stdout.contains("web     oauth  expired "),
+            out.stdout.contains("web     oauth  authorization_code  expired "),
             "{}",
             out.stdout
         );

@@ -46,6 +46,9 @@ mod batch;
 mod login;
 // Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.
 mod auth_paths;
+// The machine grants: private_key_jwt, workload identity, enterprise-managed
+// authorization, DPoP.
+mod machine_auth;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;

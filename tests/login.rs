@@ -160,8 +160,8 @@ fn login_list_call_status_logout() {
     assert_eq!(
         out.stdout,
         format!(
-            "SERVER  AUTH   CREDENTIAL  EXPIRES  URL\n\
-             web     oauth  stored      -        {}\n\
+            "SERVER  AUTH   METHOD              CREDENTIAL  EXPIRES  URL\n\
+             web     oauth  authorization_code  stored      -        {}\n\
              credentials: {}\n",
             mcp.url(),
             store.display()
@@ -176,7 +176,8 @@ fn login_list_call_status_logout() {
             "server": "web", "auth": "oauth", "credential": "stored",
             "expires_at": null, "url": mcp.url(),
             "configured_url": mcp.url(), "issuer": auth.issuer(),
-            "refresh_token": false}]})
+            "refresh_token": false, "grant": "authorization_code",
+            "client_auth": null, "dpop": false}]})
     );
     assert_absent(&out.all(), "tok-0001");
 
@@ -190,7 +191,10 @@ fn login_list_call_status_logout() {
     assert_eq!(read_json(&store)["servers"], json!({}));
     assert_eq!(std::fs::metadata(&store).unwrap().mode() & 0o777, 0o600);
     let out = run(&["status"]).assert_exit(0);
-    assert_contains(&out.stdout, "\nweb     oauth  none        -        ");
+    assert_contains(
+        &out.stdout,
+        "\nweb     oauth  authorization_code  none        -        ",
+    );
     let out = run(&["logout", "web"]).assert_exit(0);
     assert_eq!(out.stdout, "no credential stored for 'web'\n");
     let before = mcp.requests().len();
@@ -1014,7 +1018,10 @@ fn a_token_is_not_sent_to_another_url() {
     let out = cmd(&dir, &["status"]).assert_exit(0);
     assert_contains(
         &out.stdout,
-        &format!("web     oauth  other URL   -        {}\n", mcp.url()),
+        &format!(
+            "web     oauth  authorization_code  other URL   -        {}\n",
+            mcp.url()
+        ),
     );
 }
 
@@ -1089,7 +1096,10 @@ fn an_expired_token_is_an_error_not_a_request() {
     // Nothing was refreshed behind the operator's back.
     assert_eq!(auth.token_requests().len(), 1);
     let out = cmd(&dir, &["status"]).assert_exit(0);
-    assert_contains(&out.stdout, "web     oauth  expired ");
+    assert_contains(
+        &out.stdout,
+        "web     oauth  authorization_code  expired ",
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -3,8 +3,12 @@
 //!
 //! A server authenticates in one of three configured ways: a bearer token
 //! from the variable `bearer_token_env_var` names, a token that `login`
-//! stored for this exact URL (an `oauth` block), or nothing. The HTTP
-//! transport asks [`Authorization::header`] for every request and, when
+//! stored for this exact URL (an `oauth` block), or nothing. A stored
+//! token bound to a DPoP key goes as `Authorization: DPoP <token>` with a
+//! fresh proof for each request's method and URL, never as Bearer; when
+//! the server asks for a DPoP nonce, [`Authorization::dpop_nonce`] takes
+//! it and the transport sends the request once more. The HTTP transport
+//! asks [`Authorization::headers`] for every request and, when
 //! the server refuses with 401 (or 403 `insufficient_scope`), asks
 //! [`Authorization::renew`], which runs the login flow only when the
 //! operator enabled step-up and at most [`MAX_AUTHORIZATIONS`] times in
@@ -13,7 +17,8 @@
 
 use std::time::Duration;
 
-use super::{DEFAULT_CALLBACK_TIMEOUT, flow, store};
+use super::dpop::Dpop;
+use super::{DEFAULT_CALLBACK_TIMEOUT, flow, keys, store};
 use crate::config::{Http, OAuth};
 use crate::error::{Error, Kind, Result};
 use crate::www_auth::Bearer;
@@ -46,6 +51,8 @@ pub(crate) struct Authorization {
     source: Source,
     /// The header value; secret.
     value: Option<String>,
+    /// The proof key of a DPoP-bound token (then `value` is `DPoP ...`).
+    dpop: Option<Dpop>,
     step_up: Option<StepUp>,
     authorizations: usize,
 }
@@ -57,6 +64,7 @@ impl std::fmt::Debug for Authorization {
             .field("server", &self.server)
             .field("source", &self.source)
             .field("value", &self.value.as_ref().map(|_| "<secret>"))
+            .field("dpop", &self.dpop.is_some())
             .field("step_up", &self.step_up.is_some())
             .finish()
     }
@@ -69,6 +77,7 @@ impl Authorization {
             server: server.to_string(),
             source: Source::None,
             value: None,
+            dpop: None,
             step_up: None,
             authorizations: 0,
         }
@@ -95,7 +104,8 @@ impl Authorization {
         a.source = Source::Login;
         let step_up = o.step_up || step_up;
         match stored_bearer(server, spec, &lookup) {
-            Ok(v) => a.value = v,
+            Ok(Some(c)) => a.present(&c)?,
+            Ok(None) => {}
             // With step-up, an expired token is not an error: the
             // server's 401 starts a new authorization.
             Err(e) if step_up && e.kind() == Kind::Auth => {
@@ -110,9 +120,74 @@ impl Authorization {
         Ok(a)
     }
 
-    /// The header value for the next request, if any.
-    pub(crate) fn header(&self) -> Option<&str> {
-        self.value.as_deref()
+    /// Presents the credential `c`: as DPoP with its key when it has
+    /// one, else as Bearer.
+    fn present(&mut self, c: &store::Credential) -> Result<()> {
+        let token = c.access_token.expose();
+        match &c.dpop_key {
+            Some(k) => {
+                self.dpop = Some(Dpop::new(keys::stored_p256(k)?)?);
+                self.value = Some(format!("DPoP {token}"));
+            }
+            None => {
+                self.dpop = None;
+                self.value = Some(format!("Bearer {token}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The headers for the next request, `method` to `url`: none, or
+    /// `Authorization` (and, for a DPoP-bound token, a fresh `DPoP`
+    /// proof; if none can be made, the request goes without one and the
+    /// server refuses it, rather than the token going as Bearer).
+    pub(crate) fn headers(
+        &self,
+        method: &str,
+        url: &str,
+    ) -> Vec<(&'static str, String)> {
+        let Some(v) = &self.value else { return vec![] };
+        let mut out = vec![("authorization", v.clone())];
+        if let Some(d) = &self.dpop {
+            let token = v.strip_prefix("DPoP ").unwrap_or(v);
+            match d.proof(method, url, Some(token)) {
+                Ok(p) => out.push(("dpop", p)),
+                Err(e) => msg::warn(&format!("server '{}': {e}", self.server)),
+            }
+        }
+        out
+    }
+
+    /// After the server answered `status` with the challenge `challenge`
+    /// and `nonce` (`DPoP-Nonce`): `None` unless it asks a DPoP-bound
+    /// token's sender for a nonce (401 with `use_dpop_nonce`, RFC 9449
+    /// §9); else whether the request may go again with the nonce (`Err`
+    /// for an unusable nonce, or the one the refused proof carried).
+    pub(crate) fn dpop_nonce(
+        &self,
+        status: u16,
+        challenge: &str,
+        nonce: Option<&str>,
+        url: &str,
+    ) -> Option<Result<()>> {
+        let d = self.dpop.as_ref()?;
+        let asks = status == 401
+            && crate::www_auth::parse(challenge)
+                .iter()
+                .any(|c| c.param("error") == Some("use_dpop_nonce"));
+        if !asks {
+            return None;
+        }
+        Some(match d.take_nonce(url, nonce) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::new(
+                Kind::Auth,
+                "the server refused the DPoP nonce it had asked for \
+                 (use_dpop_nonce again); giving up",
+            )
+            .for_server(&self.server)),
+            Err(e) => Err(e.for_server(&self.server)),
+        })
     }
 
     /// After the server refused (HTTP `status`, with `challenge`): `None`
@@ -166,8 +241,7 @@ impl Authorization {
                      already expired (expires_in <= 0)",
                 ));
             }
-            self.value = Some(format!("Bearer {}", c.access_token.expose()));
-            Ok(())
+            self.present(&c)
         });
         Some(renewed.map_err(|e| e.for_server(&self.server)))
     }
@@ -219,15 +293,15 @@ fn env_bearer(
     Ok(format!("Bearer {token}"))
 }
 
-/// The `Authorization` header from the credential file, for a server
-/// with an `oauth` block: only when the entry was obtained for this exact
-/// URL (and token endpoint, when one is configured). An expired token is
-/// an error (never refreshed silently).
+/// The stored credential to present, for a server with an `oauth` block:
+/// only when the entry was obtained for this exact URL (and token
+/// endpoint, when one is configured). An expired token is an error (never
+/// refreshed silently).
 fn stored_bearer(
     server: &str,
     h: &Http,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>> {
+) -> Result<Option<store::Credential>> {
     let path = store::path(lookup)?;
     let Some(c) = store::get(&path, server)? else { return Ok(None) };
     let url = h.url.to_string();
@@ -262,5 +336,5 @@ fn stored_bearer(
         )
         .for_server(server));
     }
-    Ok(Some(format!("Bearer {}", c.access_token.expose())))
+    Ok(Some(c))
 }

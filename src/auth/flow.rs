@@ -32,11 +32,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
 use super::discovery::{self, AuthServer};
+use super::dpop::Dpop;
+use super::keys::{self, SigningKey};
 use super::pkce::{self, Secret};
 use super::store::{self, Credential};
-use super::{callback, token};
-use crate::config::{Http, OAuth};
+use super::{callback, machine, token};
+use crate::config::{DpopMode, Http, OAuth};
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Url;
@@ -59,11 +63,34 @@ pub(crate) struct Endpoints {
     pub(crate) sends_iss: bool,
     pub(crate) scopes_supported: Vec<String>,
     pub(crate) cimd: bool,
+    /// `token_endpoint_auth_signing_alg_values_supported` (empty: not
+    /// published).
+    pub(crate) signing_algs: Vec<String>,
+    /// `dpop_signing_alg_values_supported` (empty: not published).
+    pub(crate) dpop_algs: Vec<String>,
+}
+
+/// The strings of a metadata array, or none.
+fn listed(doc: &Value, key: &str) -> Vec<String> {
+    doc.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter().filter_map(Value::as_str).map(str::to_string).collect()
+        })
+        .unwrap_or_default()
 }
 
 impl From<AuthServer> for Endpoints {
     fn from(a: AuthServer) -> Endpoints {
         Endpoints {
+            signing_algs: listed(
+                &a.document,
+                "token_endpoint_auth_signing_alg_values_supported",
+            ),
+            dpop_algs: listed(
+                &a.document,
+                "dpop_signing_alg_values_supported",
+            ),
             issuer: Some(a.published_issuer),
             authorization: a.authorization_endpoint,
             token: a.token_endpoint,
@@ -159,6 +186,8 @@ fn endpoints(
             sends_iss: false,
             scopes_supported: vec![],
             cimd: false,
+            signing_algs: vec![],
+            dpop_algs: vec![],
         }));
     }
     let url = &req.http.url;
@@ -220,6 +249,8 @@ fn endpoints(
         sends_iss: false,
         scopes_supported: vec![],
         cimd: false,
+        signing_algs: vec![],
+        dpop_algs: vec![],
     }))
 }
 
@@ -232,6 +263,8 @@ pub(crate) struct ClientIdentity {
     pub(crate) method: String,
     /// A dynamic registration to store with the credential.
     pub(crate) registration: Option<Value>,
+    /// `private_key_jwt`: the key, and the assertion's audience.
+    pub(crate) key: Option<(Arc<SigningKey>, String)>,
 }
 
 /// The method for a client with a secret: what the registration said, else
@@ -272,7 +305,13 @@ fn client(
                 secret: None,
                 method: "none".into(),
                 registration: None,
+                key: None,
             });
+        }
+        if let Some(path) = &o.machine.client_key_file {
+            let audience =
+                ep.issuer.clone().unwrap_or_else(|| ep.token.to_string());
+            return key_identity(id, path, &ep.signing_algs, audience);
         }
         let method = if secret.is_some() {
             secret_method(&ep.methods)
@@ -284,6 +323,7 @@ fn client(
             secret,
             method,
             registration: None,
+            key: None,
         });
     }
     if !o.dynamic_registration {
@@ -454,7 +494,69 @@ fn registration_identity(
         secret,
         method,
         registration: Some(reg.clone()),
+        key: None,
     })
+}
+
+/// A `private_key_jwt` client: the key from `path`, signing with the
+/// algorithm the authorization server accepts for assertions (when it
+/// says: a server that lists only others, `none` or HS256 included, is
+/// refused); the assertion's audience is the issuer, else the token
+/// endpoint.
+fn key_identity(
+    id: &str,
+    path: &std::path::Path,
+    signing_algs: &[String],
+    audience: String,
+) -> Result<ClientIdentity> {
+    let key = keys::load(path)?;
+    let alg = key.alg();
+    if !signing_algs.is_empty() && !signing_algs.iter().any(|a| a == alg) {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the authorization server accepts client assertions signed \
+                 with {} only; the key in {} signs {alg}",
+                term::clip(&term::line(&signing_algs.join(", ")), 200),
+                path.display()
+            ),
+        ));
+    }
+    Ok(ClientIdentity {
+        id: id.to_string(),
+        secret: None,
+        method: "private_key_jwt".into(),
+        registration: None,
+        key: Some((Arc::new(key), audience)),
+    })
+}
+
+/// The DPoP key of a new credential, when DPoP is on for it: `"dpop":
+/// true`, or `"auto"` and the authorization server lists ES256. A server
+/// that lists algorithms without ES256 cannot take our proofs.
+fn dpop_key(o: &OAuth, ep: &Endpoints) -> Result<Option<(Secret, Dpop)>> {
+    let es256 = ep.dpop_algs.iter().any(|a| a == "ES256");
+    let on = match o.machine.dpop {
+        DpopMode::Off => false,
+        DpopMode::Auto => es256,
+        DpopMode::On if ep.dpop_algs.is_empty() || es256 => true,
+        DpopMode::On => {
+            return Err(Error::new(
+                Kind::Auth,
+                format!(
+                    "\"dpop\" is on, but the authorization server takes DPoP \
+                     proofs signed with {} only (rivumi-mcp signs ES256)",
+                    term::clip(&term::line(&ep.dpop_algs.join(", ")), 200)
+                ),
+            ));
+        }
+    };
+    if !on {
+        return Ok(None);
+    }
+    let stored = keys::generate_p256()?;
+    let dpop = Dpop::new(keys::stored_p256(&stored)?)?;
+    Ok(Some((stored, dpop)))
 }
 
 /// The scopes: configured ones win; else the challenge's; else the
@@ -573,19 +675,52 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         o.offline_access,
     );
     let issuer = ep.issuer.clone();
+    let dpop = dpop_key(o, &ep)?;
+    let proofs = dpop.as_ref().map(|(_, d)| d);
     let tokens;
     let identity;
-    if o.client_credentials {
+    let m = &o.machine;
+    if o.client_credentials || m.jwt_bearer || m.enterprise.is_some() {
         let d = Deadline::new("the token request", REQUEST_TIMEOUT);
         identity =
             client(&req, secret.as_ref(), &ep, None, stored.as_ref(), &d)?;
-        let mut params = vec![("grant_type", "client_credentials")];
-        if let Some(s) = &scope {
-            params.push(("scope", s));
-        }
-        params.push(("resource", &resource));
-        tokens =
-            token::request(&ep.token, &identity.as_client(), &params, &d)?;
+        let client = identity.as_client();
+        let scope = scope.as_deref();
+        tokens = match (&m.assertion, &m.enterprise) {
+            (Some(a), None) => {
+                let assertion = machine::read_assertion(a, req.lookup)?;
+                machine::jwt_bearer(
+                    &ep.token, &client, &assertion, scope, &resource, proofs,
+                    &d,
+                )?
+            }
+            (Some(a), Some(idp)) => {
+                let id_token = machine::read_assertion(a, req.lookup)?;
+                // The ID-JAG is addressed to the authorization server.
+                let audience = issuer.clone().ok_or_else(|| {
+                    Error::new(
+                        Kind::Auth,
+                        "enterprise-managed authorization needs the \
+                         authorization server's metadata (its issuer)",
+                    )
+                })?;
+                let jag = machine::id_jag(
+                    idp, &id_token, &audience, &resource, scope, req.lookup,
+                    &d,
+                )?;
+                machine::jwt_bearer(
+                    &ep.token, &client, &jag, scope, &resource, proofs, &d,
+                )?
+            }
+            _ => {
+                let mut params = vec![("grant_type", "client_credentials")];
+                if let Some(s) = scope {
+                    params.push(("scope", s));
+                }
+                params.push(("resource", &resource));
+                token::request(&ep.token, &client, &params, proofs, &d)?
+            }
+        };
     } else {
         let p = pkce::Pkce::new()?;
         let listener = bind_listener(o, stored.as_ref())?;
@@ -646,6 +781,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
                 ("code_verifier", p.verifier.expose()),
                 ("resource", &resource),
             ],
+            proofs,
             &d,
         )?;
     }
@@ -663,6 +799,7 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         obtained_at: now,
         registration: identity.registration.clone(),
         auth_method: Some(identity.method.clone()),
+        dpop_key: dpop.filter(|_| tokens.dpop).map(|(k, _)| k),
     };
     store::put(&store_path, server, cred.clone())?;
     journal::event(
@@ -679,6 +816,8 @@ impl ClientIdentity {
             id: &self.id,
             secret: self.secret.as_ref(),
             method: &self.method,
+            key: self.key.as_ref().map(|(k, _)| k.as_ref()),
+            audience: self.key.as_ref().map(|(_, a)| a.as_str()),
         }
     }
 }
@@ -750,7 +889,19 @@ pub(crate) fn refresh(
                     secret: None,
                     method: "none".into(),
                     registration: None,
+                    key: None,
                 })
+            }
+            None if c.auth_method.as_deref() == Some("private_key_jwt") => {
+                let path = oauth.machine.client_key_file.as_ref().ok_or_else(|| {
+                    Error::usage(
+                        "the credential was obtained with private_key_jwt; \
+                         the oauth block no longer names 'client_key_file'",
+                    )
+                })?;
+                let audience =
+                    c.issuer.clone().unwrap_or_else(|| endpoint.to_string());
+                key_identity(&c.client_id, path, &[], audience)?
             }
             None => ClientIdentity {
                 id: c.client_id.clone(),
@@ -762,7 +913,13 @@ pub(crate) fn refresh(
                 },
                 secret,
                 registration: None,
+                key: None,
             },
+        };
+        // A DPoP-bound token is refreshed with proofs of its own key.
+        let dpop = match &c.dpop_key {
+            Some(k) => Some(Dpop::new(keys::stored_p256(k)?)?),
+            None => None,
         };
         let d = Deadline::new("the token refresh", REQUEST_TIMEOUT);
         let tokens = token::request(
@@ -773,8 +930,13 @@ pub(crate) fn refresh(
                 ("refresh_token", rt.expose()),
                 ("resource", c.resource.as_deref().unwrap_or(&url)),
             ],
+            dpop.as_ref(),
             &d,
         )?;
+        if c.dpop_key.is_some() && !tokens.dpop {
+            // Bound before, Bearer now: the key no longer applies.
+            c.dpop_key = None;
+        }
         let now = store::now();
         c.access_token = tokens.access_token;
         if let Some(new_rt) = tokens.refresh_token {

@@ -15,7 +15,11 @@
 mod authorization;
 pub(crate) mod callback;
 pub(crate) mod discovery;
+pub(crate) mod dpop;
 pub(crate) mod flow;
+pub(crate) mod jose;
+pub(crate) mod keys;
+pub(crate) mod machine;
 pub(crate) mod pkce;
 pub(crate) mod store;
 pub(crate) mod token;

@@ -61,6 +61,7 @@ const FIELDS: &[&str] = &[
     "registration",
     "auth_method",
     "resource",
+    "dpop_key",
 ];
 
 /// One stored credential.
@@ -88,6 +89,10 @@ pub(crate) struct Credential {
     /// `login --refresh`). Written only then, so that entries without it
     /// stay readable by versions that do not know the field.
     pub(crate) resource: Option<String>,
+    /// The DPoP key the token is bound to (a P-256 PKCS#8 document,
+    /// base64url; secret): the token is presented only with proofs made
+    /// by it. Written only when there is one, like `resource`.
+    pub(crate) dpop_key: Option<Secret>,
 }
 
 impl std::fmt::Debug for Credential {
@@ -122,6 +127,9 @@ impl Credential {
         });
         if let Some(r) = &self.resource {
             v["resource"] = json!(r);
+        }
+        if let Some(k) = &self.dpop_key {
+            v["dpop_key"] = json!(k.expose());
         }
         v
     }
@@ -166,6 +174,7 @@ impl Credential {
             obtained_at: number("obtained_at")?.unwrap_or(0),
             auth_method: text("auth_method")?,
             resource: text("resource")?,
+            dpop_key: text("dpop_key")?.map(Secret::new),
             registration,
         })
     }
@@ -211,52 +220,20 @@ pub(crate) fn path(
 pub(crate) fn load(path: &Path) -> Result<Vec<(String, Credential)>> {
     let shown = path.display();
     check_dir(dir_of(path))?;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
-    let mut file = match file {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(vec![]);
-        }
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(Error::refused(format!(
-                "credential file {shown} is a symbolic link; refusing it"
-            )));
-        }
-        Err(e) => {
-            return Err(Error::refused(format!(
-                "credential file {shown}: cannot open: {e}"
-            )));
-        }
+    let mode = |m: u32| {
+        (m != 0o600).then(|| {
+            format!(
+                "has mode {m:03o}; it must be 0600 (run: chmod 600 {shown})"
+            )
+        })
     };
-    let meta = file.metadata().map_err(|e| {
+    let Some(bytes) = read_private(path, "credential file", MAX_FILE, &mode)?
+    else {
+        return Ok(vec![]);
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
         Error::refused(format!("credential file {shown}: {e}"))
     })?;
-    let problem = if !meta.is_file() {
-        Some("is not a regular file".to_string())
-    } else if meta.uid() != sys::euid() {
-        Some(format!("belongs to uid {}, not to you", meta.uid()))
-    } else if meta.mode() & 0o777 != 0o600 {
-        Some(format!(
-            "has mode {:03o}; it must be 0600 (run: chmod 600 {shown})",
-            meta.mode() & 0o777
-        ))
-    } else if meta.nlink() != 1 {
-        Some(format!("has {} hard links; it must have one", meta.nlink()))
-    } else if meta.len() > MAX_FILE {
-        Some(format!("is larger than {MAX_FILE} bytes"))
-    } else {
-        None
-    };
-    if let Some(p) = problem {
-        return Err(Error::refused(format!("credential file {shown} {p}")));
-    }
-    let mut text = String::new();
-    Read::by_ref(&mut file).take(MAX_FILE).read_to_string(&mut text).map_err(
-        |e| Error::refused(format!("credential file {shown}: {e}")),
-    )?;
     let v: Value = serde_json::from_str(&text).map_err(|e| {
         Error::refused(format!(
             "credential file {shown} is not valid JSON: {e}"
@@ -269,6 +246,66 @@ pub(crate) fn load(path: &Path) -> Result<Vec<(String, Credential)>> {
              written"
         ))
     })
+}
+
+/// Reads a file that holds secrets (the credential file, a private key)
+/// by the rules in the module docs: opened with `O_NOFOLLOW` (a symbolic
+/// link is refused), then the open descriptor checked: a regular file,
+/// ours, with one link, at most `max` bytes, and a mode `mode` accepts
+/// (it says what is wrong otherwise). `None` when the file does not
+/// exist. `what` names the file in errors ("credential file").
+pub(crate) fn read_private(
+    path: &Path,
+    what: &str,
+    max: u64,
+    mode: &dyn Fn(u32) -> Option<String>,
+) -> Result<Option<Vec<u8>>> {
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Error::refused(format!(
+                "{what} {shown} is a symbolic link; refusing it"
+            )));
+        }
+        Err(e) => {
+            return Err(Error::refused(format!(
+                "{what} {shown}: cannot open: {e}"
+            )));
+        }
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::refused(format!("{what} {shown}: {e}")))?;
+    let problem = if !meta.is_file() {
+        Some("is not a regular file".to_string())
+    } else if meta.uid() != sys::euid() {
+        Some(format!("belongs to uid {}, not to you", meta.uid()))
+    } else if let Some(p) = mode(meta.mode() & 0o777) {
+        Some(p)
+    } else if meta.nlink() != 1 {
+        Some(format!("has {} hard links; it must have one", meta.nlink()))
+    } else if meta.len() > max {
+        Some(format!("is larger than {max} bytes"))
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        return Err(Error::refused(format!("{what} {shown} {p}")));
+    }
+    let mut bytes = Vec::new();
+    Read::by_ref(&mut file)
+        .take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::refused(format!("{what} {shown}: {e}")))?;
+    Ok(Some(bytes))
 }
 
 /// The entries of a parsed file, or where it is not a file of
@@ -481,6 +518,7 @@ mod tests {
             registration: None,
             auth_method: None,
             resource: None,
+            dpop_key: None,
         }
     }
 

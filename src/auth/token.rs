@@ -1,18 +1,23 @@
-//! Token requests: the authorization-code exchange (and, for the explicit
-//! `login --refresh`, the refresh grant).
+//! Token requests: every grant's (the authorization-code exchange, client
+//! credentials, jwt-bearer, the refresh of `login --refresh`) and the RFC
+//! 8693 token exchange at an enterprise identity provider.
 //!
 //! A form POST to the token endpoint, never following a redirect. The
 //! answer must be JSON with `access_token` and a `token_type` of Bearer
-//! (compared case-insensitively); anything else is an error and nothing is
-//! stored. A client secret, when configured, is sent by the method the
-//! authorization server supports (`client_secret_basic`, else
-//! `client_secret_post`).
+//! (compared case-insensitively), or DPoP when the request carried a DPoP
+//! proof; anything else is an error and nothing is stored. A client
+//! secret, when configured, is sent by the method the authorization server
+//! supports (`client_secret_basic`, else `client_secret_post`); a client
+//! key signs a fresh `private_key_jwt` assertion for every request.
 
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use super::callback::{encode, form};
+use super::dpop::Dpop;
+use super::keys::SigningKey;
 use super::pkce::Secret;
+use super::{jose, store};
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Url;
@@ -26,6 +31,8 @@ pub(crate) struct Tokens {
     /// `expires_in` as sent: zero or negative means already expired.
     pub(crate) expires_in: Option<i64>,
     pub(crate) scope: Option<String>,
+    /// A DPoP-bound token (`token_type` DPoP): never sent as Bearer.
+    pub(crate) dpop: bool,
 }
 
 /// When an access token with this `expires_in` expires, in unix seconds,
@@ -60,48 +67,197 @@ fn expires_in(v: Option<&Value>) -> Option<i64> {
 pub(crate) struct Client<'a> {
     pub(crate) id: &'a str,
     pub(crate) secret: Option<&'a Secret>,
-    /// `none`, `client_secret_basic` or `client_secret_post`.
+    /// `none`, `client_secret_basic`, `client_secret_post` or
+    /// `private_key_jwt`.
     pub(crate) method: &'a str,
+    /// For `private_key_jwt`: the key that signs the client assertion.
+    pub(crate) key: Option<&'a SigningKey>,
+    /// The assertion's audience: the authorization server's issuer, else
+    /// its token endpoint (RFC 7523 §3).
+    pub(crate) audience: Option<&'a str>,
 }
 
-/// POSTs `params` (plus the client's credentials) to the token endpoint.
+impl<'a> Client<'a> {
+    /// A client that authenticates by `method` with `secret`.
+    pub(crate) fn new(
+        id: &'a str,
+        secret: Option<&'a Secret>,
+        method: &'a str,
+    ) -> Client<'a> {
+        Client { id, secret, method, key: None, audience: None }
+    }
+}
+
+/// The `client_assertion_type` of `private_key_jwt` (RFC 7523 §2.2).
+const ASSERTION_TYPE: &str =
+    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+/// The longest life of a client assertion, in seconds.
+const ASSERTION_LIFE: u64 = 300;
+
+/// A `private_key_jwt` client assertion (RFC 7523 §2.2, §3): iss = sub =
+/// the client, aud = the authorization server, a fresh `jti`, and an `exp`
+/// five minutes after `iat`.
+fn client_assertion(client: &Client<'_>, endpoint: &Url) -> Result<String> {
+    let key = client.key.ok_or_else(|| {
+        Error::usage("private_key_jwt needs a key ('client_key_file')")
+    })?;
+    let now = store::now();
+    let claims = json!({
+        "iss": client.id,
+        "sub": client.id,
+        "aud": client.audience.map(str::to_string).unwrap_or_else(|| endpoint.to_string()),
+        "jti": jose::jti()?,
+        "iat": now,
+        "exp": now + ASSERTION_LIFE,
+    });
+    key.jwt(json!({"typ": "JWT"}), &claims)
+}
+
+/// POSTs `params` (plus the client's credentials) to the token endpoint
+/// and returns the tokens. With `dpop`, the request carries a proof, and
+/// a `DPoP` token type is accepted.
 pub(crate) fn request(
     endpoint: &Url,
     client: &Client<'_>,
     params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
     deadline: &Deadline,
 ) -> Result<Tokens> {
-    let mut pairs: Vec<(&str, &str)> = params.to_vec();
-    let mut headers = vec![("accept", "application/json".to_string())];
-    match (client.secret, client.method) {
-        (Some(secret), "client_secret_basic") => {
-            // RFC 6749 §2.3.1: form-encode both parts, then Basic.
-            let raw =
-                format!("{}:{}", encode(client.id), encode(secret.expose()));
-            let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
-            headers.push(("authorization", format!("Basic {b64}")));
-        }
-        (Some(secret), "client_secret_post") => {
-            pairs.push(("client_id", client.id));
-            pairs.push(("client_secret", secret.expose()));
-        }
-        _ => pairs.push(("client_id", client.id)),
-    }
-    let body = form(&pairs).into_bytes();
     let what = format!("token endpoint {endpoint}");
-    let a = net::request(
-        "POST",
-        endpoint,
-        &headers,
-        Some(("application/x-www-form-urlencoded", body)),
-        deadline,
-    )?;
-    if let Some(e) = a.redirect_error(&what) {
-        return Err(e);
+    let m = post(endpoint, client, params, dpop, deadline)?;
+    let token_type = m.get("token_type").and_then(Value::as_str).unwrap_or("");
+    let bound = dpop.is_some() && token_type.eq_ignore_ascii_case("dpop");
+    if !bound && !token_type.eq_ignore_ascii_case("bearer") {
+        return Err(Error::server(format!(
+            "{what}: token_type is '{}', not {}; nothing stored",
+            term::clip(&term::line(token_type), 50),
+            if dpop.is_some() { "DPoP or Bearer" } else { "Bearer" }
+        )));
     }
-    if a.status != 200 {
-        let detail = serde_json::from_slice::<Value>(&a.body)
-            .ok()
+    Ok(Tokens {
+        access_token: access_token(&m, &what)?,
+        refresh_token: m
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(|r| Secret::new(r.to_string())),
+        expires_in: expires_in(m.get("expires_in")),
+        scope: m.get("scope").and_then(Value::as_str).map(str::to_string),
+        dpop: bound,
+    })
+}
+
+/// The RFC 8693 token exchange: POSTs `params` and returns the issued
+/// token, which must be of `issued_type`.
+pub(crate) fn exchange(
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    issued_type: &str,
+    deadline: &Deadline,
+) -> Result<Secret> {
+    let what = format!("token endpoint {endpoint}");
+    let m = post(endpoint, client, params, None, deadline)?;
+    let issued =
+        m.get("issued_token_type").and_then(Value::as_str).unwrap_or("");
+    if issued != issued_type {
+        return Err(Error::server(format!(
+            "{what}: issued_token_type is '{}', not {issued_type}",
+            term::clip(&term::line(issued), 80)
+        )));
+    }
+    access_token(&m, &what)
+}
+
+/// The answer's `access_token`: non-empty visible ASCII.
+fn access_token(m: &Map<String, Value>, what: &str) -> Result<Secret> {
+    m.get("access_token")
+        .and_then(Value::as_str)
+        .filter(|t| {
+            !t.is_empty() && t.bytes().all(|b| (0x21..0x7f).contains(&b))
+        })
+        .map(|t| Secret::new(t.to_string()))
+        .ok_or_else(|| {
+            Error::server(format!(
+                "{what}: no usable access_token; nothing stored"
+            ))
+        })
+}
+
+/// The token request itself: the form, the client's authentication, a
+/// DPoP proof (sent once more, with the nonce, after `use_dpop_nonce`),
+/// and the answer's JSON object (an error answer is an error).
+fn post(
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
+    deadline: &Deadline,
+) -> Result<Map<String, Value>> {
+    let what = format!("token endpoint {endpoint}");
+    let mut retried = false;
+    loop {
+        let mut pairs: Vec<(&str, &str)> = params.to_vec();
+        let mut headers = vec![("accept", "application/json".to_string())];
+        let assertion;
+        match (client.secret, client.method) {
+            (Some(secret), "client_secret_basic") => {
+                // RFC 6749 §2.3.1: form-encode both parts, then Basic.
+                let raw = format!(
+                    "{}:{}",
+                    encode(client.id),
+                    encode(secret.expose())
+                );
+                let b64 =
+                    base64::engine::general_purpose::STANDARD.encode(raw);
+                headers.push(("authorization", format!("Basic {b64}")));
+            }
+            (Some(secret), "client_secret_post") => {
+                pairs.push(("client_id", client.id));
+                pairs.push(("client_secret", secret.expose()));
+            }
+            (_, "private_key_jwt") => {
+                // A new assertion each time: its jti is single-use.
+                assertion = client_assertion(client, endpoint)?;
+                pairs.push(("client_id", client.id));
+                pairs.push(("client_assertion_type", ASSERTION_TYPE));
+                pairs.push(("client_assertion", &assertion));
+            }
+            // Without a client id (an IdP that needs none), nothing.
+            _ if client.id.is_empty() => {}
+            _ => pairs.push(("client_id", client.id)),
+        }
+        if let Some(d) = dpop {
+            headers
+                .push(("dpop", d.proof("POST", &endpoint.to_string(), None)?));
+        }
+        let body = form(&pairs).into_bytes();
+        let a = net::request(
+            "POST",
+            endpoint,
+            &headers,
+            Some(("application/x-www-form-urlencoded", body)),
+            deadline,
+        )?;
+        if let Some(e) = a.redirect_error(&what) {
+            return Err(e);
+        }
+        if a.status == 200 {
+            return a.json_object(&what);
+        }
+        let error = serde_json::from_slice::<Value>(&a.body).ok();
+        let code = error.as_ref().and_then(|v| v.get("error")?.as_str());
+        // RFC 9449 §8: the server wants a nonce; one more try with it.
+        if let (Some(d), Some("use_dpop_nonce"), 400) = (dpop, code, a.status)
+        {
+            let fresh =
+                d.take_nonce(&endpoint.to_string(), a.dpop_nonce.as_deref())?;
+            if fresh && !retried {
+                retried = true;
+                continue;
+            }
+        }
+        let detail = error
+            .as_ref()
             .and_then(|v| {
                 let e = v.get("error")?.as_str()?.to_string();
                 let d = v
@@ -118,34 +274,6 @@ pub(crate) fn request(
             format!("{what} answered HTTP {}{detail}", a.status),
         ));
     }
-    let m = a.json_object(&what)?;
-    let token_type = m.get("token_type").and_then(Value::as_str).unwrap_or("");
-    if !token_type.eq_ignore_ascii_case("bearer") {
-        return Err(Error::server(format!(
-            "{what}: token_type is '{}', not Bearer; nothing stored",
-            term::clip(&term::line(token_type), 50)
-        )));
-    }
-    let access = m
-        .get("access_token")
-        .and_then(Value::as_str)
-        .filter(|t| {
-            !t.is_empty() && t.bytes().all(|b| (0x21..0x7f).contains(&b))
-        })
-        .ok_or_else(|| {
-            Error::server(format!(
-                "{what}: no usable access_token; nothing stored"
-            ))
-        })?;
-    Ok(Tokens {
-        access_token: Secret::new(access.to_string()),
-        refresh_token: m
-            .get("refresh_token")
-            .and_then(Value::as_str)
-            .map(|r| Secret::new(r.to_string())),
-        expires_in: expires_in(m.get("expires_in")),
-        scope: m.get("scope").and_then(Value::as_str).map(str::to_string),
-    })
 }
 
 #[cfg(test)]
@@ -175,6 +303,7 @@ mod tests {
                 registration: None,
                 auth_method: None,
                 resource: None,
+                dpop_key: None,
             };
             assert!(c.expired(1_000), "{v}");
         }

@@ -287,6 +287,28 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
 
 /// `rivumi-mcp status`: which servers have a stored credential, for which
 /// URL, and until when. Never the token.
+/// How a server's credential is obtained and presented (names only): the
+/// grant, the client authentication (other than `none`) of the stored
+/// credential or else the configured one, and whether the stored token
+/// is DPoP-bound.
+fn method<'a>(
+    h: &'a crate::config::Http,
+    c: Option<&'a store::Credential>,
+) -> (&'static str, Option<&'a str>, bool) {
+    let Some(o) = &h.oauth else { return ("-", None, false) };
+    let configured = if o.machine.client_key_file.is_some() {
+        Some("private_key_jwt")
+    } else {
+        None
+    };
+    let client_auth = c
+        .and_then(|c| c.auth_method.as_deref())
+        .filter(|m| *m != "none")
+        .or(configured);
+    let dpop = c.is_some_and(|c| c.dpop_key.is_some());
+    (o.machine.grant_name(o.client_credentials), client_auth, dpop)
+}
+
 pub(crate) fn status(
     ctx: &Context,
     json: bool,
@@ -298,6 +320,7 @@ pub(crate) fn status(
     let mut rows = vec![vec![
         "SERVER".to_string(),
         "AUTH".to_string(),
+        "METHOD".to_string(),
         "CREDENTIAL".to_string(),
         "EXPIRES".to_string(),
         "URL".to_string(),
@@ -319,9 +342,19 @@ pub(crate) fn status(
                 std::time::UNIX_EPOCH + Duration::from_secs(t),
             )
         });
+        let (grant, client_auth, dpop) = method(h, c);
+        let shown_method = match &h.oauth {
+            None => "-".to_string(),
+            Some(_) => [Some(grant), client_auth, dpop.then_some("dpop")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("+"),
+        };
         rows.push(vec![
             out::shown(&e.name).into_owned(),
             s.auth_mode().to_string(),
+            shown_method,
             state.to_string(),
             expires.clone().unwrap_or_else(|| "-".into()),
             c.map(|c| c.url.clone()).unwrap_or_else(|| url.clone()),
@@ -329,7 +362,9 @@ pub(crate) fn status(
         list.push(json!({"server": e.name, "auth": s.auth_mode(), "credential": state,
             "expires_at": c.and_then(|c| c.expires_at), "url": c.map(|c| c.url.clone()),
             "configured_url": url, "issuer": c.and_then(|c| c.issuer.clone()),
-            "refresh_token": c.map(|c| c.refresh_token.is_some())}));
+            "refresh_token": c.map(|c| c.refresh_token.is_some()),
+            "grant": h.oauth.as_ref().map(|_| grant), "client_auth": client_auth,
+            "dpop": dpop}));
     }
     if json {
         return out::json(

@@ -27,6 +27,7 @@ mod oauth;
 mod rules;
 
 pub(crate) use check::validate;
+pub(crate) use oauth::{Assertion, DpopMode, Enterprise, Machine};
 pub(crate) use rules::check_name;
 
 /// The largest configuration file read (a FIFO or `/dev/zero` never hangs
@@ -152,6 +153,8 @@ pub(crate) struct OAuth {
     pub(crate) offline_access: bool,
     /// Log in inline when a request gets 401 / 403 insufficient_scope.
     pub(crate) step_up: bool,
+    /// The machine grants, `private_key_jwt` and DPoP (`oauth.rs`).
+    pub(crate) machine: Machine,
 }
 
 impl Server {

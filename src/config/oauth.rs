@@ -1,10 +1,21 @@
 //! The `oauth` block of an http server: its keys, values and the
 //! combinations that go together.
+//!
+//! Besides the browser login and `client_credentials` with a secret, the
+//! block configures what machines use (the MCP authorization extensions):
+//! `private_key_jwt` (`client_key_file`), workload identity (`"grant":
+//! "jwt_bearer"` with an assertion from `assertion_file` or
+//! `assertion_env_var`), enterprise-managed authorization (`"grant":
+//! "enterprise"`: the IdP's ID token, from the same keys, exchanged at
+//! `idp_token_endpoint` for an ID-JAG) and DPoP (`dpop`).
+
+use std::path::PathBuf;
 
 use super::OAuth;
 use super::check::{Cursor, item_pos};
 use super::rules::{check_env_name, unknown_key};
 use crate::jsonpos::{Kind as J, Member};
+use crate::urlcheck::Url;
 
 pub(super) const OAUTH_KEYS: &[&str] = &[
     "client_id",
@@ -19,7 +30,68 @@ pub(super) const OAUTH_KEYS: &[&str] = &[
     "grant",
     "offline_access",
     "step_up",
+    "client_key_file",
+    "assertion_file",
+    "assertion_env_var",
+    "idp_token_endpoint",
+    "idp_client_id",
+    "idp_client_secret_env_var",
+    "dpop",
 ];
+
+/// Where a JWT the platform hands the job comes from: the workload's
+/// assertion (`jwt_bearer`) or the IdP's ID token (`enterprise`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Assertion {
+    File(PathBuf),
+    Env(String),
+}
+
+/// `dpop`: off (the default), on, or on when the authorization server
+/// lists ES256 in `dpop_signing_alg_values_supported`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum DpopMode {
+    #[default]
+    Off,
+    On,
+    Auto,
+}
+
+/// The identity provider of enterprise-managed authorization (SEP-990).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Enterprise {
+    pub(crate) token_endpoint: Url,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret_env_var: Option<String>,
+}
+
+/// What an `oauth` block says beyond the browser login.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Machine {
+    /// `"grant": "jwt_bearer"`: the assertion is the grant (RFC 7523 §2.1).
+    pub(crate) jwt_bearer: bool,
+    /// `"grant": "enterprise"`: token exchange at the IdP, then jwt-bearer.
+    pub(crate) enterprise: Option<Enterprise>,
+    /// `client_key_file`: `private_key_jwt` with this PKCS#8 key.
+    pub(crate) client_key_file: Option<PathBuf>,
+    pub(crate) assertion: Option<Assertion>,
+    pub(crate) dpop: DpopMode,
+}
+
+impl Machine {
+    /// The grant's name, for `status` and messages.
+    pub(crate) fn grant_name(&self, client_credentials: bool) -> &'static str {
+        if self.jwt_bearer {
+            "jwt_bearer"
+        } else if self.enterprise.is_some() {
+            "enterprise"
+        } else if client_credentials {
+            "client_credentials"
+        } else {
+            "authorization_code"
+        }
+    }
+}
 
 impl Cursor<'_, '_> {
     pub(super) fn oauth(&mut self, m: &Member) -> Option<OAuth> {
@@ -70,12 +142,18 @@ impl Cursor<'_, '_> {
         };
         let dynamic = choice(self, "registration", &["dynamic", "none"])
             .is_some_and(|v| v == "dynamic");
-        let client_credentials = choice(
+        let grant = choice(
             self,
             "grant",
-            &["authorization_code", "client_credentials"],
+            &[
+                "authorization_code",
+                "client_credentials",
+                "jwt_bearer",
+                "enterprise",
+            ],
         )
-        .is_some_and(|v| v == "client_credentials");
+        .unwrap_or_default();
+        let client_credentials = grant == "client_credentials";
         let flag = |c: &mut Self, key: &str| match node.get(key) {
             None => false,
             Some(f) => match f.value.kind {
@@ -100,15 +178,16 @@ impl Cursor<'_, '_> {
                  \"dynamic\")",
             );
         }
+        let has_key = node.get("client_key_file").is_some();
         if client_credentials
             && (node.get("client_id").is_none()
-                || node.get("client_secret_env_var").is_none())
+                || !(node.get("client_secret_env_var").is_some() || has_key))
         {
             self.error(
                 base,
                 node.pos,
                 "\"grant\": \"client_credentials\" needs 'client_id' and \
-                 'client_secret_env_var'"
+                 'client_secret_env_var' (or 'client_key_file')"
                     .to_string(),
             );
         }
@@ -118,10 +197,7 @@ impl Cursor<'_, '_> {
             let pos = node
                 .get("client_secret_env_var")
                 .map_or(node.pos, |f| f.value.pos);
-            match check_env_name(n) {
-                Ok(()) => self.check_set(&p, pos, n),
-                Err(msg) => self.error(&p, pos, msg),
-            }
+            self.env_var(&p, pos, n);
         }
         let endpoint = |c: &mut Self, key: &str| {
             node.get(key)
@@ -195,6 +271,7 @@ impl Cursor<'_, '_> {
                     .to_string(),
             );
         }
+        let machine = self.machine(m, &grant, &string);
         if self.errors() != errors {
             return None;
         }
@@ -211,6 +288,151 @@ impl Cursor<'_, '_> {
             client_credentials,
             offline_access,
             step_up,
+            machine: machine?,
         })
+    }
+
+    /// The keys of [`Machine`], for the block `m` whose `grant` is
+    /// `grant` ("" when not given); `string` is the block's string check.
+    fn machine(
+        &mut self,
+        m: &Member,
+        grant: &str,
+        string: &dyn Fn(&mut Self, &str) -> Option<String>,
+    ) -> Option<Machine> {
+        let base = "/oauth";
+        let node = &m.value;
+        let has = |k: &str| node.get(k).is_some();
+        let pos = |k: &str| node.get(k).map_or(node.pos, |f| f.value.pos);
+        let errors = self.errors();
+        let client_key_file =
+            string(self, "client_key_file").map(PathBuf::from);
+        if has("client_key_file") && has("client_secret_env_var") {
+            self.error(
+                base,
+                node.pos,
+                "give either 'client_secret_env_var' or 'client_key_file' \
+                 (private_key_jwt), not both",
+            );
+        }
+        let file = string(self, "assertion_file").map(PathBuf::from);
+        let var = string(self, "assertion_env_var");
+        if let Some(v) = &var {
+            self.env_var(
+                &format!("{base}/assertion_env_var"),
+                pos("assertion_env_var"),
+                v,
+            );
+        }
+        let assertion = match (file, var) {
+            (Some(_), Some(_)) => {
+                self.error(
+                    base,
+                    node.pos,
+                    "give either 'assertion_file' or 'assertion_env_var', not both",
+                );
+                None
+            }
+            (Some(f), None) => Some(Assertion::File(f)),
+            (None, Some(v)) => Some(Assertion::Env(v)),
+            (None, None) => None,
+        };
+        let assertion_grant = matches!(grant, "jwt_bearer" | "enterprise");
+        let both = has("assertion_file") && has("assertion_env_var");
+        if assertion_grant && assertion.is_none() && !both {
+            self.error(
+                base,
+                node.pos,
+                format!(
+                    "\"grant\": \"{grant}\" needs 'assertion_file' or \
+                     'assertion_env_var' (where the job's JWT comes from)"
+                ),
+            );
+        }
+        if assertion_grant && !has("client_id") {
+            self.error(
+                base,
+                node.pos,
+                format!("\"grant\": \"{grant}\" needs 'client_id'"),
+            );
+        }
+        for k in ["assertion_file", "assertion_env_var"] {
+            if has(k) && !assertion_grant {
+                self.error(
+                    &format!("{base}/{k}"),
+                    pos(k),
+                    format!("'{k}' goes with \"grant\": \"jwt_bearer\" or \"enterprise\""),
+                );
+            }
+        }
+        let idp_endpoint = node.get("idp_token_endpoint").and_then(|f| {
+            self.url(&f.value, &format!("{base}/idp_token_endpoint"))
+        });
+        let idp_client_id = string(self, "idp_client_id");
+        let idp_secret = string(self, "idp_client_secret_env_var");
+        if let Some(v) = &idp_secret {
+            let p = format!("{base}/idp_client_secret_env_var");
+            self.env_var(&p, pos("idp_client_secret_env_var"), v);
+        }
+        let enterprise = grant == "enterprise";
+        if enterprise && !has("idp_token_endpoint") {
+            self.error(
+                base,
+                node.pos,
+                "\"grant\": \"enterprise\" needs 'idp_token_endpoint' (the \
+                 identity provider's token endpoint)",
+            );
+        }
+        for k in [
+            "idp_token_endpoint",
+            "idp_client_id",
+            "idp_client_secret_env_var",
+        ] {
+            if has(k) && !enterprise {
+                self.error(
+                    &format!("{base}/{k}"),
+                    pos(k),
+                    format!("'{k}' goes with \"grant\": \"enterprise\""),
+                );
+            }
+        }
+        let dpop = match node.get("dpop").map(|f| &f.value.kind) {
+            None | Some(J::Bool(false)) => DpopMode::Off,
+            Some(J::Bool(true)) => DpopMode::On,
+            Some(J::String(s)) if s == "auto" => DpopMode::Auto,
+            Some(_) => {
+                self.error(
+                    &format!("{base}/dpop"),
+                    pos("dpop"),
+                    "'dpop' must be true, false or \"auto\"",
+                );
+                DpopMode::Off
+            }
+        };
+        if self.errors() != errors {
+            return None;
+        }
+        Some(Machine {
+            jwt_bearer: grant == "jwt_bearer",
+            enterprise: idp_endpoint.filter(|_| enterprise).map(
+                |token_endpoint| Enterprise {
+                    token_endpoint,
+                    client_id: idp_client_id,
+                    client_secret_env_var: idp_secret,
+                },
+            ),
+            client_key_file,
+            assertion,
+            dpop,
+        })
+    }
+
+    /// An environment variable's name at `p`: valid, and (as for
+    /// `client_secret_env_var`) reported when it is not set.
+    fn env_var(&mut self, p: &str, pos: crate::jsonpos::Pos, name: &str) {
+        match check_env_name(name) {
+            Ok(()) => self.check_set(p, pos, name),
+            Err(msg) => self.error(p, pos, msg),
+        }
     }
 }

@@ -173,13 +173,14 @@ impl HttpTransport {
     fn add_headers<B>(
         &self,
         mut req: ureq::RequestBuilder<B>,
+        method: &str,
         with_session: bool,
     ) -> ureq::RequestBuilder<B> {
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
         }
-        if let Some(v) = self.auth.header() {
-            req = req.header("authorization", v);
+        for (k, v) in self.auth.headers(method, &self.target) {
+            req = req.header(k, v);
         }
         if let Some(h) = &self.modern {
             for (k, v) in h {
@@ -204,14 +205,26 @@ impl HttpTransport {
         body: &[u8],
         deadline: &Deadline,
     ) -> Result<Response<Body>> {
+        let mut nonce_retried = false;
         loop {
             let resp = self.post_once(body, deadline)?;
             let status = resp.status().as_u16();
-            let header = resp
-                .headers()
-                .get("www-authenticate")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let header =
+                |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok());
+            // A DPoP nonce the server asks for: once per request.
+            if !nonce_retried
+                && let Some(retry) = self.auth.dpop_nonce(
+                    status,
+                    header("www-authenticate").unwrap_or(""),
+                    header("dpop-nonce"),
+                    &self.target,
+                )
+            {
+                retry?;
+                nonce_retried = true;
+                continue;
+            }
+            let header = header("www-authenticate").unwrap_or("");
             let ch = www_auth::Bearer::from_header(header);
             let scope_error =
                 ch.error.as_deref() == Some("insufficient_scope");
@@ -236,7 +249,7 @@ impl HttpTransport {
             .post(&self.target)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
-        self.add_headers(req, true)
+        self.add_headers(req, "POST", true)
             .config()
             .timeout_global(Some(left))
             .build()
@@ -645,7 +658,7 @@ impl HttpTransport {
             .header("accept", "text/event-stream")
             .header("last-event-id", last);
         let mut resp = self
-            .add_headers(req, true)
+            .add_headers(req, "GET", true)
             .config()
             .timeout_global(Some(left))
             .build()
@@ -764,7 +777,7 @@ impl Transport for HttpTransport {
 
         let req = self.agent.delete(&self.target);
         let r = self
-            .add_headers(req, true)
+            .add_headers(req, "DELETE", true)
             .config()
             .timeout_global(Some(CLOSE_TIMEOUT))
             .build()

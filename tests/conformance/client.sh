@@ -29,7 +29,7 @@ cfg="$tmp/mcp.json"
 # (discovery from the server, dynamic registration, step-up, a refresh
 # token when offered), or the pre-registered client / client-credentials
 # grant that MCP_CONFORMANCE_CONTEXT describes.
-URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+KEY_FILE="$tmp/client-key.pem" URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
   const ctx = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
   const server = { url: process.env.URL };
   if (process.env.SCENARIO.startsWith("auth/")) {
@@ -39,17 +39,36 @@ URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
     } else if (ctx.client_id) {
       o.client_id = ctx.client_id;
       if (ctx.client_secret) o.client_secret_env_var = "CONF_CLIENT_SECRET";
+      // private_key_jwt: the key, written 0600 below.
+      if (ctx.private_key_pem) o.client_key_file = process.env.KEY_FILE;
       if (process.env.SCENARIO.startsWith("auth/client-credentials")) o.grant = "client_credentials";
+      // Workload identity: the job JWT; enterprise: the IdP ID token.
+      if (ctx.valid_jwt) { o.grant = "jwt_bearer"; o.assertion_env_var = "CONF_ASSERTION"; }
+      if (ctx.idp_token_endpoint) {
+        o.grant = "enterprise";
+        o.assertion_env_var = "CONF_ASSERTION";
+        o.idp_token_endpoint = ctx.idp_token_endpoint;
+        if (ctx.idp_client_id) o.idp_client_id = ctx.idp_client_id;
+      }
     } else {
       o.registration = "dynamic";
     }
+    // DPoP, opted into for the scenarios that test it.
+    if (process.env.SCENARIO.startsWith("auth/dpop")) o.dpop = true;
     server.oauth = o;
   }
   process.stdout.write(JSON.stringify({ mcpServers: { conf: server } }, null, 2) + "\n");
 ' >"$cfg" || { echo "client.sh: cannot write the config (is node on PATH?)" >&2; exit 2; }
-export CONF_CLIENT_SECRET="$(CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
-  const c = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
-  process.stdout.write(c.client_secret || "")')"
+# ctx_field NAME...: the first of the context's fields NAME... that is set (empty if none).
+ctx_field() {
+  CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+    const c = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
+    process.stdout.write(process.argv.slice(1).map(k => c[k]).find(Boolean) || "")' "$@"
+}
+export CONF_CLIENT_SECRET="$(ctx_field client_secret)"
+export CONF_ASSERTION="$(ctx_field valid_jwt idp_id_token)"
+# The client's private key (private_key_jwt), owner-only as rivumi-mcp requires.
+(umask 077; ctx_field private_key_pem >"$tmp/client-key.pem")
 export RIVUMI_MCP_CREDENTIALS="$tmp/credentials.json"
 export RIVUMI_MCP_BROWSER="$root/tests/conformance/browser.js"
 export RIVUMI_MCP_ALLOWLIST=conf

@@ -1365,3 +1365,338 @@ impl Site<'_> {
         script.handle(req, conn);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The machine grants: private_key_jwt, jwt-bearer, token exchange, DPoP
+// ---------------------------------------------------------------------------
+
+/// The behaviour of a [`MachineSite`].
+#[derive(Debug, Clone, Default)]
+pub struct MachineOptions {
+    /// `token_endpoint_auth_signing_alg_values_supported`.
+    pub signing_algs: Option<Vec<String>>,
+    /// `dpop_signing_alg_values_supported`.
+    pub dpop_algs: Option<Vec<String>>,
+    /// The token endpoint answers `use_dpop_nonce` with this nonce until a
+    /// proof carries it.
+    pub as_nonce: Option<String>,
+    /// The token endpoint asks for a new nonce every time (a loop).
+    pub as_nonce_loop: bool,
+    /// The MCP endpoint likewise (RFC 9449 §9).
+    pub rs_nonce: Option<String>,
+    /// The MCP endpoint asks for a new nonce every time (a loop).
+    pub rs_nonce_loop: bool,
+    /// The token endpoint refuses every request with this OAuth error.
+    pub refuse: Option<String>,
+    /// The identity provider refuses the token exchange.
+    pub idp_refuse: bool,
+}
+
+/// An authorization server, an identity provider (`/idp/token`) and an MCP
+/// server (`/mcp`, with RFC 9728 metadata) on one port, for the machine
+/// grants. The token endpoint answers any grant with `at-N` (Bearer) or,
+/// for a request with a valid DPoP proof, `dpop-at-N` (DPoP), bound to
+/// the proof's key; checking what the client sent is the tests' business.
+/// The MCP server takes any `at-` Bearer token, and a `dpop-at-` token only
+/// as `DPoP` with a valid proof of the bound key (`ath` included).
+#[derive(Debug)]
+pub struct MachineSite {
+    fx: HttpFixture,
+}
+
+/// The checked parts of a DPoP proof, or what is wrong with it.
+fn check_proof(
+    proof: &str,
+    htm: &str,
+    htu: &str,
+    token: Option<&str>,
+) -> Result<(Value, String), String> {
+    let parts: Vec<&str> = proof.split('.').collect();
+    if parts.len() != 3 {
+        return Err("not a compact JWT".into());
+    }
+    let dec = |s: &str| URL_SAFE_NO_PAD.decode(s).map_err(|e| e.to_string());
+    let header: Value =
+        serde_json::from_slice(&dec(parts[0])?).map_err(|e| e.to_string())?;
+    let claims: Value =
+        serde_json::from_slice(&dec(parts[1])?).map_err(|e| e.to_string())?;
+    if header["typ"] != "dpop+jwt" || header["alg"] != "ES256" {
+        return Err(format!("header {header}"));
+    }
+    let jwk = &header["jwk"];
+    if jwk.get("d").is_some() {
+        return Err("private key in the jwk".into());
+    }
+    if !verify_es256(&format!("{}.{}", parts[0], parts[1]), parts[2], jwk) {
+        return Err("signature".into());
+    }
+    if claims["htm"] != htm
+        || claims["htu"] != htu
+        || !claims["jti"].is_string()
+    {
+        return Err(format!("claims {claims}"));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    if (claims["iat"].as_i64().unwrap_or(0) - now).abs() > 60 {
+        return Err("iat".into());
+    }
+    if let Some(t) = token
+        && claims["ath"]
+            != URL_SAFE_NO_PAD.encode(Sha256::digest(t.as_bytes()))
+    {
+        return Err("ath".into());
+    }
+    Ok((claims, jwk_thumbprint(jwk)))
+}
+
+/// Verifies an ES256 signature (base64url R || S) over `input` with a
+/// P-256 public JWK.
+pub fn verify_es256(input: &str, sig: &str, jwk: &Value) -> bool {
+    let mut point = vec![4u8];
+    for c in ["x", "y"] {
+        let Some(b) =
+            jwk[c].as_str().and_then(|s| URL_SAFE_NO_PAD.decode(s).ok())
+        else {
+            return false;
+        };
+        point.extend(b);
+    }
+    let Ok(sig) = URL_SAFE_NO_PAD.decode(sig) else { return false };
+    ring::signature::UnparsedPublicKey::new(
+        &ring::signature::ECDSA_P256_SHA256_FIXED,
+        point,
+    )
+    .verify(input.as_bytes(), &sig)
+    .is_ok()
+}
+
+/// The RFC 7638 thumbprint of a P-256 JWK.
+pub fn jwk_thumbprint(jwk: &Value) -> String {
+    let canonical = format!(
+        r#"{{"crv":"P-256","kty":"EC","x":{},"y":{}}}"#,
+        jwk["x"], jwk["y"]
+    );
+    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+}
+
+/// The claims of a compact JWT (not verified).
+pub fn jwt_claims(jwt: &str) -> Value {
+    let payload = jwt.split('.').nth(1).unwrap_or("");
+    serde_json::from_slice(
+        &URL_SAFE_NO_PAD.decode(payload).unwrap_or_default(),
+    )
+    .unwrap_or(Value::Null)
+}
+
+#[derive(Debug, Default)]
+struct MachineState {
+    tokens: usize,
+    /// The DPoP-bound token and its key's thumbprint.
+    bound: Option<(String, String)>,
+    rs_nonces: usize,
+}
+
+impl MachineSite {
+    pub fn start(opts: MachineOptions) -> MachineSite {
+        let script = McpScript::new();
+        let state = Arc::new(std::sync::Mutex::new(MachineState::default()));
+        let fx = start_with_base(move |base, req, conn| {
+            let mut st = state.lock().unwrap();
+            match (req.method.as_str(), req.path.as_str()) {
+                ("GET", "/.well-known/oauth-authorization-server") => {
+                    let mut m = json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "response_types_supported": ["code"],
+                        "code_challenge_methods_supported": ["S256"],
+                        "grant_types_supported": ["client_credentials",
+                            "urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                        "token_endpoint_auth_methods_supported":
+                            ["private_key_jwt", "client_secret_basic", "none"],
+                    });
+                    if let Some(a) = &opts.signing_algs {
+                        m["token_endpoint_auth_signing_alg_values_supported"] =
+                            json!(a);
+                    }
+                    if let Some(a) = &opts.dpop_algs {
+                        m["dpop_signing_alg_values_supported"] = json!(a);
+                    }
+                    conn.json(200, &[], &m);
+                }
+                ("GET", "/.well-known/oauth-protected-resource/mcp") => conn
+                    .json(
+                        200,
+                        &[],
+                        &json!({"resource": format!("{base}/mcp"),
+                            "authorization_servers": [base]}),
+                    ),
+                ("POST", "/idp/token") => {
+                    if opts.idp_refuse {
+                        conn.json(400, &[], &json!({"error": "invalid_grant",
+                            "error_description": "the ID token is not trusted"}));
+                    } else {
+                        conn.json(200, &[], &json!({"access_token": "id-jag-1",
+                            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                            "token_type": "N_A"}));
+                    }
+                }
+                ("POST", "/token") => {
+                    if let Some(e) = &opts.refuse {
+                        conn.json(
+                            400,
+                            &[],
+                            &json!({"error": e,
+                            "error_description": "refused by the test"}),
+                        );
+                        return;
+                    }
+                    st.tokens += 1;
+                    let n = st.tokens;
+                    let Some(proof) = req.header("dpop") else {
+                        conn.json(
+                            200,
+                            &[],
+                            &json!({"access_token": format!("at-{n}"),
+                            "token_type": "Bearer", "expires_in": 3600}),
+                        );
+                        return;
+                    };
+                    let htu = format!("{base}/token");
+                    let (claims, jkt) =
+                        match check_proof(proof, "POST", &htu, None) {
+                            Ok(c) => c,
+                            Err(e) => {
+                                conn.json(
+                                    400,
+                                    &[],
+                                    &json!({"error": "invalid_dpop_proof",
+                                "error_description": e}),
+                                );
+                                return;
+                            }
+                        };
+                    let want = if opts.as_nonce_loop {
+                        Some(format!("as-loop-{n}"))
+                    } else {
+                        opts.as_nonce.clone()
+                    };
+                    if let Some(nonce) = &want
+                        && claims["nonce"] != json!(nonce)
+                    {
+                        conn.json(
+                            400,
+                            &[("dpop-nonce", nonce.as_str())],
+                            &json!({"error": "use_dpop_nonce"}),
+                        );
+                        return;
+                    }
+                    let token = format!("dpop-at-{n}");
+                    st.bound = Some((token.clone(), jkt));
+                    conn.json(
+                        200,
+                        &[],
+                        &json!({"access_token": token,
+                        "token_type": "DPoP", "expires_in": 3600}),
+                    );
+                }
+                (_, "/mcp") => {
+                    let auth = req.header("authorization").unwrap_or("");
+                    let prm = format!(
+                        "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                    );
+                    let refuse = |conn: &mut Conn, h: &str| {
+                        conn.respond(
+                            401,
+                            &[
+                                ("www-authenticate", h),
+                                ("content-type", "text/plain"),
+                            ],
+                            b"no",
+                        );
+                    };
+                    if let Some(t) = auth.strip_prefix("Bearer ")
+                        && t.starts_with("at-")
+                    {
+                        drop(st);
+                        return script.handle(req, conn);
+                    }
+                    let Some(t) = auth.strip_prefix("DPoP ") else {
+                        return refuse(conn, &prm);
+                    };
+                    let bound = st.bound.clone();
+                    let htu = format!("{base}/mcp");
+                    let proof = req.header("dpop").unwrap_or("");
+                    let ok = check_proof(proof, &req.method, &htu, Some(t));
+                    let Ok((claims, jkt)) = ok else {
+                        return refuse(
+                            conn,
+                            "DPoP error=\"invalid_dpop_proof\"",
+                        );
+                    };
+                    if bound != Some((t.to_string(), jkt)) {
+                        return refuse(conn, "DPoP error=\"invalid_token\"");
+                    }
+                    let want = if opts.rs_nonce_loop {
+                        st.rs_nonces += 1;
+                        Some(format!("loop-{}", st.rs_nonces))
+                    } else {
+                        opts.rs_nonce.clone()
+                    };
+                    if let Some(nonce) = want
+                        && claims["nonce"] != json!(nonce)
+                    {
+                        conn.respond(
+                            401,
+                            &[
+                                (
+                                    "www-authenticate",
+                                    "DPoP error=\"use_dpop_nonce\"",
+                                ),
+                                ("dpop-nonce", nonce.as_str()),
+                                ("content-type", "text/plain"),
+                            ],
+                            b"nonce",
+                        );
+                        return;
+                    }
+                    drop(st);
+                    script.handle(req, conn);
+                }
+                _ => {
+                    conn.respond(404, &[("content-type", "text/plain")], b"no")
+                }
+            }
+        });
+        MachineSite { fx }
+    }
+
+    /// `http://127.0.0.1:PORT`: the issuer.
+    pub fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}", self.fx.port())
+    }
+
+    /// The MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.issuer())
+    }
+
+    pub fn summary(&self) -> String {
+        self.fx.summary()
+    }
+
+    pub fn token_requests(&self) -> Vec<Request> {
+        requests_under(&self.fx, Some("POST"), "/token")
+    }
+
+    pub fn idp_requests(&self) -> Vec<Request> {
+        requests_under(&self.fx, Some("POST"), "/idp/token")
+    }
+
+    pub fn mcp_requests(&self) -> Vec<Request> {
+        requests_under(&self.fx, None, "/mcp")
+    }
+}
