@@ -905,6 +905,13 @@ rivumi-mcp resources: list one server's resources and templates
 
 USAGE:
     rivumi-mcp resources <SERVER> [--json]
+
+AD-HOC SERVER (instead of a config file; the server is called adhoc, or
+--name NAME):
+        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server
+        --name NAME           The ad-hoc server's name (default: adhoc)
 ";
 
 const USAGE_READ: &str = "\
@@ -916,6 +923,12 @@ USAGE:
 Text contents are printed; binary contents are summarised. --save DIR
 writes every content, text too, to a file named after the resource's name
 or URI (extension kept, -2, -3, ... rather than overwriting).
+AD-HOC SERVER (instead of a config file; the server is called adhoc, or
+--name NAME):
+        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server
+        --name NAME           The ad-hoc server's name (default: adhoc)
 ";
 
 const USAGE_PROMPTS: &str = "\
@@ -923,6 +936,13 @@ rivumi-mcp prompts: list one server's prompts
 
 USAGE:
     rivumi-mcp prompts <SERVER> [--json]
+
+AD-HOC SERVER (instead of a config file; the server is called adhoc, or
+--name NAME):
+        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server
+        --name NAME           The ad-hoc server's name (default: adhoc)
 ";
 
 const USAGE_PROMPT: &str = "\
@@ -935,6 +955,12 @@ USAGE:
 Prompt arguments are strings (the protocol allows no other type): key:=json
 sends the JSON's text, key=@FILE a file's text. Names the prompt does not
 declare, and missing required ones, are errors before the request.
+AD-HOC SERVER (instead of a config file; the server is called adhoc, or
+--name NAME):
+        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
+                              shell splits words, but no shell runs)
+        --http URL            Reach this Streamable HTTP server
+        --name NAME           The ad-hoc server's name (default: adhoc)
 ";
 
 /// The help text of a command, or the top-level one.
@@ -1154,7 +1180,7 @@ fn build(
                 let target = if opt.flag == Flag::Http {
                     AdhocTarget::Http(value)
                 } else {
-                    let argv = crate::executor::split_command(&value)
+                    let argv = split_command(&value)
                         .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
                     AdhocTarget::Stdio(argv)
                 };
@@ -1299,8 +1325,67 @@ fn bytes(flag: &str, v: &str) -> Result<usize> {
         })
 }
 
+/// Splits a command line typed by the operator (a hook, `--stdio`) into
+/// an argv: whitespace separates words,
+/// single and double quotes group them, backslash escapes the next
+/// character. Nothing is expanded; no shell is involved.
+pub(crate) fn split_command(
+    s: &str,
+) -> std::result::Result<Vec<String>, String> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                cur.push(chars.next().ok_or("trailing backslash")?);
+                in_word = true;
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("unterminated quote".to_string());
+    }
+    if in_word {
+        out.push(cur);
+    }
+    if out.is_empty() {
+        return Err("empty command".to_string());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn splits_commands_without_a_shell() {
+        assert_eq!(split_command("a b  c").unwrap(), ["a", "b", "c"]);
+        assert_eq!(
+            split_command(r#"sh -c 'echo $HOME; exit 2' "x y" z\ w"#).unwrap(),
+            ["sh", "-c", "echo $HOME; exit 2", "x y", "z w"]
+        );
+        assert!(split_command("'open").is_err());
+        assert!(split_command("  ").is_err());
+    }
+
     use super::*;
 
     fn parse_raw(s: &str) -> Result<Parsed> {

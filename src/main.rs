@@ -104,7 +104,7 @@ fn policy(g: &cli::Global) -> Result<executor::Policy> {
         .map(|h| ("--pre-tool-hook", h))
         .chain(env_hook.iter().map(|h| ("RIVUMI_MCP_PRE_TOOL_HOOK", h)))
     {
-        let argv = executor::split_command(cmd)
+        let argv = cli::split_command(cmd)
             .map_err(|e| error::Error::usage(format!("{src}: {e}")))?;
         hooks.push(argv);
     }
@@ -186,8 +186,12 @@ fn run(args: cli::Args) -> Result<()> {
     }
     let lock_path = lock_path(g, &path);
     // Only where the lock applies: a broken lock file must not stop
-    // `login` or `status`.
+    // `login` or `status`. An ad-hoc server is no project's: only a lock
+    // named with --lock applies to it, never one that happens to lie in
+    // the directory (not even to refuse a broken one).
+    let adhoc_unlocked = g.adhoc.is_some() && g.lock.is_none();
     let lock = match &args.command {
+        _ if adhoc_unlocked => None,
         Command::Call { .. }
         | Command::Batch
         | Command::Read { .. }
@@ -195,9 +199,6 @@ fn run(args: cli::Args) -> Result<()> {
         | Command::List { .. } => enforced_lock(g, &lock_path)?,
         _ => None,
     };
-    // An ad-hoc server is no project's: only a lock named with --lock
-    // applies to it, never one that happens to lie in the directory.
-    let lock = if g.adhoc.is_some() && g.lock.is_none() { None } else { lock };
     let exec = executor::Executor { policy: policy(g)?, lock };
     let ctx = launch::Context::load(g, lookup)?;
     let json = g.json;

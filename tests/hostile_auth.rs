@@ -171,11 +171,14 @@ fn a_login_only_hostile_clients_reach_ends_at_its_timeout() {
     let (dir, auth, _mcp) = login_setup("hostile_callback_timeout", "");
     write_idle_browser(&dir);
     let c = cmd(&dir, &["login", "web", "--timeout", "2"]);
-    let start = Instant::now();
     let child = c.spawn();
     assert!(
         wait_until(Duration::from_secs(10), || browser_url(&dir).is_some())
     );
+    // The 2 s run from when the callback listens, which is before the
+    // browser is started: measure from there (discovery before it may be
+    // slow on a loaded machine, and is not what this test is about).
+    let start = Instant::now();
     let hostile = Hostile::connect(callback_port(&dir));
     let out = wait_with_timeout(child, &c);
     let took = start.elapsed();
@@ -186,7 +189,7 @@ fn a_login_only_hostile_clients_reach_ends_at_its_timeout() {
         "rivumi-mcp: server 'web': timed out after 2s waiting for the \
          login callback"
     );
-    assert!(took < Duration::from_millis(4500), "the login took {took:?}");
+    assert!(took < Duration::from_millis(4000), "the login took {took:?}");
     assert!(auth.token_requests().is_empty());
     assert!(!creds(&dir).exists());
 }

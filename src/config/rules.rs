@@ -124,7 +124,6 @@ const FOREIGN_KEYS: &[&str] = &[
     "alwaysAllow",
     "autoApprove",
     "description",
-    "disabled",
     "enabled",
     "envFile",
     "hooks",

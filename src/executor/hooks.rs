@@ -359,67 +359,9 @@ fn decision(text: &str) -> Result<(bool, String), String> {
     }
 }
 
-/// Splits a hook command line into an argv: whitespace separates words,
-/// single and double quotes group them, backslash escapes the next
-/// character. Nothing is expanded; no shell is involved.
-pub(crate) fn split_command(
-    s: &str,
-) -> std::result::Result<Vec<String>, String> {
-    let mut out = vec![];
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') | (None, '\\') => {
-                cur.push(chars.next().ok_or("trailing backslash")?);
-                in_word = true;
-            }
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("unterminated quote".to_string());
-    }
-    if in_word {
-        out.push(cur);
-    }
-    if out.is_empty() {
-        return Err("empty command".to_string());
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_commands_without_a_shell() {
-        assert_eq!(split_command("a b  c").unwrap(), ["a", "b", "c"]);
-        assert_eq!(
-            split_command(r#"sh -c 'echo $HOME; exit 2' "x y" z\ w"#).unwrap(),
-            ["sh", "-c", "echo $HOME; exit 2", "x y", "z w"]
-        );
-        assert!(split_command("'open").is_err());
-        assert!(split_command("  ").is_err());
-    }
 
     fn exit(code: i32) -> ExitStatus {
         ExitStatus::from_raw(code << 8)
