@@ -134,3 +134,22 @@ fn usage_errors() {
     let out = dir.command(["check-config", "--stdio", "a"]).assert_exit(2);
     assert_contains(&out.stderr, "does not apply to 'check-config'");
 }
+
+#[test]
+fn a_lock_file_in_the_directory_is_not_the_adhoc_servers() {
+    let dir = Dir::new("adhoc_foreign_lock");
+    // A broken lock file belongs to the project's servers, not to one
+    // typed on the command line: it neither applies nor stops the call.
+    dir.write(".mcp.lock.json", "{ not json");
+    let spec = stdio("");
+    let out = dir
+        .command(["call", "--stdio", &spec, "adhoc", "echo", "text=hi"])
+        .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    // Named with --lock, it does apply, and a broken one fails closed.
+    let out = dir
+        .command(["call", "--stdio", &spec, "adhoc", "echo", "text=hi"])
+        .args(["--lock", ".mcp.lock.json"])
+        .assert_exit(3);
+    assert_eq!(out.stdout, "");
+}
