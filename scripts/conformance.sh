@@ -56,7 +56,8 @@ PASSING_2026=(
   auth/iss-unexpected auth/iss-normalized
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
-#   elicitation-sep1034-client-defaults  needs the elicitation capability (a CLI has no one to ask)
+#   elicitation-sep1034-client-defaults  the mock sends elicitation/create on the standalone GET stream
+#                                        (not the call's), which the HTTP transport does not open yet
 #   auth/client-credentials-jwt          needs private_key_jwt client authentication
 #   auth/cross-app-access-complete-flow  SEP-990 enterprise token exchange
 UNSUPPORTED=(elicitation-sep1034-client-defaults auth/client-credentials-jwt auth/cross-app-access-complete-flow)

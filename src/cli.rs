@@ -51,6 +51,9 @@ pub(crate) struct Global {
     pub(crate) lock: Option<PathBuf>,
     /// `--unlocked`: do not enforce the lock file for this command.
     pub(crate) unlocked: bool,
+    /// `--elicit`, `--answer`, `--root`, `--sampling-command`,
+    /// `--log-level`: what servers may ask of this client.
+    pub(crate) client: crate::ask::Options,
 }
 
 #[derive(Debug)]
@@ -391,6 +394,11 @@ pub(crate) enum Flag {
     Lock,
     Unlocked,
     Check,
+    Elicit,
+    Answer,
+    SamplingCommand,
+    Root,
+    LogLevel,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -420,6 +428,10 @@ impl Flag {
             Flag::Format => ValueKind::Choice(FORMATS),
             Flag::Protocol => ValueKind::Choice(&crate::mcp::Choice::NAMES),
             Flag::Approve => ValueKind::Choice(APPROVE_CLASSES),
+            Flag::Elicit => ValueKind::Choice(&crate::ask::ELICIT_MODES),
+            Flag::LogLevel => ValueKind::Choice(&crate::ask::LOG_LEVELS),
+            Flag::Root => ValueKind::Dir,
+            Flag::Answer | Flag::SamplingCommand => ValueKind::Free,
             Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
             Flag::Save => ValueKind::Dir,
             Flag::Timeout
@@ -540,6 +552,11 @@ const OPTS: &[Opt] = &[
     valued(Flag::Lock, "lock", Applies::Only(LOCKED)),
     opt(Flag::Unlocked, "unlocked", Applies::Only(LOCKED.split_at(1).1)),
     opt(Flag::Check, "check", Applies::Only(&[Cmd::Lock])),
+    valued(Flag::Elicit, "elicit", Applies::Mcp),
+    valued(Flag::Answer, "answer", Applies::Mcp),
+    valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
+    valued(Flag::Root, "root", Applies::Mcp),
+    valued(Flag::LogLevel, "log-level", Applies::Mcp),
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -720,6 +737,12 @@ REQUESTS:
     {\"id\": 2, \"server\": \"demo\", \"tool\": \"echo\", \"arguments\": {}}
     {\"id\": 3, \"server\": \"demo\", \"read\": \"fixture://docs/readme\"}
     {\"id\": 4, \"server\": \"demo\", \"prompt\": \"greet\", \"arguments\": {}}
+    {\"id\": 5, \"tool\": \"mcp__demo__book\", \"answers\": {\"seats\": \"2\"}}
+
+A line's \"answers\" object answers the forms its request brings up, under
+the rules of --answer (a string is typed by the form's schema), in place
+of --answer; --elicit, --root, --sampling-command and --log-level apply
+to the whole batch.
 
 OPTIONS:
     -y, --yes, --approve execute   Approve calls classified execute
@@ -729,6 +752,8 @@ OPTIONS:
         --journal PATH             Append JSONL events to PATH
         --lock PATH                The lock file (default: beside config)
         --unlocked                 Do not refuse items that drifted
+        --elicit MODE              ask, decline, cancel or defaults
+        --answer NAME=VALUE        Answer form field NAME (repeatable)
 
 EXIT: 0 when every request succeeded, 1 when any failed.
 ";
@@ -813,6 +838,20 @@ OPTIONS:
         --startup-timeout SECS  Start-up deadline (default 30)
         --lock PATH           The lock file (default: beside the config)
         --unlocked            Call even if the tool drifted from the lock
+
+WHAT A SERVER MAY ASK (every command that starts servers):
+        --elicit MODE         Forms: ask (default on a terminal), decline
+                              (default without one), cancel, defaults
+        --answer NAME=VALUE   Answer form field NAME (typed by the schema,
+                              NAME:=JSON as is; repeatable)
+        --sampling-command CMD  Answer sampling/createMessage with CMD
+                              (argv, no shell; request JSON on stdin,
+                              CreateMessageResult JSON on stdout), after
+                              approval (or --yes); also
+                              RIVUMI_MCP_SAMPLING_COMMAND
+        --root DIR            Offer DIR as a root (repeatable)
+        --log-level LEVEL     Ask servers to log at LEVEL (debug … emergency)
+                              and show their log lines on stderr
 
 EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
 drifted from .mcp.lock.json), 8 when --max-output cut what was printed;
@@ -1068,6 +1107,37 @@ fn build(
             Flag::Lock => g.lock = Some(PathBuf::from(value)),
             Flag::Unlocked => g.unlocked = true,
             Flag::Check => check = true,
+            Flag::Elicit => {
+                g.client.elicit = Some(
+                    crate::ask::Elicit::parse(&value).ok_or_else(|| {
+                        Error::usage(format!(
+                            "{flag}: unknown mode '{value}' [pick from: {}]",
+                            crate::ask::ELICIT_MODES.join(", ")
+                        ))
+                    })?,
+                )
+            }
+            Flag::Answer => {
+                if !value.contains('=')
+                    || crate::elicit::word_name(&value).is_empty()
+                {
+                    return Err(Error::usage(format!(
+                        "{flag}: '{value}' is not NAME=VALUE or NAME:=JSON"
+                    )));
+                }
+                g.client.answers.push(value)
+            }
+            Flag::SamplingCommand => g.client.sampling_command = Some(value),
+            Flag::Root => g.client.roots.push(PathBuf::from(value)),
+            Flag::LogLevel => {
+                if !crate::ask::LOG_LEVELS.contains(&value.as_str()) {
+                    return Err(Error::usage(format!(
+                        "{flag}: unknown level '{value}' [pick from: {}]",
+                        crate::ask::LOG_LEVELS.join(", ")
+                    )));
+                }
+                g.client.log_level = Some(value)
+            }
         }
     }
     g.yes = yes;

@@ -34,6 +34,8 @@ pub(crate) struct Context {
     lookup: fn(&str) -> Option<String>,
     step_up: bool,
     protocol: Option<crate::mcp::Choice>,
+    /// What answers the servers' requests (the operator's options).
+    client: std::sync::Arc<dyn crate::session::Client>,
 }
 
 impl Context {
@@ -88,7 +90,17 @@ impl Context {
             lookup,
             step_up: g.step_up,
             protocol: g.protocol,
+            client: std::sync::Arc::new(crate::session::Declines),
         })
+    }
+
+    /// The client that answers the servers' requests from now on.
+    pub(crate) fn with_client(
+        mut self,
+        client: std::sync::Arc<dyn crate::session::Client>,
+    ) -> Context {
+        self.client = client;
+        self
     }
 
     /// The allowlist, or the refusal its malformed value earns.
@@ -236,6 +248,7 @@ impl Context {
             self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
+            std::sync::Arc::clone(&self.client),
         )
     }
 }

@@ -267,6 +267,34 @@ pub(crate) fn install_signal_thread() {
     }
 }
 
+/// Turns echo, canonical mode and signal keys off on the terminal `fd`
+/// (reads return each byte; Ctrl-C arrives as a byte), returning the
+/// settings to restore; `None` when `fd` is not a terminal.
+pub(crate) fn tty_raw(fd: i32) -> Option<libc::termios> {
+    // SAFETY: tcgetattr/tcsetattr on a caller's fd with termios values on
+    // our stack.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return None;
+        }
+        let saved = t;
+        t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+        t.c_cc[libc::VMIN] = 1;
+        t.c_cc[libc::VTIME] = 0;
+        libc::tcsetattr(fd, libc::TCSANOW, &t);
+        Some(saved)
+    }
+}
+
+/// Restores terminal settings that [`tty_raw`] returned.
+pub(crate) fn tty_restore(fd: i32, saved: &libc::termios) {
+    // SAFETY: tcsetattr on a caller's fd with a termios it read before.
+    unsafe {
+        libc::tcsetattr(fd, libc::TCSANOW, saved);
+    }
+}
+
 /// Waits until `fd` is readable, for at most `timeout`. False on timeout.
 pub(crate) fn wait_readable(fd: i32, timeout: Duration) -> bool {
     let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };

@@ -243,7 +243,7 @@ fn verbose_shows_server_stderr_and_log_notifications() {
         "\n[demo] fixture: stderr flood line 00000001 \
          ----------------------------------------\n",
     );
-    assert_contains(&out.stderr, "\n[demo] log info: hello from fixture\n");
+    assert_contains(&out.stderr, "\n[demo] info: hello from fixture\n");
     // Without -v, neither is shown.
     let out =
         run(&dir, &["call", "-y", "demo", "log_and_notify"]).assert_exit(0);
@@ -468,7 +468,7 @@ fn responses_with_wrong_ids_are_ignored() {
 }
 
 #[test]
-fn server_requests_get_ping_answered_and_the_rest_refused() {
+fn server_requests_get_ping_answered_forms_declined_and_the_rest_refused() {
     let dir = Dir::new("stdio_server_requests");
     let rec = dir.path("rec");
     let rec_arg = format!("--record={}", rec.display());
@@ -492,8 +492,11 @@ fn server_requests_get_ping_answered_and_the_rest_refused() {
         &json!({"jsonrpc": "2.0", "id": "s1",
         "result": {}})
     );
-    // The integer id 5 comes back as the integer 5, not "5".
-    for id in [json!("s2"), json!("s3"), json!("s4"), json!(5)] {
+    // A form is declared (and declined: no terminal, no answers); roots
+    // and sampling are not declared without --root and
+    // --sampling-command. The integer id 5 comes back as 5, not "5".
+    assert_eq!(by_id(json!("s4"))["result"], json!({"action": "decline"}));
+    for id in [json!("s2"), json!("s3"), json!(5)] {
         let r = by_id(id.clone());
         assert_eq!(r["jsonrpc"], "2.0");
         assert_eq!(r["error"]["code"], -32601, "{r}");
@@ -512,7 +515,7 @@ fn notifications_do_not_disturb_requests() {
     assert_eq!(tool_rows(&out).len(), 14);
     assert_eq!(out.stderr, "");
     let out = run(&dir, &["list", "-v"]).assert_exit(0);
-    assert_contains(&out.stderr, "\n[demo] log info: log line\n");
+    assert_contains(&out.stderr, "\n[demo] info: log line\n");
     assert_pids_gone(&pids, GONE);
 }
 
