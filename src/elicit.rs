@@ -4,10 +4,11 @@
 //! `answers`) and, under `--elicit defaults`, from the schema's defaults.
 //!
 //! MCP restricts a form to an object of primitive properties: strings
-//! (length, `format`), numbers and integers (ranges), booleans, and
+//! (length, `format`), numbers and integers (ranges), booleans,
 //! single-choice enums (`enum`, optionally with `enumNames`, or `oneOf`
-//! of `const`/`title`). Anything else (nested objects, arrays, a `$ref`)
-//! is refused whole, never half-asked. A value that fails the schema is
+//! of `const`/`title`) and multi-select enums (an array whose `items` are
+//! such an enum, with `minItems`/`maxItems`). Anything else (nested
+//! objects, other arrays, a `$ref`) is refused whole, never half-asked. A value that fails the schema is
 //! never sent: the error names the field and the rule. Values given as
 //! text are typed like tool arguments ([`crate::callargs`]), so
 //! `--answer age=30` is the integer 30 and `--answer zip=01234` stays a
@@ -57,6 +58,14 @@ pub(crate) enum FieldKind {
     Choice {
         values: Vec<String>,
         labels: Vec<String>,
+    },
+    /// Several of the values (a multi-select enum), between `min` and
+    /// `max` of them.
+    Choices {
+        values: Vec<String>,
+        labels: Vec<String>,
+        min: Option<u64>,
+        max: Option<u64>,
     },
 }
 
@@ -127,18 +136,28 @@ impl Form {
         words: &[String],
         read: callargs::ReadFile<'_>,
     ) -> Result<Map<String, Value>, String> {
-        let mine: Vec<String> = words
-            .iter()
-            .filter(|w| self.field(word_name(w)).is_some())
-            .cloned()
-            .collect();
-        let built = callargs::build(Some(&self.schema), None, &mine, read)
+        let mut lists = Map::new();
+        let mut mine: Vec<String> = vec![];
+        for w in words {
+            let Some(f) = self.field(word_name(w)) else { continue };
+            match (&f.kind, w.split_once('=')) {
+                // "a,b" for a multi-select, as at the prompt.
+                (FieldKind::Choices { .. }, Some((k, v)))
+                    if !k.ends_with(':') =>
+                {
+                    lists.insert(k.to_string(), f.typed_text(v)?);
+                }
+                _ => mine.push(w.clone()),
+            }
+        }
+        let mut built = callargs::build(Some(&self.schema), None, &mine, read)
             .map_err(|e| e.replace("argument '", "answer '"))?;
         for (k, v) in &built.args {
             if let Some(f) = self.field(k) {
                 f.check(v)?;
             }
         }
+        built.args.extend(lists);
         Ok(built.args)
     }
 
@@ -228,7 +247,19 @@ impl Field {
                 },
                 Some("boolean") => FieldKind::Boolean,
                 Some("object") => return bad("is an object"),
-                Some("array") => return bad("is an array"),
+                Some("array") => {
+                    let items = d.get("items").and_then(Value::as_object);
+                    match items.and_then(choices) {
+                        Some(Ok((values, labels))) => FieldKind::Choices {
+                            values,
+                            labels,
+                            min: uint("minItems"),
+                            max: uint("maxItems"),
+                        },
+                        Some(Err(e)) => return bad(&e),
+                        None => return bad("is an array of no choices"),
+                    }
+                }
                 _ => return bad("has no primitive type"),
             }
         };
@@ -285,6 +316,11 @@ impl Field {
             FieldKind::Choice { values, .. } => {
                 format!("one of {}", values.len())
             }
+            FieldKind::Choices { values, min, max, .. } => format!(
+                "some of {}{}, separated by commas",
+                values.len(),
+                range(min.map(|n| n.to_string()), max.map(|n| n.to_string()))
+            ),
         }
     }
 
@@ -305,31 +341,47 @@ impl Field {
                 _ => return Err(self.rule("must be yes or no")),
             },
             FieldKind::Choice { values, labels } => {
-                let by_number = t
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=values.len()).contains(n))
-                    .map(|n| values[n - 1].clone());
-                let by_label = || {
-                    labels
-                        .iter()
-                        .position(|l| l == t)
-                        .map(|i| values[i].clone())
-                };
-                match values.iter().find(|v| *v == t).cloned() {
-                    Some(v) => Value::String(v),
-                    None => Value::String(
-                        by_number.or_else(by_label).ok_or_else(|| {
-                            self.rule(
-                                "must be one of the choices (or its number)",
-                            )
-                        })?,
-                    ),
-                }
+                Value::String(self.pick(values, labels, t)?)
             }
+            FieldKind::Choices { values, labels, .. } => Value::Array(
+                t.split(',')
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| self.pick(values, labels, w).map(Value::String))
+                    .collect::<Result<_, _>>()?,
+            ),
         };
         self.check(&v)?;
         Ok(v)
+    }
+
+    /// One choice typed by value, label or number (from 1).
+    fn pick(
+        &self,
+        values: &[String],
+        labels: &[String],
+        t: &str,
+    ) -> Result<String, String> {
+        let by_number = || {
+            t.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=values.len()).contains(n))
+                .map(|n| values[n - 1].clone())
+        };
+        let by_label =
+            || labels.iter().position(|l| l == t).map(|i| values[i].clone());
+        values
+            .iter()
+            .find(|v| *v == t)
+            .cloned()
+            .or_else(by_number)
+            .or_else(by_label)
+            .ok_or_else(|| {
+                self.rule(&format!(
+                    "'{}' is not one of the choices (or its number)",
+                    shown(t, 80)
+                ))
+            })
     }
 
     /// Checks a value against the field's rules.
@@ -380,6 +432,24 @@ impl Field {
             }
             (FieldKind::Choice { .. }, _) => {
                 Err(self.rule("must be one of the choices"))
+            }
+            (FieldKind::Choices { values, min, max, .. }, Value::Array(a)) => {
+                if !a.iter().all(|v| {
+                    v.as_str().is_some_and(|s| values.iter().any(|x| x == s))
+                }) {
+                    return Err(self.rule("must hold only the choices"));
+                }
+                let n = a.len() as u64;
+                if let Some(m) = min.filter(|m| n < *m) {
+                    return Err(self.rule(&format!("must pick at least {m}")));
+                }
+                if let Some(m) = max.filter(|m| n > *m) {
+                    return Err(self.rule(&format!("must pick at most {m}")));
+                }
+                Ok(())
+            }
+            (FieldKind::Choices { .. }, _) => {
+                Err(self.rule("must be a list of the choices"))
             }
             (kind, v) => Err(self.rule(&format!(
                 "must be {}, not {}",
@@ -596,7 +666,7 @@ mod tests {
             "ok": {"type": "string"}, "deep": {"type": "object"}}}});
         assert!(Form::parse(&nested).unwrap_err().contains("'deep'"));
         let list = json!({"requestedSchema": {"properties": {
-            "l": {"type": "array"}}}});
+            "l": {"type": "array", "items": {"type": "object"}}}}});
         assert!(Form::parse(&list).unwrap_err().contains("array"));
         let many: Vec<String> = (0..10_000).map(|i| i.to_string()).collect();
         let big = json!({"requestedSchema": {"properties": {
@@ -607,6 +677,26 @@ mod tests {
         let e = Form::parse(&hostile).unwrap_err();
         assert!(!e.contains('\u{1b}') && !e.contains('\u{202e}'), "{e}");
         assert!(Form::parse(&json!({})).is_err());
+    }
+
+    #[test]
+    fn multi_select_enums_take_several_choices() {
+        let f = Form::parse(&json!({"requestedSchema": {"properties": {
+            "fish": {"type": "array", "minItems": 1, "maxItems": 2,
+                     "items": {"anyOf": [{"const": "f1", "title": "Tuna"},
+                                         {"const": "f2", "title": "Salmon"},
+                                         {"const": "f3"}]}}}}}))
+        .unwrap();
+        let fish = f.field("fish").unwrap();
+        assert_eq!(fish.typed_text("Tuna, 3"), Ok(json!(["f1", "f3"])));
+        assert!(fish.typed_text("").unwrap_err().contains("at least 1"));
+        assert!(fish.typed_text("1,2,3").unwrap_err().contains("at most 2"));
+        assert!(fish.typed_text("cod").unwrap_err().contains("'cod'"));
+        let a = f.typed(&["fish=f2,f1".into()], &no_files).unwrap();
+        assert_eq!(a["fish"], json!(["f2", "f1"]));
+        let a = f.typed(&[r#"fish:=["f3"]"#.into()], &no_files).unwrap();
+        assert_eq!(a["fish"], json!(["f3"]));
+        assert!(fish.check(&json!(["x"])).is_err());
     }
 
     #[test]

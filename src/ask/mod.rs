@@ -449,7 +449,9 @@ fn ask_form(
         if let Some(d) = &f.description {
             q.push_str(&format!("\n  {}", elicit::shown(d, 300)));
         }
-        if let elicit::FieldKind::Choice { values, labels } = &f.kind {
+        if let elicit::FieldKind::Choice { values, labels }
+        | elicit::FieldKind::Choices { values, labels, .. } = &f.kind
+        {
             for (i, (v, l)) in values.iter().zip(labels).enumerate().take(50) {
                 let shown = if v == l {
                     elicit::shown(v, 100)
