@@ -14,7 +14,7 @@
 # Sets (without any, the default set):
 #   default                   initialize tools_call sse-retry (0.1.16); the PASSING_2026 list (0.2.0)
 #   all                       every client scenario of the suite
-#   required                  0.1.16: every one except the three rivumi-mcp does not implement;
+#   required                  0.1.16: every one except the two rivumi-mcp does not implement;
 #                             0.2.0: the client scenarios of `--requirements R`, R = the --wire given,
 #                             else 2025-11-25 (the 2025-era set, on its own wire)
 #   passing                   0.2.0: the scenarios known to pass today (PASSING_2026 below)
@@ -46,7 +46,7 @@ DEFAULT_SCENARIOS=(initialize tools_call sse-retry)
 # ones (auth/resource-mismatch, auth/metadata-issuer-mismatch, json-schema-ref-no-deref, and the
 # four auth/iss-* that refuse the authorization response before any MCP request).
 PASSING_2026=(
-  initialize tools_call sse-retry json-schema-2020-12-preservation
+  initialize tools_call sse-retry json-schema-2020-12-preservation elicitation-sep1034-client-defaults
   auth/metadata-default auth/metadata-var1 auth/metadata-var3 auth/basic-cimd
   auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
   auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
@@ -56,11 +56,9 @@ PASSING_2026=(
   auth/iss-unexpected auth/iss-normalized
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
-#   elicitation-sep1034-client-defaults  the mock sends elicitation/create on the standalone GET stream
-#                                        (not the call's), which the HTTP transport does not open yet
 #   auth/client-credentials-jwt          needs private_key_jwt client authentication
 #   auth/cross-app-access-complete-flow  SEP-990 enterprise token exchange
-UNSUPPORTED=(elicitation-sep1034-client-defaults auth/client-credentials-jwt auth/cross-app-access-complete-flow)
+UNSUPPORTED=(auth/client-credentials-jwt auth/cross-app-access-complete-flow)
 SCENARIO_TIMEOUT_MS=30000 # the suite kills the client after this
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -533,6 +533,16 @@ impl Session {
             self.transport
                 .send(&mcp::request(id, method, params), deadline)?;
         }
+        // Ctrl-C (or SIGTERM) while it waits: cancelled on the wire before
+        // the server is ended (never initialize, as for a deadline).
+        let _cancel = match self.transport.canceller() {
+            Some(c) if method != method::INITIALIZE => {
+                Some(crate::sys::on_interrupt(Arc::new(move || {
+                    c(&mcp::cancelled(id, "interrupted"));
+                })))
+            }
+            _ => None,
+        };
         let want = json!(id);
         loop {
             let msg = match self.transport.recv(deadline) {
@@ -913,6 +923,15 @@ mod tests {
         choice: Choice,
         script: Script,
     ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_with(wire, choice, script, Arc::new(Declines))
+    }
+
+    fn start_with(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+        client: Arc<dyn Client>,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
             script,
@@ -927,7 +946,7 @@ mod tests {
             choice,
             &d,
             Duration::from_secs(5),
-            Arc::new(Declines),
+            client,
         );
         (s, seen)
     }
@@ -1132,6 +1151,131 @@ mod tests {
         // A tool call asks for progress under its own id.
         let req = sent.iter().find(|m| m["method"] == "tools/call").unwrap();
         assert_eq!(req["params"]["_meta"]["progressToken"], req["id"]);
+    }
+
+    /// A client that accepts every form with `{"n": 1}` and says what it
+    /// was asked, with the batch answers it saw.
+    #[derive(Default)]
+    struct Accepts(Mutex<Vec<String>>);
+
+    impl Client for Accepts {
+        fn capabilities(&self) -> mcp::Capabilities {
+            mcp::Capabilities { elicitation_form: true, ..Default::default() }
+        }
+
+        fn log_level(&self) -> Option<&str> {
+            Some("debug")
+        }
+
+        fn serve(
+            &self,
+            q: &ServerAsk<'_>,
+        ) -> std::result::Result<Value, String> {
+            self.0.lock().unwrap().push(format!(
+                "{} {} {}",
+                q.server,
+                q.ask.kind(),
+                q.answers
+                    .map(|a| Value::Object(a.clone()))
+                    .unwrap_or_default()
+            ));
+            Ok(json!({"action": "accept", "content": {"n": 1}}))
+        }
+    }
+
+    fn form() -> Value {
+        json!({"message": "n?", "requestedSchema": {"type": "object",
+               "properties": {"n": {"type": "integer"}}}})
+    }
+
+    #[test]
+    fn both_eras_take_one_path_to_the_client() {
+        // 2025: elicitation/create on the stream, answered in between.
+        let script = server("2025-11-25", |m, id, _| {
+            if m != method::TOOLS_CALL {
+                return vec![];
+            }
+            vec![
+                json!({"jsonrpc": "2.0", "id": "e1",
+                       "method": "elicitation/create", "params": form()}),
+                json!({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}),
+                ok(id, json!({"content": []})),
+            ]
+        });
+        let client = Arc::new(Accepts::default());
+        let (s, wire) = start_with(
+            crate::transport::Wire::Stdio,
+            Choice::Legacy,
+            script,
+            client.clone(),
+        );
+        let mut s = s.unwrap();
+        let args = Map::new();
+        let call =
+            mcp::Call::Tool { name: "t", arguments: &args, headers: &[] };
+        let mut answers = Map::new();
+        answers.insert("n".into(), json!("1"));
+        s.set_answers(Some(answers));
+        s.call(&call).unwrap();
+        let out = sent(&wire);
+        assert_eq!(
+            out[0]["params"]["capabilities"],
+            json!({"elicitation": {"form": {}}})
+        );
+        let e1 = out.iter().find(|m| m["id"] == "e1").unwrap();
+        assert_eq!(e1["result"]["action"], "accept");
+        // roots were not declared: refused without reaching the client.
+        let r1 = out.iter().find(|m| m["id"] == "r1").unwrap();
+        assert_eq!(r1["error"]["code"], mcp::code::METHOD_NOT_FOUND);
+        assert_eq!(
+            *client.0.lock().unwrap(),
+            [r#"fake elicitation/form {"n":"1"}"#]
+        );
+
+        // 2026-07-28: the same request as an inputRequests entry.
+        let script: Script = Box::new(|m| {
+            let id = m.get("id").cloned().unwrap_or(Value::Null);
+            match mcp::method_of(m) {
+                Some(method::SERVER_DISCOVER) => vec![ok(
+                    &id,
+                    json!({"supportedVersions": ["2026-07-28"],
+                           "capabilities": {"tools": {}}}),
+                )],
+                Some(method::TOOLS_CALL) => {
+                    match m["params"].get("inputResponses") {
+                        None => vec![ok(
+                            &id,
+                            json!({"resultType": "input_required",
+                                   "inputRequests": {"k": {
+                                       "method": "elicitation/create",
+                                       "params": form()}}}),
+                        )],
+                        Some(r) => {
+                            vec![ok(&id, json!({"content": [], "echo": r}))]
+                        }
+                    }
+                }
+                _ => vec![],
+            }
+        });
+        let client = Arc::new(Accepts::default());
+        let (s, wire) = start_with(
+            crate::transport::Wire::Stdio,
+            Choice::Modern,
+            script,
+            client.clone(),
+        );
+        let mut s = s.unwrap();
+        let r = s.call(&call).unwrap();
+        assert_eq!(r["echo"]["k"]["content"], json!({"n": 1}));
+        let out = sent(&wire);
+        let meta = &out[0]["params"]["_meta"];
+        assert_eq!(
+            meta[mcp::meta::CLIENT_CAPABILITIES],
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(meta[mcp::meta::LOG_LEVEL], "debug");
+        assert_eq!(*client.0.lock().unwrap(), ["fake elicitation/form null"]);
     }
 
     #[test]

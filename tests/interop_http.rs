@@ -308,7 +308,7 @@ fn interop_http_everything() {
         return;
     };
 
-    // list: one page of 13 tools, from SSE answers.
+    // list: one page of 15 tools, from SSE answers.
     let out = t.run(&["list"], 0);
     assert_eq!(
         out.stdout.lines().next(),

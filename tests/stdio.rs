@@ -344,8 +344,9 @@ fn hung_server_is_ended_by_sigterm_before_sigkill() {
 }
 
 /// Starts `call` on a hanging server with a grandchild, sends `signal` to
-/// rivumi-mcp once the call is in flight and checks the exit code and that
-/// both processes are gone.
+/// rivumi-mcp once the call is in flight and checks the exit code, that
+/// both processes are gone, and that the call was cancelled on the wire
+/// first (`notifications/cancelled` with its id and a reason).
 fn interrupt(test: &str, signal: &str, code: i32) -> Output {
     let dir = Dir::new(test);
     let pids = dir.path("pids");
@@ -368,6 +369,16 @@ fn interrupt(test: &str, signal: &str, code: i32) -> Output {
     assert_eq!(out.code, Some(code), "{}", cmd.report(&out));
     assert_eq!(out.stdout, "");
     assert_pids_gone(&pids, GONE);
+    let got = recorded(&rec);
+    let call = got.iter().find(|m| m["method"] == "tools/call").unwrap();
+    let cancel = got
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no cancellation in {got:#?}"));
+    assert_eq!(
+        cancel["params"],
+        json!({"requestId": call["id"], "reason": "interrupted"})
+    );
     out
 }
 
