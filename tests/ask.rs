@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::util::oauth::write_script;
 use crate::util::{
     ALLOWLIST, Dir, Output, TestCommand, assert_contains, bin, fixture_server,
-    on_terminal, quote, run_allowed, write_mcp_json,
+    on_terminal, quote, run_allowed, sampling_model, write_mcp_json,
 };
 
 /// A form with a required integer, a string default and a boolean default.
@@ -160,18 +161,16 @@ fn sampling_only_through_the_operators_command_and_an_approval() {
     let dir = asking("ask_sampling", &[sampling]);
     let out = call(&dir, &[]).assert_exit(0);
     assert_eq!(answers(&out)[0]["error"]["code"], -32601);
-    // The command echoes a result naming the request's first text.
     // The command answers with how many bytes of request it was given.
-    let model = dir.write(
-        "model.sh",
+    let model = write_script(
+        &dir,
+        "count.sh",
         "#!/bin/sh\nn=$(wc -c | tr -d ' ')\nprintf '{\"role\":\"assistant\",\
          \"model\":\"m\",\"content\":{\"type\":\"text\",\"text\":\"got %s\"}}' \
          \"$n\"\n",
     );
-    let garbage = dir.write("garbage.sh", "#!/bin/sh\necho not json\n");
-    for f in [&model, &garbage] {
-        std::process::Command::new("chmod").arg("+x").arg(f).status().unwrap();
-    }
+    let garbage =
+        write_script(&dir, "garbage.sh", "#!/bin/sh\necho not json\n");
     let cmd = model.to_str().unwrap();
     // Without --yes and without a terminal, it is not approved (echo is
     // a read tool: the call itself needs no approval).
@@ -291,4 +290,84 @@ fn ctrl_c_at_a_form_cancels_it() {
     let out = cmd.run();
     assert_contains(&out.stdout, "Who are you?");
     assert_contains(&out.stdout, r#"[{"action":"cancel"}]"#);
+}
+
+#[test]
+fn a_person_consents_to_a_url_on_a_terminal() {
+    let url = json!({"method": "elicitation/create", "params": {
+        "mode": "url", "message": "Pay \u{1b}[31mnow", "elicitationId": "e1",
+        "url": "https://pay.example.com/x?session=1"}});
+    let dir = asking("ask_tty_url", &[url]);
+    // The "browser" writes down what it was asked to open.
+    let opened = dir.path("opened");
+    let browser = write_script(
+        &dir,
+        "browser.sh",
+        &format!("#!/bin/sh\nprintf %s \"$1\" > '{}'\n", opened.display()),
+    );
+    let line = format!(
+        "RIVUMI_MCP_BROWSER={} {} call -y demo echo text=x",
+        quote(browser.to_str().unwrap()),
+        quote(bin().to_str().unwrap())
+    );
+    let mut cmd = dir.program("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env(ALLOWLIST, "demo")
+        .stdin("y\r")
+        .timeout(Duration::from_secs(20));
+    let out = cmd.run();
+    assert_contains(&out.stdout, "host: \u{1b}[1mpay.example.com\u{1b}[0m");
+    assert_contains(&out.stdout, "Pay \\x1b[31mnow");
+    assert_contains(&out.stdout, r#"[{"action":"accept"}]"#);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !opened.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&opened).unwrap(),
+        "https://pay.example.com/x?session=1"
+    );
+    // "no": declined, nothing opened.
+    std::fs::remove_file(&opened).unwrap();
+    cmd.stdin("n\r");
+    let out = cmd.run();
+    assert_contains(&out.stdout, r#"[{"action":"decline"}]"#);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!opened.exists());
+}
+
+#[test]
+fn sampling_is_approved_at_the_terminal() {
+    let sampling = json!({"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user",
+                      "content": {"type": "text", "text": "Say hi"}}],
+        "maxTokens": 5}});
+    let dir = asking("ask_tty_sampling", &[sampling]);
+    let model = sampling_model(&dir, "m", "hi");
+    let model = model.to_str().unwrap();
+    let args = ["call", "demo", "echo", "text=x", "--sampling-command", model];
+    let out = on_terminal(&dir, &args, "y\r");
+    assert_contains(&out.stdout, "asks for a model completion");
+    assert_contains(&out.stdout, "  user: Say hi\n");
+    assert_contains(&out.stdout, r#""model":"m""#);
+    let out = on_terminal(&dir, &args, "n\r");
+    assert_contains(&out.stdout, "sampling was not approved");
+}
+
+#[test]
+fn progress_is_one_updating_line_on_a_terminal_only() {
+    let dir = asking("ask_progress", &[]);
+    write_mcp_json(&dir, &[("demo", fixture_server(&[]))]);
+    let args = ["call", "-y", "demo", "slow", "ms=400"];
+    let out = on_terminal(&dir, &args, "");
+    assert_contains(&out.stdout, "\r\u{1b}[K[demo] step 1 of 3 1/3 (");
+    // The last one is erased before the result is printed.
+    let last = out.stdout.find("[demo] step 3 of 3 3/3 (").unwrap();
+    let rest = &out.stdout[last..];
+    let erased = rest.find("s)\r\u{1b}[K").unwrap();
+    assert!(!rest[..erased].contains('\n'), "{rest:?}");
+    let out = run_allowed(&dir, "demo", &args).assert_exit(0);
+    assert_eq!(out.stderr, "");
+    let out = on_terminal(&dir, &[&args[..], &["-q"]].concat(), "");
+    assert!(!out.stdout.contains("step 1"), "{:?}", out.stdout);
 }

@@ -26,7 +26,7 @@ use crate::util::interop::{
     first_word_after, first_words, installed, lines_with, resource_rows,
     tool_rows,
 };
-use crate::util::{Output, assert_contains, write_mcp_json};
+use crate::util::{Output, assert_contains, sampling_model, write_mcp_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
@@ -132,17 +132,7 @@ fn interop_everything_asks_only_what_was_declared() {
     let root = t.turn.dir.path("a root");
     std::fs::create_dir_all(&root).unwrap();
     let root = root.to_str().unwrap();
-    let model = t.turn.dir.write(
-        "model.sh",
-        "#!/bin/sh\ncat >/dev/null\nprintf '{\"role\":\"assistant\",\
-         \"model\":\"m1\",\"content\":{\"type\":\"text\",\
-         \"text\":\"hi from the operator\"}}'\n",
-    );
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&model)
-        .status()
-        .unwrap();
+    let model = sampling_model(&t.turn.dir, "m1", "hi from the operator");
     let model = model.to_str().unwrap();
     let out = t.run(
         allow,

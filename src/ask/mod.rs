@@ -193,8 +193,7 @@ impl Operator {
             || !missing.is_empty();
         let tty = if asking { Tty::open() } else { None };
         if let Some(mut tty) = tty {
-            return match ask_form(&mut tty, q.server, &form, content, defaults)
-            {
+            return match ask_form(&mut tty, q.server, &form, content) {
                 Asked::Accept(content) => note.accept(content),
                 Asked::Decline => note.decline(),
                 Asked::Cancel => note.cancel(),
@@ -428,7 +427,6 @@ fn ask_form(
     server: &str,
     form: &Form,
     mut content: Map<String, Value>,
-    defaults: bool,
 ) -> Asked {
     let mut text =
         format!("rivumi-mcp: server '{}' asks:\n", elicit::shown(server, 100));
@@ -511,7 +509,6 @@ fn ask_form(
             }
         }
     }
-    let _ = defaults;
     let mut summary = "\nSend these answers?\n".to_string();
     for (k, v) in &content {
         summary.push_str(&format!(

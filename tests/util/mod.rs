@@ -729,3 +729,16 @@ pub fn on_terminal(dir: &Dir, args: &[&str], typed: &str) -> Output {
     out.stdout = out.stdout.replace("\r\n", "\n");
     out
 }
+
+/// An executable sampling command in `dir` (for `--sampling-command`): it
+/// reads the request and prints a CreateMessageResult from `model` whose
+/// text is `text`.
+pub fn sampling_model(dir: &Dir, model: &str, text: &str) -> PathBuf {
+    let result = serde_json::json!({"role": "assistant", "model": model,
+        "content": {"type": "text", "text": text}});
+    oauth::write_script(
+        dir,
+        "model.sh",
+        &format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{result}'\n"),
+    )
+}
