@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 
 use crate::{callargs, term};
 
-/// How many enum choices are kept (a server decides how many it sends,
-/// not us); more makes the form unusable, so it is refused.
-pub(crate) const MAX_CHOICES: usize = 1000;
+/// How many enum choices a field may have (a prompt shows only the first
+/// few; the rest are typed by value); more is refused.
+pub(crate) const MAX_CHOICES: usize = 100_000;
 /// How many fields a form may have.
 pub(crate) const MAX_FIELDS: usize = 100;
 /// How much of a server's text (message, title, description) is shown.
@@ -671,7 +671,15 @@ mod tests {
         let many: Vec<String> = (0..10_000).map(|i| i.to_string()).collect();
         let big = json!({"requestedSchema": {"properties": {
             "e": {"type": "string", "enum": many}}}});
-        assert!(Form::parse(&big).unwrap_err().contains("10000 choices"));
+        let f = Form::parse(&big).unwrap();
+        assert_eq!(
+            f.field("e").unwrap().typed_text("9999"),
+            Ok(json!("9999"))
+        );
+        let more: Vec<u32> = (0..=100_000).collect();
+        let huge = json!({"requestedSchema": {"properties": {
+            "e": {"type": "string", "enum": more}}}});
+        assert!(Form::parse(&huge).unwrap_err().contains("100001 choices"));
         let hostile = json!({"requestedSchema": {"properties": {
             "\u{1b}[2J\u{202e}x": {"type": "object"}}}});
         let e = Form::parse(&hostile).unwrap_err();

@@ -193,6 +193,17 @@ fn sampling_only_through_the_operators_command_and_an_approval() {
         .assert_exit(0);
     let r = &answers(&out)[0];
     assert_contains(r["error"]["message"].as_str().unwrap(), "not json");
+    // A command that never ends is cut off at half of --timeout; the call
+    // itself still completes.
+    let sleeper = write_script(&dir, "sleep.sh", "#!/bin/sh\nsleep 60\n");
+    let sleeper = sleeper.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let out = call(&dir, &["--sampling-command", sleeper, "--timeout", "4"])
+        .assert_exit(0);
+    assert!(started.elapsed() < Duration::from_secs(4), "{out:?}");
+    let r = &answers(&out)[0];
+    let e = r["error"]["message"].as_str().unwrap();
+    assert_contains(e, "timed out after 2s");
     let out =
         call(&dir, &["--read-only", "--sampling-command", cmd]).assert_exit(0);
     let r = &answers(&out)[0];

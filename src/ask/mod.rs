@@ -33,7 +33,8 @@ static ASKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub(crate) const SAMPLING_VAR: &str = "RIVUMI_MCP_SAMPLING_COMMAND";
 /// The most the sampling command may print on stdout.
 const SAMPLING_STDOUT: usize = 1 << 20;
-/// How long the sampling command may run, unless `--timeout` says less.
+/// How long the sampling command may run; with `--timeout`, at most half
+/// of it, so that the server still has time to answer the call.
 const SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 /// How much of a sampling request is shown for approval.
 const SAMPLING_SHOWN: usize = 4000;
@@ -144,7 +145,7 @@ impl Operator {
             roots,
             sampling,
             sampling_timeout: timeout
-                .map_or(SAMPLING_TIMEOUT, |t| t.min(SAMPLING_TIMEOUT)),
+                .map_or(SAMPLING_TIMEOUT, |t| (t / 2).min(SAMPLING_TIMEOUT)),
             yes,
             read_only,
             log_level: o.log_level.clone(),
