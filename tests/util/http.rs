@@ -104,10 +104,13 @@ impl Request {
     }
 
     /// `METHOD path rpc-method`, for failure messages.
-    /// A GET for the server's own event stream (no `Last-Event-ID`: not
-    /// the resumption of a request's stream).
+    /// A GET for the server's own event stream: an event stream asked for
+    /// without `Last-Event-ID` (not the resumption of a request's stream,
+    /// nor a metadata document or an authorization page).
     pub fn is_standalone_get(&self) -> bool {
-        self.method == "GET" && self.header("last-event-id").is_none()
+        self.method == "GET"
+            && self.header("accept") == Some("text/event-stream")
+            && self.header("last-event-id").is_none()
     }
 
     pub fn summary(&self) -> String {
