@@ -14,7 +14,7 @@
 # Sets (without any, the default set):
 #   default                   initialize tools_call sse-retry (0.1.16); the PASSING_2026 list (0.2.0)
 #   all                       every client scenario of the suite
-#   required                  0.1.16: every one except the one rivumi-mcp does not implement;
+#   required                  0.1.16: every client scenario but those in UNSUPPORTED (none now);
 #                             0.2.0: the client scenarios of `--requirements R`, R = the --wire given,
 #                             else 2025-11-25 (the 2025-era set, on its own wire)
 #   passing                   0.2.0: the scenarios known to pass today (PASSING_2026 below)
@@ -45,7 +45,7 @@ DEFAULT_SCENARIOS=(initialize tools_call sse-retry)
 # UNSUPPORTED, the 2025-03-26 back-compatibility and JSON Schema scenarios, and the 2026-07-28-only
 # scenarios that also hold on their own wire. All pass (2026-12-01).
 PASSING_2026=(
-  initialize tools_call sse-retry json-schema-2020-12-preservation
+  initialize tools_call sse-retry json-schema-2020-12-preservation elicitation-sep1034-client-defaults
   auth/metadata-default auth/metadata-var1 auth/metadata-var3 auth/basic-cimd
   auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
   auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
@@ -57,8 +57,7 @@ PASSING_2026=(
   auth/dpop auth/dpop-nonce
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
-#   elicitation-sep1034-client-defaults  needs the elicitation capability (a CLI has no one to ask)
-UNSUPPORTED=(elicitation-sep1034-client-defaults)
+UNSUPPORTED=()
 SCENARIO_TIMEOUT_MS=30000 # the suite kills the client after this
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -94,5 +94,7 @@ RIVUMI_INTEROP_NODE_DIR="$NODE_DIR" node "$FIX/ts2_server.cjs" check ||
   die "fixtures/interop/ts2_server.cjs cannot load @modelcontextprotocol/server from .interop/node"
 "$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' || die "mcp.server.mcpserver not importable"
 "$VENV/bin/python" "$FIX/py_server.py" --help >/dev/null || die "fixtures/interop/py_server.py --help failed"
+"$VENV/bin/python" -c 'import runpy, sys; runpy.run_path(sys.argv[1], run_name="check")' "$FIX/py_elicit.py" \
+  || die "fixtures/interop/py_elicit.py does not load"
 "$VENV/bin/python" "$FIX/fastmcp_server.py" --check || die "fixtures/interop/fastmcp_server.py --check failed"
 step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') $py_pins"

@@ -54,6 +54,9 @@ pub(crate) struct Global {
     /// `--stdio` / `--http` (with `--name`): one server typed on the
     /// command line instead of a config file.
     pub(crate) adhoc: Option<Adhoc>,
+    /// `--elicit`, `--answer`, `--root`, `--sampling-command`,
+    /// `--log-level`: what servers may ask of this client.
+    pub(crate) client: Options,
 }
 
 /// A server the operator typed on the command line.
@@ -417,6 +420,11 @@ pub(crate) enum Flag {
     Stdio,
     Http,
     Name,
+    Elicit,
+    Answer,
+    SamplingCommand,
+    Root,
+    LogLevel,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -446,6 +454,10 @@ impl Flag {
             Flag::Format => ValueKind::Choice(FORMATS),
             Flag::Protocol => ValueKind::Choice(&crate::mcp::Choice::NAMES),
             Flag::Approve => ValueKind::Choice(APPROVE_CLASSES),
+            Flag::Elicit => ValueKind::Choice(&ELICIT_MODES),
+            Flag::LogLevel => ValueKind::Choice(&LOG_LEVELS),
+            Flag::Root => ValueKind::Dir,
+            Flag::Answer | Flag::SamplingCommand => ValueKind::Free,
             Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
             Flag::Save => ValueKind::Dir,
             Flag::Timeout
@@ -572,6 +584,11 @@ const OPTS: &[Opt] = &[
     valued(Flag::Stdio, "stdio", Applies::Only(ADHOC)),
     valued(Flag::Http, "http", Applies::Only(ADHOC)),
     valued(Flag::Name, "name", Applies::Only(ADHOC)),
+    valued(Flag::Elicit, "elicit", Applies::Mcp),
+    valued(Flag::Answer, "answer", Applies::Mcp),
+    valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
+    valued(Flag::Root, "root", Applies::Mcp),
+    valued(Flag::LogLevel, "log-level", Applies::Mcp),
 ];
 
 /// The commands that take an ad-hoc server (`--stdio`, `--http`).
@@ -779,6 +796,12 @@ REQUESTS:
     {\"id\": 2, \"server\": \"demo\", \"tool\": \"echo\", \"arguments\": {}}
     {\"id\": 3, \"server\": \"demo\", \"read\": \"fixture://docs/readme\"}
     {\"id\": 4, \"server\": \"demo\", \"prompt\": \"greet\", \"arguments\": {}}
+    {\"id\": 5, \"tool\": \"mcp__demo__book\", \"answers\": {\"seats\": \"2\"}}
+
+A line's \"answers\" object answers the forms its request brings up, under
+the rules of --answer (a string is typed by the form's schema), in place
+of --answer; --elicit, --root, --sampling-command and --log-level apply
+to the whole batch.
 
 OPTIONS:
     -y, --yes                      Approve calls classified execute
@@ -798,6 +821,8 @@ OPTIONS:
         --stdio CMDLINE            One server typed here, no config file
         --http URL                 One HTTP server typed here
         --name NAME                Its name in requests (default: adhoc)
+        --elicit MODE              ask, decline, cancel or defaults
+        --answer NAME=VALUE        Answer form field NAME (repeatable)
 
 EXIT: 0 when every request succeeded, 1 when any failed.
 ";
@@ -887,6 +912,20 @@ OPTIONS:
                               shell splits words, but no shell runs)
         --http URL            Reach this Streamable HTTP server instead
         --name NAME           The ad-hoc server's name (default: adhoc)
+
+WHAT A SERVER MAY ASK (every command that starts servers):
+        --elicit MODE         Forms: ask (default on a terminal), decline
+                              (default without one), cancel, defaults
+        --answer NAME=VALUE   Answer form field NAME (typed by the schema,
+                              NAME:=JSON as is; repeatable)
+        --sampling-command CMD  Answer sampling/createMessage with CMD
+                              (argv, no shell; request JSON on stdin,
+                              CreateMessageResult JSON on stdout), after
+                              approval (or --yes); also
+                              RIVUMI_MCP_SAMPLING_COMMAND
+        --root DIR            Offer DIR as a root (repeatable)
+        --log-level LEVEL     Ask servers to log at LEVEL (debug … emergency)
+                              and show their log lines on stderr
 
 EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
 drifted from .mcp.lock.json), 8 when --max-output cut what was printed;
@@ -1192,6 +1231,36 @@ fn build(
                     .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
                 adhoc_name = Some(value);
             }
+            Flag::Elicit => {
+                g.client.elicit =
+                    Some(Elicit::parse(&value).ok_or_else(|| {
+                        Error::usage(format!(
+                            "{flag}: unknown mode '{value}' [pick from: {}]",
+                            ELICIT_MODES.join(", ")
+                        ))
+                    })?)
+            }
+            Flag::Answer => {
+                if !value.contains('=')
+                    || crate::elicit::word_name(&value).is_empty()
+                {
+                    return Err(Error::usage(format!(
+                        "{flag}: '{value}' is not NAME=VALUE or NAME:=JSON"
+                    )));
+                }
+                g.client.answers.push(value)
+            }
+            Flag::SamplingCommand => g.client.sampling_command = Some(value),
+            Flag::Root => g.client.roots.push(PathBuf::from(value)),
+            Flag::LogLevel => {
+                if !LOG_LEVELS.contains(&value.as_str()) {
+                    return Err(Error::usage(format!(
+                        "{flag}: unknown level '{value}' [pick from: {}]",
+                        LOG_LEVELS.join(", ")
+                    )));
+                }
+                g.client.log_level = Some(value)
+            }
         }
     }
     match (&mut g.adhoc, adhoc_name) {
@@ -1323,6 +1392,56 @@ fn bytes(flag: &str, v: &str) -> Result<usize> {
                  (suffixes K, M, G allowed)"
             ))
         })
+}
+
+/// The levels of `logging/setLevel` (RFC 5424 names).
+pub(crate) const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// The choices of `--elicit`.
+pub(crate) const ELICIT_MODES: [&str; 4] =
+    ["ask", "decline", "cancel", "defaults"];
+
+/// `--elicit`: how forms are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Elicit {
+    /// Ask on the terminal (the default when there is one).
+    Ask,
+    Decline,
+    Cancel,
+    /// Every field without an answer takes its schema default (SEP-1034).
+    Defaults,
+}
+
+impl Elicit {
+    pub(crate) fn parse(s: &str) -> Option<Elicit> {
+        Some(match s {
+            "ask" => Elicit::Ask,
+            "decline" => Elicit::Decline,
+            "cancel" => Elicit::Cancel,
+            "defaults" => Elicit::Defaults,
+            _ => return None,
+        })
+    }
+}
+
+/// The operator's options for server requests, as the command line and
+/// environment give them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Options {
+    pub(crate) elicit: Option<Elicit>,
+    /// `--answer NAME=VALUE` words, in order.
+    pub(crate) answers: Vec<String>,
+    pub(crate) roots: Vec<PathBuf>,
+    pub(crate) sampling_command: Option<String>,
+    pub(crate) log_level: Option<String>,
 }
 
 /// Splits a command line typed by the operator (a hook, `--stdio`) into

@@ -41,6 +41,8 @@ pub(crate) struct Context {
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.
     adhoc: Option<String>,
+    /// What answers the servers' requests (the operator's options).
+    client: std::sync::Arc<dyn crate::session::Client>,
 }
 
 impl Context {
@@ -123,12 +125,22 @@ impl Context {
             step_up: g.step_up,
             protocol: g.protocol,
             adhoc: None,
+            client: std::sync::Arc::new(crate::session::Declines),
         }
     }
 
     /// Whether `name` is the ad-hoc server typed on the command line.
     fn is_adhoc(&self, name: &str) -> bool {
         self.adhoc.as_deref() == Some(name)
+    }
+
+    /// The client that answers the servers' requests from now on.
+    pub(crate) fn with_client(
+        mut self,
+        client: std::sync::Arc<dyn crate::session::Client>,
+    ) -> Context {
+        self.client = client;
+        self
     }
 
     /// The allowlist, or the refusal its malformed value earns.
@@ -310,6 +322,7 @@ impl Context {
             self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
+            std::sync::Arc::clone(&self.client),
         )
     }
 }

@@ -7,6 +7,7 @@
 //! end the process after closing every server).
 
 mod allowlist;
+mod ask;
 mod auth;
 
 mod callargs;
@@ -15,6 +16,7 @@ mod cli;
 mod cmd;
 mod config;
 mod deadline;
+mod elicit;
 mod error;
 mod executor;
 mod journal;
@@ -200,7 +202,10 @@ fn run(args: cli::Args) -> Result<()> {
         _ => None,
     };
     let exec = executor::Executor { policy: policy(g)?, lock };
-    let ctx = launch::Context::load(g, lookup)?;
+    let operator =
+        ask::Operator::new(&g.client, g.yes, g.read_only, g.timeout, &lookup)?;
+    let ctx = launch::Context::load(g, lookup)?
+        .with_client(std::sync::Arc::new(operator));
     let json = g.json;
     if let Command::Status = &args.command {
         return cmd::auth::status(&ctx, json, &lookup);

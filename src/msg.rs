@@ -34,6 +34,7 @@ pub(crate) fn stderr_is_tty() -> bool {
 /// Writes one line to stderr, sanitised when stderr is a terminal. A
 /// failing stderr is ignored: there is nowhere left to report it.
 pub(crate) fn line(text: &str) {
+    clear_progress();
     let text = if stderr_is_tty() {
         term::sanitize(text, term::Lines::Keep)
     } else {
@@ -41,6 +42,32 @@ pub(crate) fn line(text: &str) {
     };
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
+}
+
+/// Whether a progress line is on the terminal now.
+static PROGRESS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Shows `text` as the one progress line on a terminal (stderr), in
+/// place of the previous one; nothing when stderr is not a terminal.
+pub(crate) fn progress(text: &str) {
+    if !stderr_is_tty() {
+        return;
+    }
+    let text = term::clip(&term::line(text), 150).into_owned();
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[K{text}");
+    let _ = err.flush();
+    PROGRESS.store(true, Ordering::Relaxed);
+}
+
+/// Erases the progress line, if one is shown.
+pub(crate) fn clear_progress() {
+    if PROGRESS.swap(false, Ordering::Relaxed) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K");
+        let _ = err.flush();
+    }
 }
 
 /// `rivumi-mcp: <error>`; always shown.

@@ -23,13 +23,17 @@
 //! handshake era unless the operator chose `modern`.
 //!
 //! Every request waits for its response under a named deadline while
-//! answering what the server asks in the meantime, as [`mcp::answer`]
-//! decides. Responses are matched by exact id (`1` is not `"1"`); late
+//! answering what the server asks in the meantime. What a server asks,
+//! on the stream (2025 era) or in `inputRequests` (2026-07-28), takes one
+//! path: [`mcp::ask`] decides whether it is a kind the operator declared,
+//! and the session's [`Client`] (the operator, [`crate::ask`]) answers it;
+//! the session itself does no terminal I/O. Responses are matched by exact id (`1` is not `"1"`); late
 //! and unknown ids are ignored. A request that times out is cancelled and
 //! closes the server. What a message *is* comes from [`mcp::classify`];
 //! this module only decides what to do about it.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -74,6 +78,52 @@ pub(crate) struct Listing {
 /// A request's answer: its result, or the server's JSON-RPC error.
 type Answer = std::result::Result<Value, RpcError>;
 
+/// One thing a server asks of the client, of a kind it declared.
+#[derive(Debug)]
+pub(crate) struct ServerAsk<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) ask: mcp::Ask,
+    pub(crate) params: &'a Value,
+    /// A `batch` line's `answers`, which replace `--answer` for its forms.
+    pub(crate) answers: Option<&'a Map<String, Value>>,
+}
+
+/// What answers a server's requests: the operator's options, fixed before
+/// any server starts.
+pub(crate) trait Client: Send + Sync {
+    /// The capabilities declared in both eras.
+    fn capabilities(&self) -> mcp::Capabilities;
+    /// The level `--log-level` asks servers to log at.
+    fn log_level(&self) -> Option<&str>;
+    /// The result for one request of a declared kind; `Err` is sent as an
+    /// error answer.
+    fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+}
+
+impl std::fmt::Debug for dyn Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Client({:?})", self.capabilities())
+    }
+}
+
+/// A client that declares nothing and answers only `ping`.
+#[derive(Debug, Default)]
+pub(crate) struct Declines;
+
+impl Client for Declines {
+    fn capabilities(&self) -> mcp::Capabilities {
+        mcp::Capabilities::default()
+    }
+
+    fn log_level(&self) -> Option<&str> {
+        None
+    }
+
+    fn serve(&self, _: &ServerAsk<'_>) -> std::result::Result<Value, String> {
+        Ok(json!({}))
+    }
+}
+
 pub(crate) struct Session {
     name: String,
     transport: Box<dyn Transport>,
@@ -84,6 +134,11 @@ pub(crate) struct Session {
     /// `*/list_changed` notifications seen (method names).
     list_changed: BTreeSet<String>,
     closed: Option<Closed>,
+    client: Arc<dyn Client>,
+    /// The current `batch` line's `answers`, if it has any.
+    answers: Option<Map<String, Value>>,
+    /// When the request in flight was sent (for the progress line).
+    started: std::time::Instant,
 }
 
 impl std::fmt::Debug for Session {
@@ -103,6 +158,7 @@ impl Session {
         choice: Choice,
         startup: &Deadline,
         request_timeout: Duration,
+        client: Arc<dyn Client>,
     ) -> Result<Session> {
         let mut s = Session {
             name: name.to_string(),
@@ -112,6 +168,9 @@ impl Session {
             request_timeout,
             list_changed: BTreeSet::new(),
             closed: None,
+            client,
+            answers: None,
+            started: std::time::Instant::now(),
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -134,7 +193,41 @@ impl Session {
             json!({"server": name, "protocol": s.server.protocol,
                    "serverInfo": s.server.info, "chosen": s.server.chosen}),
         );
+        s.set_log_level(startup);
         Ok(s)
+    }
+
+    /// `--log-level` in the handshake era: `logging/setLevel`, to a
+    /// server that declares logging (2026-07-28 carries it in `_meta`).
+    /// A refusal is a warning, not a failure.
+    fn set_log_level(&mut self, d: &Deadline) {
+        let Some(level) = self.client.log_level().map(str::to_string) else {
+            return;
+        };
+        if self.modern() {
+            return;
+        }
+        if self.server.capabilities.get("logging").is_none() {
+            msg::debug(&format!(
+                "server '{}' declares no logging; --log-level not sent",
+                self.name
+            ));
+            return;
+        }
+        let params = json!({"level": level});
+        match self.exchange(method::LOGGING_SET_LEVEL, params, &[], d) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => msg::warn(&format!(
+                "server '{}': logging/setLevel: {}",
+                self.name,
+                e.describe()
+            )),
+            Err(e) => msg::warn(&format!(
+                "server '{}': logging/setLevel: {}",
+                self.name,
+                e.message()
+            )),
+        }
     }
 
     /// The handshake era: `initialize`, then `notifications/initialized`.
@@ -144,7 +237,7 @@ impl Session {
         self.server.version = None;
         let answer = self.exchange(
             method::INITIALIZE,
-            mcp::initialize_params(),
+            mcp::initialize_params_for(self.client.capabilities()),
             &[],
             d,
         )?;
@@ -224,7 +317,7 @@ impl Session {
 
     fn discover_once(&mut self, d: &Deadline) -> Result<Answer> {
         let mut params = json!({});
-        mcp::with_modern_meta(&mut params, Version::MODERN);
+        self.modern_meta(&mut params);
         self.exchange(method::SERVER_DISCOVER, params, &[], d)
     }
 
@@ -356,7 +449,7 @@ impl Session {
                 .exchange(method, params, headers, d)?
                 .map_err(|e| Error::server(e.describe()));
         }
-        mcp::with_modern_meta(&mut params, Version::MODERN);
+        self.modern_meta(&mut params);
         let original = params.clone();
         for round in 0.. {
             let result = self
@@ -388,22 +481,9 @@ impl Session {
                 .map_err(|why| Error::server(format!("{method}: {why}")))?;
             let mut responses = Map::new();
             for r in &requests {
-                let answer = mcp::answer_input(r)
+                let answer = self
+                    .serve(&r.method, &r.params)
                     .map_err(|why| Error::server(term::line(&why)))?;
-                msg::warn(&format!(
-                    "server '{}' asked for input ({}{}); declined: \
-                     rivumi-mcp answers no elicitation",
-                    self.name,
-                    term::line(&r.method),
-                    r.params
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .map(|m| format!(
-                            ": {}",
-                            term::clip(&term::line(m), 200)
-                        ))
-                        .unwrap_or_default()
-                ));
                 responses.insert(r.key.clone(), answer);
             }
             params = mcp::retry_params(&original, responses, state.as_ref());
@@ -413,7 +493,21 @@ impl Session {
 
     /// Sends one request with a fresh id and waits for its answer. Over
     /// the modern wire the standard headers (and `headers`) go with it.
+    /// A progress line shown meanwhile is erased when it ends.
     fn exchange(
+        &mut self,
+        method: &str,
+        params: Value,
+        headers: &[(String, String)],
+        deadline: &Deadline,
+    ) -> Result<Answer> {
+        self.started = std::time::Instant::now();
+        let r = self.exchange_once(method, params, headers, deadline);
+        msg::clear_progress();
+        r
+    }
+
+    fn exchange_once(
         &mut self,
         method: &str,
         mut params: Value,
@@ -439,6 +533,16 @@ impl Session {
             self.transport
                 .send(&mcp::request(id, method, params), deadline)?;
         }
+        // Ctrl-C (or SIGTERM) while it waits: cancelled on the wire before
+        // the server is ended (never initialize, as for a deadline).
+        let _cancel = match self.transport.canceller() {
+            Some(c) if method != method::INITIALIZE => {
+                Some(crate::sys::on_interrupt(Arc::new(move || {
+                    c(&mcp::cancelled(id, "interrupted"));
+                })))
+            }
+            _ => None,
+        };
         let want = json!(id);
         loop {
             let msg = match self.transport.recv(deadline) {
@@ -487,8 +591,8 @@ impl Session {
         deadline: &Deadline,
     ) -> Result<Option<Answer>> {
         match mcp::classify(m) {
-            Incoming::Request { id, method, .. } => {
-                self.answer(&method, id, deadline)?;
+            Incoming::Request { id, method, params } => {
+                self.answer(&method, &params, id, deadline)?;
                 Ok(None)
             }
             Incoming::Notification { method, params } => {
@@ -521,20 +625,88 @@ impl Session {
         }
     }
 
-    /// Answers a request from the server.
-    fn answer(&mut self, method: &str, id: Value, d: &Deadline) -> Result<()> {
-        let reply = match mcp::answer(method) {
+    /// Answers a request from the server on the stream (2025 era).
+    fn answer(
+        &mut self,
+        method: &str,
+        params: &Value,
+        id: Value,
+        d: &Deadline,
+    ) -> Result<()> {
+        let reply = match self.serve(method, params) {
             Ok(result) => mcp::response(id, result),
             Err(why) => {
-                msg::debug(&format!(
-                    "server '{}': refused its request '{}' (not supported)",
-                    self.name,
-                    term::line(method)
-                ));
-                mcp::error_response(id, mcp::code::METHOD_NOT_FOUND, &why)
+                let code = if mcp::ask(method, params, self.caps()).is_ok() {
+                    mcp::code::INTERNAL_ERROR
+                } else {
+                    mcp::code::METHOD_NOT_FOUND
+                };
+                mcp::error_response(id, code, &why)
             }
         };
         self.transport.send(&reply, d)
+    }
+
+    /// The one path of what a server asks, in either era: refused unless
+    /// of a declared kind, else the client's answer.
+    fn serve(
+        &mut self,
+        method: &str,
+        params: &Value,
+    ) -> std::result::Result<Value, String> {
+        let ask = match mcp::ask(method, params, self.caps()) {
+            Ok(a) => a,
+            Err(why) => {
+                msg::debug(&format!(
+                    "server '{}': refused its request '{}': {why}",
+                    self.name,
+                    term::line(method)
+                ));
+                crate::journal::event(
+                    "server_request",
+                    json!({"server": self.name, "method": term::line(method),
+                           "action": "refused"}),
+                );
+                return Err(why);
+            }
+        };
+        let q = ServerAsk {
+            server: &self.name,
+            ask,
+            params,
+            answers: self.answers.as_ref(),
+        };
+        let r = self.client.serve(&q);
+        if let Err(why) = &r {
+            msg::warn(&format!(
+                "server '{}': {}: {}",
+                self.name,
+                q.ask.kind(),
+                term::line(why)
+            ));
+        }
+        r
+    }
+
+    fn caps(&self) -> mcp::Capabilities {
+        self.client.capabilities()
+    }
+
+    /// The 2026-07-28 `_meta`: version, capabilities, who we are, and the
+    /// log level the operator asked for.
+    fn modern_meta(&self, params: &mut Value) {
+        mcp::with_modern_meta(params, Version::MODERN, self.caps());
+        if let (Some(level), Some(m)) =
+            (self.client.log_level(), params.get_mut("_meta"))
+        {
+            m[mcp::meta::LOG_LEVEL] = json!(level);
+        }
+    }
+
+    /// Sets the `answers` of the next requests' forms (a `batch` line's),
+    /// or `None` for `--answer`'s.
+    pub(crate) fn set_answers(&mut self, answers: Option<Map<String, Value>>) {
+        self.answers = answers;
     }
 
     fn notification(&mut self, method: &str, p: &Value) {
@@ -547,7 +719,14 @@ impl Session {
                     Some(v) => v.to_string(),
                     None => String::new(),
                 };
-                msg::server_line(&self.name, &format!("log {level}: {data}"));
+                if self.client.log_level().is_some() || msg::verbose() {
+                    msg::line(&format!(
+                        "[{}] {}: {}",
+                        self.name,
+                        term::clip(&term::line(level), 20),
+                        term::clip(&term::line(&data), 2000)
+                    ));
+                }
             }
             method::PROGRESS if msg::stderr_is_tty() && msg::level() >= 1 => {
                 let n = p.get("progress").cloned().unwrap_or(Value::Null);
@@ -558,12 +737,13 @@ impl Session {
                 let text = p
                     .get("message")
                     .and_then(Value::as_str)
-                    .map(|m| format!(" {m}"))
+                    .map(|m| format!("{} ", term::clip(&term::line(m), 60)))
                     .unwrap_or_default();
-                msg::line(&format!(
-                    "[{}] progress {n}{total}{}",
+                msg::progress(&format!(
+                    "[{}] {text}{}{total} ({}s)",
                     self.name,
-                    term::line(&text)
+                    term::clip(&term::line(&n.to_string()), 20),
+                    self.started.elapsed().as_secs()
                 ));
             }
             m if mcp::is_list_changed(m) => {
@@ -769,6 +949,15 @@ mod tests {
         choice: Choice,
         script: Script,
     ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_with(wire, choice, script, Arc::new(Declines))
+    }
+
+    fn start_with(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+        client: Arc<dyn Client>,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
             script,
@@ -783,6 +972,7 @@ mod tests {
             choice,
             &d,
             Duration::from_secs(5),
+            client,
         );
         (s, seen)
     }
@@ -987,6 +1177,131 @@ mod tests {
         // A tool call asks for progress under its own id.
         let req = sent.iter().find(|m| m["method"] == "tools/call").unwrap();
         assert_eq!(req["params"]["_meta"]["progressToken"], req["id"]);
+    }
+
+    /// A client that accepts every form with `{"n": 1}` and says what it
+    /// was asked, with the batch answers it saw.
+    #[derive(Default)]
+    struct Accepts(Mutex<Vec<String>>);
+
+    impl Client for Accepts {
+        fn capabilities(&self) -> mcp::Capabilities {
+            mcp::Capabilities { elicitation_form: true, ..Default::default() }
+        }
+
+        fn log_level(&self) -> Option<&str> {
+            Some("debug")
+        }
+
+        fn serve(
+            &self,
+            q: &ServerAsk<'_>,
+        ) -> std::result::Result<Value, String> {
+            self.0.lock().unwrap().push(format!(
+                "{} {} {}",
+                q.server,
+                q.ask.kind(),
+                q.answers
+                    .map(|a| Value::Object(a.clone()))
+                    .unwrap_or_default()
+            ));
+            Ok(json!({"action": "accept", "content": {"n": 1}}))
+        }
+    }
+
+    fn form() -> Value {
+        json!({"message": "n?", "requestedSchema": {"type": "object",
+               "properties": {"n": {"type": "integer"}}}})
+    }
+
+    #[test]
+    fn both_eras_take_one_path_to_the_client() {
+        // 2025: elicitation/create on the stream, answered in between.
+        let script = server("2025-11-25", |m, id, _| {
+            if m != method::TOOLS_CALL {
+                return vec![];
+            }
+            vec![
+                json!({"jsonrpc": "2.0", "id": "e1",
+                       "method": "elicitation/create", "params": form()}),
+                json!({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}),
+                ok(id, json!({"content": []})),
+            ]
+        });
+        let client = Arc::new(Accepts::default());
+        let (s, wire) = start_with(
+            crate::transport::Wire::Stdio,
+            Choice::Legacy,
+            script,
+            client.clone(),
+        );
+        let mut s = s.unwrap();
+        let args = Map::new();
+        let call =
+            mcp::Call::Tool { name: "t", arguments: &args, headers: &[] };
+        let mut answers = Map::new();
+        answers.insert("n".into(), json!("1"));
+        s.set_answers(Some(answers));
+        s.call(&call).unwrap();
+        let out = sent(&wire);
+        assert_eq!(
+            out[0]["params"]["capabilities"],
+            json!({"elicitation": {"form": {}}})
+        );
+        let e1 = out.iter().find(|m| m["id"] == "e1").unwrap();
+        assert_eq!(e1["result"]["action"], "accept");
+        // roots were not declared: refused without reaching the client.
+        let r1 = out.iter().find(|m| m["id"] == "r1").unwrap();
+        assert_eq!(r1["error"]["code"], mcp::code::METHOD_NOT_FOUND);
+        assert_eq!(
+            *client.0.lock().unwrap(),
+            [r#"fake elicitation/form {"n":"1"}"#]
+        );
+
+        // 2026-07-28: the same request as an inputRequests entry.
+        let script: Script = Box::new(|m| {
+            let id = m.get("id").cloned().unwrap_or(Value::Null);
+            match mcp::method_of(m) {
+                Some(method::SERVER_DISCOVER) => vec![ok(
+                    &id,
+                    json!({"supportedVersions": ["2026-07-28"],
+                           "capabilities": {"tools": {}}}),
+                )],
+                Some(method::TOOLS_CALL) => {
+                    match m["params"].get("inputResponses") {
+                        None => vec![ok(
+                            &id,
+                            json!({"resultType": "input_required",
+                                   "inputRequests": {"k": {
+                                       "method": "elicitation/create",
+                                       "params": form()}}}),
+                        )],
+                        Some(r) => {
+                            vec![ok(&id, json!({"content": [], "echo": r}))]
+                        }
+                    }
+                }
+                _ => vec![],
+            }
+        });
+        let client = Arc::new(Accepts::default());
+        let (s, wire) = start_with(
+            crate::transport::Wire::Stdio,
+            Choice::Modern,
+            script,
+            client.clone(),
+        );
+        let mut s = s.unwrap();
+        let r = s.call(&call).unwrap();
+        assert_eq!(r["echo"]["k"]["content"], json!({"n": 1}));
+        let out = sent(&wire);
+        let meta = &out[0]["params"]["_meta"];
+        assert_eq!(
+            meta[mcp::meta::CLIENT_CAPABILITIES],
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(meta[mcp::meta::LOG_LEVEL], "debug");
+        assert_eq!(*client.0.lock().unwrap(), ["fake elicitation/form null"]);
     }
 
     #[test]
@@ -1234,7 +1549,9 @@ mod tests {
                     "params": {"message": "sure?"}}}}),
             )]
         });
-        let (s, seen) = start_on(Wire::Stdio, Choice::Modern, script);
+        let client = Arc::new(Accepts::default());
+        let (s, seen) =
+            start_with(Wire::Stdio, Choice::Modern, script, client.clone());
         let mut s = s.unwrap();
         let args = serde_json::Map::new();
         let r = s
@@ -1246,7 +1563,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             r["echo"]["inputResponses"],
-            json!({"q": {"action": "decline"}})
+            json!({"q": {"action": "accept", "content": {"n": 1}}})
         );
         let sent = sent(&seen);
         let calls: Vec<&Value> =
@@ -1292,7 +1609,11 @@ mod tests {
         });
         let (s, _) = start_on(Wire::Stdio, Choice::Modern, script);
         let e = s.unwrap().request("tools/call", json!({}), "x").unwrap_err();
-        assert!(e.to_string().contains("'sampling/createMessage'"), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("did not declare the capability for sampling"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -240,6 +240,11 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
+            // Requests in flight are cancelled on the wire first, while
+            // their servers still run.
+            if run_interrupt_hooks() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
             let groups = begin_closing();
             for &g in &groups {
                 kill_group(g, libc::SIGTERM);
@@ -277,6 +282,74 @@ pub(crate) fn install_signal_thread() {
                 std::ptr::null_mut(),
             );
         }
+    }
+}
+
+/// What runs on SIGINT/SIGTERM/SIGHUP before servers are ended: the
+/// cancellation of each request in flight, by key.
+type Hook = std::sync::Arc<dyn Fn() + Send + Sync>;
+static INTERRUPT_HOOKS: Mutex<Vec<(u64, Hook)>> = Mutex::new(Vec::new());
+static NEXT_HOOK: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// Runs `hook` if a termination signal arrives while the returned guard
+/// lives.
+pub(crate) fn on_interrupt(hook: Hook) -> InterruptGuard {
+    let key = NEXT_HOOK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(mut h) = INTERRUPT_HOOKS.lock() {
+        h.push((key, hook));
+    }
+    InterruptGuard(key)
+}
+
+/// Unregisters its hook when dropped.
+pub(crate) struct InterruptGuard(u64);
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        if let Ok(mut h) = INTERRUPT_HOOKS.lock() {
+            h.retain(|(k, _)| *k != self.0);
+        }
+    }
+}
+
+/// Runs (and forgets) every hook; whether there was any.
+fn run_interrupt_hooks() -> bool {
+    let hooks: Vec<(u64, Hook)> = match INTERRUPT_HOOKS.lock() {
+        Ok(mut h) => std::mem::take(&mut *h),
+        Err(_) => return false,
+    };
+    for (_, hook) in &hooks {
+        hook();
+    }
+    !hooks.is_empty()
+}
+
+/// Turns echo, canonical mode and signal keys off on the terminal `fd`
+/// (reads return each byte; Ctrl-C arrives as a byte), returning the
+/// settings to restore; `None` when `fd` is not a terminal.
+pub(crate) fn tty_raw(fd: i32) -> Option<libc::termios> {
+    // SAFETY: tcgetattr/tcsetattr on a caller's fd with termios values on
+    // our stack.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return None;
+        }
+        let saved = t;
+        t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+        t.c_cc[libc::VMIN] = 1;
+        t.c_cc[libc::VTIME] = 0;
+        libc::tcsetattr(fd, libc::TCSANOW, &t);
+        Some(saved)
+    }
+}
+
+/// Restores terminal settings that [`tty_raw`] returned.
+pub(crate) fn tty_restore(fd: i32, saved: &libc::termios) {
+    // SAFETY: tcsetattr on a caller's fd with a termios it read before.
+    unsafe {
+        libc::tcsetattr(fd, libc::TCSANOW, saved);
     }
 }
 

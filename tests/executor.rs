@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::util::http::{HttpFixture, McpScript};
 use crate::util::{
-    ALLOWLIST, Dir, Output, TestCommand, assert_absent, assert_contains,
-    assert_pids_gone, bin, demo_recording, fixture_server, received,
+    ALLOWLIST, Dir, TestCommand, assert_absent, assert_contains,
+    assert_pids_gone, demo_recording, fixture_server, on_terminal, received,
     run_allowed, write_mcp_json,
 };
 
@@ -126,32 +126,6 @@ fn one<'a>(lines: &'a [Value], event: &str) -> &'a Value {
         lines.iter().filter(|l| l["event"] == event).collect();
     assert_eq!(found.len(), 1, "one '{event}' in {lines:#?}");
     found[0]
-}
-
-/// Quotes a word for `sh`.
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Runs `rivumi-mcp ARGS` in `dir` under util-linux `script`, which gives
-/// it a new session whose controlling terminal is a pseudo-terminal (its
-/// stdin, stdout and stderr too); `typed` is what is typed at that
-/// terminal. `stdout` holds everything the terminal showed (the echo of
-/// what was typed included), with `\r\n` turned back into `\n`.
-fn on_terminal(dir: &Dir, args: &[&str], typed: &str) -> Output {
-    let mut line = quote(bin().to_str().expect("UTF-8 path"));
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    let mut cmd = dir.program("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .env(ALLOWLIST, "demo")
-        .stdin(typed)
-        .timeout(Duration::from_secs(20));
-    let mut out = cmd.run();
-    out.stdout = out.stdout.replace("\r\n", "\n");
-    out
 }
 
 // ---------------------------------------------------------------------------

@@ -237,6 +237,13 @@ fn session_id_and_protocol_headers() {
         assert!(!r.chunked, "POST bodies have a content-length");
         assert_eq!(r.path, "/mcp");
     }
+    // Once initialized, the session's own event stream is asked for (a
+    // GET this fixture refuses with 405, which is no error).
+    let gets = fx.standalone_gets();
+    assert_eq!(gets.len(), 1, "{}", fx.summary());
+    assert_eq!(gets[0].header("accept"), Some("text/event-stream"));
+    assert_eq!(gets[0].header("mcp-session-id"), Some("sess-1"));
+    assert_eq!(gets[0].header("mcp-protocol-version"), Some("2025-11-25"));
 }
 
 #[test]
@@ -431,6 +438,44 @@ fn call_times_out(
     let line = error_line(&out);
     assert_contains(&line, "timed out after 1s waiting for tool call 'echo'");
     (fx, out)
+}
+
+#[test]
+fn ctrl_c_cancels_the_call_on_the_wire() {
+    let script = McpScript::new().sessions();
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            conn.sse(&[]);
+            while conn.alive() && conn.write_raw(b": keepalive\n\n") {
+                conn.sleep(Duration::from_millis(100));
+            }
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = setup("http_sigint", &fx.url());
+    let c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
+    let child = c.spawn();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fx.posts_of("tools/call").is_empty() {
+        assert!(Instant::now() < deadline, "{}", fx.summary());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = crate::util::wait_with_timeout(child, &c);
+    assert_eq!(out.code, Some(130), "{}", c.report(&out));
+    let call = one_post(&fx, "tools/call");
+    let cancel = one_post(&fx, "notifications/cancelled");
+    assert_eq!(
+        cancel.json()["params"],
+        json!({"requestId": call.json()["id"], "reason": "interrupted"})
+    );
+    assert_eq!(cancel.header("mcp-session-id"), Some("sess-1"));
 }
 
 #[test]
@@ -1064,7 +1109,9 @@ fn modern_one_shot_call_is_three_posts_with_the_modern_headers() {
         );
         assert_eq!(
             meta["io.modelcontextprotocol/clientCapabilities"],
-            json!({})
+            // Elicitation is declared (the operator answers or declines);
+            // sampling and roots only when the operator enables them.
+            json!({"elicitation": {"form": {}, "url": {}}})
         );
         assert_eq!(
             meta["io.modelcontextprotocol/clientInfo"]["name"],
@@ -1102,7 +1149,7 @@ fn modern_input_required_is_retried_with_a_new_id_and_the_state() {
     assert_eq!(out.stdout, "{\"ok\":{\"action\":\"decline\"}} \"st-1\"\n");
     assert_contains(
         &out.stderr,
-        "server 'web' asked for input (elicitation/create: Go on?); declined",
+        "server 'web' asked for a form (Go on?); declined: no terminal to ask",
     );
     let calls = fx.posts_of("tools/call");
     assert_eq!(calls.len(), 2, "{}", fx.summary());

@@ -42,6 +42,8 @@ mod http;
 mod executor;
 // `batch`: JSON Lines requests over reused sessions.
 mod batch;
+// What a server may ask: forms, URL consent, sampling, roots, log levels.
+mod ask;
 // OAuth: login, logout, status, discover and the credential file.
 mod login;
 // Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.

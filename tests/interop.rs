@@ -26,7 +26,7 @@ use crate::util::interop::{
     first_word_after, first_words, installed, lines_with, resource_rows,
     tool_rows,
 };
-use crate::util::{Output, assert_contains, write_mcp_json};
+use crate::util::{Output, assert_contains, sampling_model, write_mcp_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
@@ -34,6 +34,8 @@ enum Server {
     Everything,
     /// `py`: `py_server.py` over stdio.
     Py,
+    /// `pe`: `py_elicit.py` (a Python SDK server that asks) over stdio.
+    PyElicit,
 }
 
 impl Server {
@@ -41,6 +43,7 @@ impl Server {
         match self {
             Server::Everything => "everything",
             Server::Py => "py",
+            Server::PyElicit => "pe",
         }
     }
 }
@@ -69,6 +72,11 @@ impl Interop {
                     Server::Py => json!({
                         "command": s.python,
                         "args": ["-X", format!("{marker}=1"), s.py_server],
+                    }),
+                    Server::PyElicit => json!({
+                        "command": s.python,
+                        "args": ["-X", format!("{marker}=1"),
+                                 s.py_server.with_file_name("py_elicit.py")],
                     }),
                 };
                 (e.name(), entry)
@@ -106,6 +114,121 @@ impl Interop {
 }
 
 // ---- server-everything --------------------------------------------------
+
+#[test]
+fn interop_everything_asks_only_what_was_declared() {
+    let Some(t) =
+        Interop::new("interop_everything_asks", &[Server::Everything])
+    else {
+        return;
+    };
+    let allow = "everything";
+    // Without --root or --sampling-command the server hides the tools
+    // that need them; elicitation is always declared.
+    let out = t.run(allow, &["list", "everything"], 0);
+    assert_contains(&out.stdout, "trigger-elicitation-request");
+    assert!(!out.stdout.contains("get-roots-list"), "{}", out.stdout);
+    assert!(!out.stdout.contains("trigger-sampling"), "{}", out.stdout);
+    let root = t.turn.dir.path("a root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.to_str().unwrap();
+    let model = sampling_model(&t.turn.dir, "m1", "hi from the operator");
+    let model = model.to_str().unwrap();
+    let out = t.run(
+        allow,
+        &["list", "everything", "--root", root, "--sampling-command", model],
+        0,
+    );
+    assert_contains(&out.stdout, "get-roots-list");
+    assert_contains(&out.stdout, "trigger-sampling-request");
+
+    // `call -y everything ARGS`, exit 0.
+    let call = |args: &[&str]| {
+        let mut all = vec!["call", "-y", "everything"];
+        all.extend_from_slice(args);
+        t.run(allow, &all, 0)
+    };
+    let out = call(&["get-roots-list", "--root", root]);
+    assert_contains(&out.stdout, "URI: file://");
+    assert_contains(&out.stdout, "a%20root");
+
+    let sampling = ["--sampling-command", model];
+    let out = call(
+        &[&["trigger-sampling-request", "prompt=hi"], &sampling[..]].concat(),
+    );
+    assert_contains(&out.stdout, "hi from the operator");
+    assert_contains(&out.stdout, "\"model\": \"m1\"");
+
+    // The form: defaults for the rest, a name given, a multi-select typed
+    // from "a,b"; without answers for its required name, declined.
+    let form = ["trigger-elicitation-request", "--elicit", "defaults"];
+    let answers = [
+        "--answer",
+        "name=Ann",
+        "--answer",
+        "untitledMultipleSelectEnum=Piano,Drums",
+    ];
+    let out = call(&[&form[..], &answers[..]].concat());
+    assert_contains(&out.stdout, "- Name: Ann");
+    assert_contains(&out.stdout, "- Favorite Integer: 42");
+    assert_contains(&out.stdout, "\"Piano\",\n      \"Drums\"");
+    let out = call(&form);
+    assert_contains(&out.stdout, "declined");
+    assert_contains(&out.stderr, "required field(s) 'name'");
+}
+
+// ---- a Python SDK server that asks ----------------------------------------
+
+#[test]
+fn interop_py_elicits_forms_urls_and_roots() {
+    let Some(t) = Interop::new("interop_py_elicit", &[Server::PyElicit])
+    else {
+        return;
+    };
+    let allow = "pe";
+    let out =
+        t.run(allow, &["call", "-y", "pe", "book", "--answer", "seats=2"], 0);
+    assert_eq!(out.stdout, "accept seats=2 name=guest window=false\n");
+    let out = t.run(
+        allow,
+        &[
+            "call",
+            "-y",
+            "pe",
+            "book",
+            "--answer",
+            "seats=3",
+            "--answer",
+            "window=true",
+            "--answer",
+            "name=007",
+        ],
+        0,
+    );
+    assert_eq!(out.stdout, "accept seats=3 name=007 window=true\n");
+    // Outside the schema's range: never sent; declined.
+    let out =
+        t.run(allow, &["call", "-y", "pe", "book", "--answer", "seats=9"], 0);
+    assert_eq!(out.stdout, "decline\n");
+    assert_contains(&out.stderr, "field 'seats': must be at most 8");
+    let out =
+        t.run(allow, &["call", "-y", "pe", "book", "--elicit", "cancel"], 0);
+    assert_eq!(out.stdout, "cancel\n");
+    // URL mode without a terminal: shown on stderr, declined.
+    let out = t.run(allow, &["call", "-y", "pe", "open_page"], 0);
+    assert_eq!(out.stdout, "decline\n");
+    assert_contains(&out.stderr, "https://example.com/pay");
+    // Roots: the canonical directory as a file:// URI.
+    let dir = t.turn.dir.path("r");
+    std::fs::create_dir_all(&dir).unwrap();
+    let canon = std::fs::canonicalize(&dir).unwrap();
+    let out = t.run(
+        allow,
+        &["call", "-y", "pe", "roots", "--root", dir.to_str().unwrap()],
+        0,
+    );
+    assert_eq!(out.stdout, format!("file://{}\n", canon.display()));
+}
 
 #[test]
 fn interop_everything_list() {

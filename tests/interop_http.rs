@@ -308,7 +308,7 @@ fn interop_http_everything() {
         return;
     };
 
-    // list: one page of 13 tools, from SSE answers.
+    // list: one page of 15 tools, from SSE answers.
     let out = t.run(&["list"], 0);
     assert_eq!(
         out.stdout.lines().next(),
@@ -340,6 +340,26 @@ fn interop_http_everything() {
     assert_eq!(sum["name"], json!("get-sum"));
     assert_eq!(sum["inputSchema"]["properties"]["a"]["type"], json!("number"));
     assert_eq!(out.stderr, "");
+
+    // A form the server asks from inside a tool over HTTP, answered from
+    // --answer and the defaults; and the roots named with --root.
+    let out = t.run(
+        &[
+            "call",
+            "-y",
+            "ev",
+            "trigger-elicitation-request",
+            "--elicit",
+            "defaults",
+            "--answer",
+            "name=Ann",
+        ],
+        0,
+    );
+    assert_contains(&out.stdout, "- Name: Ann");
+    assert_contains(&out.stdout, "- Favorite Integer: 42");
+    let out = t.run(&["call", "-y", "ev", "get-roots-list", "--root", "/"], 0);
+    assert_contains(&out.stdout, "URI: file:///\n");
 
     // A read tool.
     let out = t.run(&["call", "mcp__ev__echo", "message=hi"], 0);

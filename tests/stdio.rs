@@ -295,7 +295,7 @@ fn verbose_shows_server_stderr_and_log_notifications() {
         "\n[demo] fixture: stderr flood line 00000001 \
          ----------------------------------------\n",
     );
-    assert_contains(&out.stderr, "\n[demo] log info: hello from fixture\n");
+    assert_contains(&out.stderr, "\n[demo] info: hello from fixture\n");
     // Without -v, neither is shown.
     let out =
         run(&dir, &["call", "-y", "demo", "log_and_notify"]).assert_exit(0);
@@ -396,8 +396,9 @@ fn hung_server_is_ended_by_sigterm_before_sigkill() {
 }
 
 /// Starts `call` on a hanging server with a grandchild, sends `signal` to
-/// rivumi-mcp once the call is in flight and checks the exit code and that
-/// both processes are gone.
+/// rivumi-mcp once the call is in flight and checks the exit code, that
+/// both processes are gone, and that the call was cancelled on the wire
+/// first (`notifications/cancelled` with its id and a reason).
 fn interrupt(test: &str, signal: &str, code: i32) -> Output {
     let dir = Dir::new(test);
     let pids = dir.path("pids");
@@ -420,6 +421,16 @@ fn interrupt(test: &str, signal: &str, code: i32) -> Output {
     assert_eq!(out.code, Some(code), "{}", cmd.report(&out));
     assert_eq!(out.stdout, "");
     assert_pids_gone(&pids, GONE);
+    let got = recorded(&rec);
+    let call = got.iter().find(|m| m["method"] == "tools/call").unwrap();
+    let cancel = got
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no cancellation in {got:#?}"));
+    assert_eq!(
+        cancel["params"],
+        json!({"requestId": call["id"], "reason": "interrupted"})
+    );
     out
 }
 
@@ -520,7 +531,7 @@ fn responses_with_wrong_ids_are_ignored() {
 }
 
 #[test]
-fn server_requests_get_ping_answered_and_the_rest_refused() {
+fn server_requests_get_ping_answered_forms_declined_and_the_rest_refused() {
     let dir = Dir::new("stdio_server_requests");
     let rec = dir.path("rec");
     let rec_arg = format!("--record={}", rec.display());
@@ -544,8 +555,11 @@ fn server_requests_get_ping_answered_and_the_rest_refused() {
         &json!({"jsonrpc": "2.0", "id": "s1",
         "result": {}})
     );
-    // The integer id 5 comes back as the integer 5, not "5".
-    for id in [json!("s2"), json!("s3"), json!("s4"), json!(5)] {
+    // A form is declared (and declined: no terminal, no answers); roots
+    // and sampling are not declared without --root and
+    // --sampling-command. The integer id 5 comes back as 5, not "5".
+    assert_eq!(by_id(json!("s4"))["result"], json!({"action": "decline"}));
+    for id in [json!("s2"), json!("s3"), json!(5)] {
         let r = by_id(id.clone());
         assert_eq!(r["jsonrpc"], "2.0");
         assert_eq!(r["error"]["code"], -32601, "{r}");
@@ -564,7 +578,7 @@ fn notifications_do_not_disturb_requests() {
     assert_eq!(tool_rows(&out).len(), 14);
     assert_eq!(out.stderr, "");
     let out = run(&dir, &["list", "-v"]).assert_exit(0);
-    assert_contains(&out.stderr, "\n[demo] log info: log line\n");
+    assert_contains(&out.stderr, "\n[demo] info: log line\n");
     assert_pids_gone(&pids, GONE);
 }
 

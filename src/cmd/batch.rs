@@ -159,6 +159,12 @@ fn handle(
         }
     };
     let arguments = object_field(req, "arguments")?;
+    // The line's own answers to the forms its request brings up (same
+    // rules as --answer); without them, --answer's.
+    let answers = match req.get("answers") {
+        None => None,
+        Some(_) => Some(object_field(req, "answers")?),
+    };
     if !servers.contains_key(&server) {
         let session = ctx.start(&server)?;
         servers.insert(
@@ -170,7 +176,9 @@ fn handle(
     let Some(entry) = servers.get_mut(&server) else {
         unreachable!("inserted above");
     };
+    entry.session.set_answers(answers);
     let outcome = run_one(entry, exec, &server, &kind, &arguments, transport);
+    entry.session.set_answers(None);
     if let Err(e) = &outcome {
         // A server that timed out or died is closed; start afresh next
         // time instead of failing every later request to it.

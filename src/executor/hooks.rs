@@ -71,14 +71,48 @@ pub(super) fn run_hook(
     input: &Value,
     timeout: Duration,
 ) -> Decision {
+    match run_bounded(argv, input, timeout, HOOK_STDOUT) {
+        Ended::Done { status, stdout, stderr } => {
+            verdict(status, &stdout, &String::from_utf8_lossy(&stderr))
+        }
+        Ended::NotStarted(e) => deny("could not start", e),
+        Ended::TooMuch => deny(
+            format!(
+                "printed more than {} KiB on stdout, failing closed",
+                HOOK_STDOUT / 1024
+            ),
+            "",
+        ),
+        Ended::TimedOut { exited } => deny(timed_out(timeout, exited), ""),
+    }
+}
+
+/// "timed out after 10s", and why when the process itself had exited.
+pub(crate) fn timed_out(timeout: Duration, exited: bool) -> String {
+    format!(
+        "timed out after {}{}",
+        deadline::seconds(timeout),
+        if exited { "; it exited but its output stayed open" } else { "" }
+    )
+}
+
+/// Runs `argv` (no shell, base environment, own process group) with
+/// `input` as JSON on stdin, by `timeout`, keeping at most `cap` bytes of
+/// its stdout; whatever happens, nothing of its group outlives it. The
+/// one runner of the operator's commands: hooks and the sampling command.
+pub(crate) fn run_bounded(
+    argv: &[String],
+    input: &Value,
+    timeout: Duration,
+    cap: usize,
+) -> Ended {
     let deadline = Instant::now() + timeout;
     let (mut child, pgid) = match start(argv) {
         Ok(c) => c,
-        Err(e) => return deny("could not start", e.to_string()),
+        Err(e) => return Ended::NotStarted(e.to_string()),
     };
     let pipes = pipes_of(&child);
-    let ended = supervise(&mut child, pgid, input, deadline);
-    // Whatever happened, nothing of the hook's group outlives it.
+    let ended = supervise(&mut child, pgid, input, deadline, cap);
     sys::kill_group(pgid, sys::SIGKILL);
     let _ = child.wait();
     sys::wait_group_gone(pgid, Duration::from_millis(500));
@@ -91,30 +125,7 @@ pub(super) fn run_hook(
             sys::kill_and_reap(pid, Duration::from_millis(500));
         }
     }
-    match ended {
-        Ended::Done { status, stdout, stderr } => {
-            verdict(status, &stdout, &String::from_utf8_lossy(&stderr))
-        }
-        Ended::TooMuch => deny(
-            format!(
-                "printed more than {} KiB on stdout, failing closed",
-                HOOK_STDOUT / 1024
-            ),
-            "",
-        ),
-        Ended::TimedOut { exited } => deny(
-            format!(
-                "timed out after {}{}",
-                deadline::seconds(timeout),
-                if exited {
-                    "; it exited but its output stayed open"
-                } else {
-                    ""
-                }
-            ),
-            "",
-        ),
-    }
+    ended
 }
 
 /// The identities of the hook's three pipes (`pipe:[INODE]`, as Linux
@@ -156,12 +167,14 @@ fn holders(pipes: &[PathBuf]) -> Vec<i32> {
         .collect()
 }
 
-/// How supervising a hook ended.
-enum Ended {
+/// How running a command ended.
+pub(crate) enum Ended {
     /// It exited and both its stdout and stderr reached end of file.
     Done { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
-    /// It printed more than [`HOOK_STDOUT`] on stdout.
+    /// It printed more than its cap on stdout.
     TooMuch,
+    /// It could not be started (why).
+    NotStarted(String),
     /// The deadline passed first (`exited`: the process itself had ended).
     TimedOut { exited: bool },
 }
@@ -181,6 +194,7 @@ fn supervise(
     pgid: i32,
     input: &Value,
     deadline: Instant,
+    cap: usize,
 ) -> Ended {
     let bytes = input.to_string().into_bytes();
     if let Some(mut stdin) = child.stdin.take() {
@@ -190,7 +204,7 @@ fn supervise(
     }
     let (tx, rx) = mpsc::channel();
     if let Some(out) = child.stdout.take() {
-        read_capped(out, false, HOOK_STDOUT, tx.clone());
+        read_capped(out, false, cap, tx.clone());
     }
     if let Some(err) = child.stderr.take() {
         read_capped(err, true, HOOK_STDERR, tx);

@@ -126,6 +126,9 @@ pub(crate) mod method {
     pub(crate) const INITIALIZE: &str = "initialize";
     pub(crate) const SERVER_DISCOVER: &str = "server/discover";
     pub(crate) const ELICITATION_CREATE: &str = "elicitation/create";
+    pub(crate) const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub(crate) const ROOTS_LIST: &str = "roots/list";
+    pub(crate) const LOGGING_SET_LEVEL: &str = "logging/setLevel";
     pub(crate) const PING: &str = "ping";
     pub(crate) const TOOLS_LIST: &str = "tools/list";
     pub(crate) const TOOLS_CALL: &str = "tools/call";
@@ -150,6 +153,7 @@ pub(crate) mod method {
 pub(crate) mod code {
     pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
     pub(crate) const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INTERNAL_ERROR: i64 = -32603;
     pub(crate) const HEADER_MISMATCH: i64 = -32020;
     pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -161,7 +165,7 @@ pub(crate) mod code {
             -32600 => "InvalidRequest",
             METHOD_NOT_FOUND => "MethodNotFound",
             INVALID_PARAMS => "InvalidParams/ResourceNotFound",
-            -32603 => "InternalError",
+            INTERNAL_ERROR => "InternalError",
             HEADER_MISMATCH => "HeaderMismatch",
             MISSING_CLIENT_CAPABILITY => "MissingRequiredClientCapability",
             UNSUPPORTED_PROTOCOL_VERSION => "UnsupportedProtocolVersion",
@@ -179,6 +183,116 @@ pub(crate) mod meta {
         "io.modelcontextprotocol/clientCapabilities";
     pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
     pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub(crate) const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+}
+
+/// The client capabilities the operator's options declare: fixed before
+/// any server starts, declared in both eras, and the only kinds of
+/// server request this client answers (besides `ping`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Capabilities {
+    /// Elicitation, form mode (a person at a terminal or scripted answers).
+    pub(crate) elicitation_form: bool,
+    /// Elicitation, URL mode (2025-11-25 on).
+    pub(crate) elicitation_url: bool,
+    /// `sampling/createMessage`, through the operator's command.
+    pub(crate) sampling: bool,
+    /// `roots/list`, with the directories the operator named.
+    pub(crate) roots: bool,
+}
+
+impl Capabilities {
+    /// The `capabilities` object of `initialize` and of the 2026-07-28
+    /// `_meta`.
+    pub(crate) fn to_json(self) -> Value {
+        let mut c = Map::new();
+        if self.elicitation_form || self.elicitation_url {
+            let mut e = Map::new();
+            if self.elicitation_form {
+                e.insert("form".into(), json!({}));
+            }
+            if self.elicitation_url {
+                e.insert("url".into(), json!({}));
+            }
+            c.insert("elicitation".into(), Value::Object(e));
+        }
+        if self.sampling {
+            c.insert("sampling".into(), json!({}));
+        }
+        if self.roots {
+            c.insert("roots".into(), json!({}));
+        }
+        Value::Object(c)
+    }
+}
+
+/// What a server asks of the client, in either era: a 2025-era request
+/// on the stream or a 2026-07-28 `inputRequests` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Ask {
+    Ping,
+    /// `elicitation/create` in form mode.
+    Form,
+    /// `elicitation/create` in URL mode.
+    Url,
+    Sampling,
+    Roots,
+}
+
+impl Ask {
+    /// For the journal and messages.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Ask::Ping => "ping",
+            Ask::Form => "elicitation/form",
+            Ask::Url => "elicitation/url",
+            Ask::Sampling => "sampling",
+            Ask::Roots => "roots",
+        }
+    }
+}
+
+/// What kind of request `method` with `params` is, when `caps` declares
+/// it (`ping` always is); `Err` is the refusal's message. The one
+/// decision of what this client answers, for both eras.
+pub(crate) fn ask(
+    method: &str,
+    params: &Value,
+    caps: Capabilities,
+) -> Result<Ask, String> {
+    let (ask, declared) = match method {
+        method::PING => (Ask::Ping, true),
+        method::ELICITATION_CREATE => {
+            match params.get("mode").and_then(Value::as_str) {
+                None | Some("form") => (Ask::Form, caps.elicitation_form),
+                Some("url") => (Ask::Url, caps.elicitation_url),
+                Some(other) => {
+                    return Err(format!(
+                        "elicitation mode '{}' is not supported by this \
+                         client",
+                        term::clip(&term::line(other), 40)
+                    ));
+                }
+            }
+        }
+        method::SAMPLING_CREATE_MESSAGE => (Ask::Sampling, caps.sampling),
+        method::ROOTS_LIST => (Ask::Roots, caps.roots),
+        _ => {
+            return Err(format!(
+                "method not supported by this client: {}",
+                term::clip(&term::line(method), 80)
+            ));
+        }
+    };
+    if declared {
+        Ok(ask)
+    } else {
+        Err(format!(
+            "the client did not declare the capability for {} (the \
+             operator did not enable it)",
+            ask.kind()
+        ))
+    }
 }
 
 /// A paged list and the key of its items in each page.
@@ -281,19 +395,29 @@ pub(crate) fn client_info() -> Value {
     json!({"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// The `initialize` params: the newest handshake version, no
-/// capabilities, and who we are.
+/// The `initialize` params of a probe that answers nothing (the login's
+/// first request): no capabilities.
 pub(crate) fn initialize_params() -> Value {
+    initialize_params_for(Capabilities::default())
+}
+
+/// The `initialize` params: the newest handshake version, the declared
+/// capabilities, and who we are.
+pub(crate) fn initialize_params_for(caps: Capabilities) -> Value {
     json!({
         "protocolVersion": Version::LATEST_HANDSHAKE.as_str(),
-        "capabilities": {},
+        "capabilities": caps.to_json(),
         "clientInfo": client_info(),
     })
 }
 
 /// Adds the 2026-07-28 `_meta` to request params (an object): the
-/// version, the client's capabilities (none) and who we are.
-pub(crate) fn with_modern_meta(params: &mut Value, version: Version) {
+/// version, the client's declared capabilities and who we are.
+pub(crate) fn with_modern_meta(
+    params: &mut Value,
+    version: Version,
+    caps: Capabilities,
+) {
     if !params.is_object() {
         *params = json!({});
     }
@@ -301,7 +425,7 @@ pub(crate) fn with_modern_meta(params: &mut Value, version: Version) {
     let m = p.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(m) = m {
         m.insert(meta::PROTOCOL_VERSION.into(), json!(version.as_str()));
-        m.insert(meta::CLIENT_CAPABILITIES.into(), json!({}));
+        m.insert(meta::CLIENT_CAPABILITIES.into(), caps.to_json());
         m.insert(meta::CLIENT_INFO.into(), client_info());
     }
 }
@@ -430,21 +554,6 @@ pub(crate) fn retry_params(
         }
     }
     p
-}
-
-/// How this client answers what an `input_required` result asks. It
-/// declares no capabilities, so it can fulfil nothing: an elicitation is
-/// declined (the honest answer of a client that was not given one), and
-/// anything else is refused (`Err` says what).
-pub(crate) fn answer_input(r: &InputRequest) -> Result<Value, String> {
-    if r.method == method::ELICITATION_CREATE {
-        Ok(json!({"action": "decline"}))
-    } else {
-        Err(format!(
-            "the server asked for '{}', which rivumi-mcp did not declare",
-            r.method
-        ))
-    }
 }
 
 /// A request envelope.
@@ -663,17 +772,6 @@ pub(crate) fn split_batch(
     }
 }
 
-/// How this client answers a request a server makes of it: `ping` gets
-/// `{}`; everything else is refused as not supported (this client
-/// declares no capabilities). `Err` carries the refusal's message.
-pub(crate) fn answer(method: &str) -> Result<Value, String> {
-    if method == method::PING {
-        Ok(json!({}))
-    } else {
-        Err(format!("method not supported by this client: {method}"))
-    }
-}
-
 /// Whether a notification reports a changed list.
 pub(crate) fn is_list_changed(method: &str) -> bool {
     method.ends_with(method::LIST_CHANGED_SUFFIX)
@@ -701,10 +799,24 @@ mod tests {
     }
 
     #[test]
-    fn initialize_offers_the_newest_version_and_no_capabilities() {
+    fn initialize_offers_the_newest_version_and_the_declared_capabilities() {
         let p = initialize_params();
         assert_eq!(p["protocolVersion"], "2025-11-25");
         assert_eq!(p["capabilities"], json!({}));
+        let all = Capabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            sampling: true,
+            roots: true,
+        };
+        assert_eq!(
+            initialize_params_for(all)["capabilities"],
+            json!({"elicitation": {"form": {}, "url": {}}, "sampling": {},
+                   "roots": {}})
+        );
+        let mut m = json!({});
+        with_modern_meta(&mut m, Version::MODERN, all);
+        assert_eq!(m["_meta"][meta::CLIENT_CAPABILITIES]["roots"], json!({}));
         assert_eq!(p["clientInfo"]["name"], "rivumi-mcp");
         let r = request(7, method::INITIALIZE, p);
         assert_eq!(r["jsonrpc"], "2.0");
@@ -827,10 +939,26 @@ mod tests {
     }
 
     #[test]
-    fn answers_ping_and_refuses_the_rest() {
-        assert_eq!(answer(method::PING), Ok(json!({})));
-        let e = answer("sampling/createMessage").unwrap_err();
-        assert!(e.contains("sampling/createMessage"));
+    fn only_declared_kinds_are_answered() {
+        let none = Capabilities::default();
+        let p = json!({});
+        assert_eq!(ask(method::PING, &p, none), Ok(Ask::Ping));
+        let e = ask(method::SAMPLING_CREATE_MESSAGE, &p, none).unwrap_err();
+        assert!(e.contains("sampling"), "{e}");
+        assert!(ask(method::ELICITATION_CREATE, &p, none).is_err());
+        let form = Capabilities { elicitation_form: true, ..none };
+        assert_eq!(ask(method::ELICITATION_CREATE, &p, form), Ok(Ask::Form));
+        let url = json!({"mode": "url"});
+        assert!(ask(method::ELICITATION_CREATE, &url, form).is_err());
+        let both = Capabilities { elicitation_url: true, ..form };
+        assert_eq!(ask(method::ELICITATION_CREATE, &url, both), Ok(Ask::Url));
+        let odd = json!({"mode": "\u{1b}[2Jx"});
+        let e = ask(method::ELICITATION_CREATE, &odd, both).unwrap_err();
+        assert!(!e.contains('\u{1b}'), "{e}");
+        let roots = Capabilities { roots: true, ..none };
+        assert_eq!(ask(method::ROOTS_LIST, &p, roots), Ok(Ask::Roots));
+        let e = ask("fixture/unknown", &p, both).unwrap_err();
+        assert!(e.contains("fixture/unknown"));
         let r = error_response(json!(3), code::METHOD_NOT_FOUND, &e);
         assert_eq!(r["error"]["code"], -32601);
         assert_eq!(response(json!("x"), json!({}))["id"], "x");

@@ -10,12 +10,23 @@
 //! events with ids but before the response is resumed with a GET and
 //! `Last-Event-ID` after the server's `retry` delay.
 //!
+//! In the handshake era a standalone GET stream is opened once the
+//! session is initialized: servers send requests that belong to no
+//! request of ours there (an SDK server's `elicitation/create` from a
+//! tool, for one). It is opened before the next request goes out, so
+//! nothing sent there is missed. Every stream is read by a thread of its
+//! own into one channel ([`pump`]), so a request waiting on its quiet POST
+//! stream still sees what arrives on the GET stream; the waiting itself is
+//! bounded by the request's deadline. A GET the server refuses (405) is no
+//! error.
+//!
 //! Strictness: redirects are never followed (a 3xx is an error and no
 //! second request is made); `http` connects only to loopback addresses;
 //! proxies from the environment never carry loopback traffic; every body,
 //! line and event is capped; every request runs under its deadline.
 
 use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -55,10 +66,66 @@ impl Limits {
 const MAX_RESUMES: usize = 5;
 /// The longest session id accepted.
 const MAX_SESSION_ID: usize = 1024;
+/// How long the standalone GET stream's answer is waited for.
+const GET_STREAM_WAIT: Duration = Duration::from_secs(2);
+/// How many items of streams that are not current are kept.
+const MAX_HELD: usize = 1000;
 /// How long the closing DELETE may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Reader = sse::EventReader<ureq::BodyReader<'static>>;
+
+/// Which stream a pumped item came from: a request's POST stream (by its
+/// number) or the standalone GET stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Post(u64),
+    Get,
+}
+
+/// What a stream's thread passes on.
+enum Pumped {
+    /// One `message` event's data.
+    Data(String),
+    /// The stream ended: what resuming it needs.
+    End {
+        last: String,
+        retry: Duration,
+        resumable: bool,
+    },
+    Failed(std::io::Error),
+}
+
+/// Reads `r` to its end on this thread, passing on each message event,
+/// then how it ended. Stops early when nobody listens any more.
+fn pump(mut r: Reader, source: Source, tx: Sender<(Source, Pumped)>) {
+    loop {
+        let item = match r.next_event() {
+            Ok(Some(ev)) => {
+                if ev.event != "message" || ev.data.trim().is_empty() {
+                    continue;
+                }
+                Pumped::Data(ev.data)
+            }
+            Ok(None) => {
+                let p = r.parser();
+                let last = p.last_event_id().to_string();
+                let resumable = p.saw_id() && !last.is_empty();
+                let retry = sse::reconnect_delay(p.retry());
+                let _ =
+                    tx.send((source, Pumped::End { last, retry, resumable }));
+                return;
+            }
+            Err(e) => {
+                let _ = tx.send((source, Pumped::Failed(e)));
+                return;
+            }
+        };
+        if tx.send((source, item)).is_err() {
+            return;
+        }
+    }
+}
 
 pub(crate) struct HttpTransport {
     name: String,
@@ -74,7 +141,18 @@ pub(crate) struct HttpTransport {
     init: Option<Value>,
     initialized: Option<Value>,
     pending: VecDeque<Value>,
-    stream: Option<Reader>,
+    /// The POST stream of the request in flight (its number), read by a
+    /// [`pump`] thread.
+    stream: Option<u64>,
+    /// Numbers the POST streams.
+    streams: u64,
+    /// What the pump threads send, and a sender to give new ones.
+    rx: Receiver<(Source, Pumped)>,
+    tx: Sender<(Source, Pumped)>,
+    /// Items of a stream that is not the current one (during a restart).
+    held: VecDeque<(Source, Pumped)>,
+    /// Whether the standalone GET stream was asked for.
+    get_stream: bool,
     /// Id of the request whose response has not arrived yet.
     awaiting: Option<Value>,
     resumes: usize,
@@ -148,6 +226,7 @@ impl HttpTransport {
             "server '{name}': connecting to {url} with headers [{}]",
             names.join(", ")
         ));
+        let (tx, rx) = mpsc::channel();
         Ok(HttpTransport {
             name: name.to_string(),
             target: url.to_string(),
@@ -160,6 +239,11 @@ impl HttpTransport {
             initialized: None,
             pending: VecDeque::new(),
             stream: None,
+            streams: 0,
+            rx,
+            tx,
+            held: VecDeque::new(),
+            get_stream: false,
             awaiting: None,
             resumes: 0,
             answered: false,
@@ -454,7 +538,7 @@ impl HttpTransport {
                 Ok(())
             }
             "text/event-stream" => {
-                self.stream = Some(self.reader(resp));
+                self.follow(resp);
                 Ok(())
             }
             _ if status == 202 || status == 204 => Ok(()),
@@ -496,6 +580,57 @@ impl HttpTransport {
             return Ok(());
         }
         Err(self.status_error(&mut resp, initialize, Some(&body)))
+    }
+
+    /// Makes `resp`'s event stream the current POST stream, read by a
+    /// thread of its own.
+    fn follow(&mut self, resp: Response<Body>) {
+        self.streams += 1;
+        let source = Source::Post(self.streams);
+        self.stream = Some(self.streams);
+        let reader = self.reader(resp);
+        let tx = self.tx.clone();
+        std::thread::spawn(move || pump(reader, source, tx));
+    }
+
+    /// Opens the standalone GET stream (once per session, handshake era)
+    /// before the next request goes out, so that nothing the server sends
+    /// there is missed; waits for the answer's head at most
+    /// [`GET_STREAM_WAIT`], then a thread reads it. Refused or too slow:
+    /// no standalone stream, which is no error.
+    fn open_get_stream(&mut self, deadline: &Deadline) {
+        if self.get_stream || self.session.is_none() || self.modern.is_some() {
+            return;
+        }
+        self.get_stream = true;
+        let wait =
+            deadline.remaining().unwrap_or_default().min(GET_STREAM_WAIT);
+        let req =
+            self.agent.get(&self.target).header("accept", "text/event-stream");
+        let resp = self
+            .add_headers(req, "GET", true)
+            .config()
+            .timeout_global(None)
+            .timeout_recv_response(Some(wait))
+            .build()
+            .call();
+        let why = match resp {
+            Ok(r)
+                if r.status().as_u16() == 200
+                    && Self::media_type(&r) == "text/event-stream" =>
+            {
+                let (reader, tx) = (self.reader(r), self.tx.clone());
+                std::thread::spawn(move || pump(reader, Source::Get, tx));
+                return;
+            }
+            Ok(r) => format!("HTTP {}", r.status().as_u16()),
+            Err(e) => e.to_string(),
+        };
+        msg::debug(&format!(
+            "server '{}': no standalone stream ({})",
+            self.name,
+            term::clip(&term::line(&why), 120)
+        ));
     }
 
     fn reader(&self, resp: Response<Body>) -> Reader {
@@ -540,6 +675,9 @@ impl HttpTransport {
         self.pending = saved_pending;
         if let Some(n) = self.initialized.clone() {
             self.send_other(&n, deadline)?;
+            // The new session gets a standalone stream of its own.
+            self.get_stream = false;
+            self.open_get_stream(deadline);
         }
         Ok(())
     }
@@ -565,34 +703,62 @@ impl HttpTransport {
         Ok(())
     }
 
-    /// The next message from the pending queue or the current stream,
-    /// resuming the stream when it ends early.
+    /// The next message from the pending queue, the current POST stream
+    /// or the standalone GET stream, resuming the POST stream when it ends
+    /// early.
     fn next_message(&mut self, deadline: &Deadline) -> Result<Value> {
         loop {
             if let Some(v) = self.pending.pop_front() {
                 return Ok(v);
             }
-            let Some(stream) = self.stream.as_mut() else {
+            let Some(current) = self.stream else {
                 return Err(Error::server(
                     "the server accepted the request but sent no response",
                 ));
             };
-            match stream.next_event() {
-                Ok(Some(ev)) => {
-                    if ev.event != "message" || ev.data.trim().is_empty() {
-                        continue;
+            let mine =
+                |s: &Source| *s == Source::Get || *s == Source::Post(current);
+            let held = self.held.iter().position(|(s, _)| mine(s));
+            let (source, item) = match held {
+                Some(i) => self.held.remove(i).expect("found above"),
+                None => match self.rx.recv_timeout(deadline.remaining()?) {
+                    Ok(got) => got,
+                    Err(RecvTimeoutError::Timeout) => {
+                        return Err(deadline.error());
                     }
-                    return serde_json::from_str(&ev.data).map_err(|e| {
+                    Err(RecvTimeoutError::Disconnected) => {
+                        unreachable!("the transport holds a sender")
+                    }
+                },
+            };
+            if !mine(&source) {
+                // Another POST stream's: kept for when it is current again
+                // (a restart sets the request's stream aside), bounded.
+                if self.held.len() >= MAX_HELD {
+                    self.held.pop_front();
+                }
+                self.held.push_back((source, item));
+                continue;
+            }
+            match (source, item) {
+                (_, Pumped::Data(data)) => {
+                    return serde_json::from_str(&data).map_err(|e| {
                         Error::server(format!(
                             "an SSE event holds invalid JSON: {e}"
                         ))
                     });
                 }
-                Ok(None) => {
-                    let last = stream.parser().last_event_id().to_string();
-                    let retry = sse::reconnect_delay(stream.parser().retry());
-                    let resumable =
-                        stream.parser().saw_id() && !last.is_empty();
+                (Source::Get, Pumped::End { .. } | Pumped::Failed(_)) => {
+                    msg::debug(&format!(
+                        "server '{}': the standalone stream ended",
+                        self.name
+                    ));
+                }
+                (Source::Post(_), Pumped::Failed(e)) => {
+                    self.stream = None;
+                    return Err(self.read_error(e, deadline));
+                }
+                (Source::Post(_), Pumped::End { last, retry, resumable }) => {
                     self.stream = None;
                     if self.awaiting.is_none() {
                         return Err(Error::server("the stream ended"));
@@ -612,7 +778,6 @@ impl HttpTransport {
                     }
                     self.resume(&last, retry, deadline)?;
                 }
-                Err(e) => return Err(self.read_error(e, deadline)),
             }
         }
     }
@@ -676,7 +841,7 @@ impl HttpTransport {
                  text/event-stream",
             ));
         }
-        self.stream = Some(self.reader(resp));
+        self.follow(resp);
         Ok(())
     }
 
@@ -721,6 +886,7 @@ impl HttpTransport {
             msg.get("method").is_some() && msg.get("id").is_some();
         if is_request {
             self.stream = None;
+            self.held.clear();
             self.pending.clear();
             self.resumes = 0;
             self.awaiting = msg.get("id").cloned();
@@ -742,6 +908,9 @@ impl Transport for HttpTransport {
             self.modern = None;
         } else if mcp::is_initialized(msg) {
             self.initialized = Some(msg.clone());
+            self.send_message(msg, deadline)?;
+            self.open_get_stream(deadline);
+            return Ok(());
         }
         self.send_message(msg, deadline)
     }
@@ -754,6 +923,30 @@ impl Transport for HttpTransport {
     ) -> Result<()> {
         self.modern = Some(headers.to_vec());
         self.send_message(msg, deadline)
+    }
+
+    fn canceller(&self) -> Option<super::Canceller> {
+        // 2026-07-28 over HTTP: closing the stream is the cancellation.
+        if self.modern.is_some() {
+            return None;
+        }
+        let req = self
+            .agent
+            .post(&self.target)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        let req = self
+            .add_headers(req, "POST", true)
+            .config()
+            .timeout_global(Some(CLOSE_TIMEOUT))
+            .build();
+        let req = std::sync::Mutex::new(Some(req));
+        Some(std::sync::Arc::new(move |msg: &Value| {
+            let taken = req.lock().ok().and_then(|mut r| r.take());
+            if let (Some(r), Ok(body)) = (taken, encode(msg)) {
+                let _ = r.send(&body[..]);
+            }
+        }))
     }
 
     fn recv(&mut self, deadline: &Deadline) -> Result<Value> {

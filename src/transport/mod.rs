@@ -49,6 +49,10 @@ pub(crate) enum Wire {
     Http,
 }
 
+/// Sends one notification from any thread, best effort, without waiting
+/// long.
+pub(crate) type Canceller = std::sync::Arc<dyn Fn(&Value) + Send + Sync>;
+
 pub(crate) trait Transport: Send {
     fn wire(&self) -> Wire;
     /// Sends one message (request, response or notification).
@@ -66,6 +70,12 @@ pub(crate) trait Transport: Send {
     }
     /// The next message from the server.
     fn recv(&mut self, deadline: &Deadline) -> Result<Value>;
+    /// A way to send one notification from another thread (the signal
+    /// thread's cancellation on Ctrl-C), without waiting; `None` when this
+    /// transport has none.
+    fn canceller(&self) -> Option<Canceller> {
+        None
+    }
     /// Ends the connection and everything it started. Idempotent.
     fn close(&mut self) -> Closed;
 }

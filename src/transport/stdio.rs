@@ -639,6 +639,19 @@ impl Transport for StdioTransport {
         Wire::Stdio
     }
 
+    fn canceller(&self) -> Option<super::Canceller> {
+        // Through the writer's queue, so it never lands inside another
+        // message; a full or closed queue drops it.
+        let queue = Arc::clone(&self.stdin);
+        Some(Arc::new(move |msg: &Value| {
+            if let Ok(mut bytes) = serde_json::to_vec(msg) {
+                bytes.push(b'\n');
+                let size = bytes.len();
+                queue.push(bytes, size, Some(Instant::now()));
+            }
+        }))
+    }
+
     fn send(&mut self, msg: &Value, deadline: &Deadline) -> Result<()> {
         let mut bytes = serde_json::to_vec(msg)
             .map_err(|e| Error::server(format!("cannot encode: {e}")))?;

@@ -151,9 +151,10 @@ case "$scenario" in
     run call conf test_reconnection --yes
     ;;
   elicitation-sep1034-client-defaults)
-    # Needs elicitation support (the tool sends elicitation/create); rivumi-mcp declares none.
+    # The tool sends elicitation/create with five fields that each have a default and none required;
+    # --elicit defaults (SEP-1034) accepts with every default filled in, the mock checks each one.
     run list conf
-    run call conf test_client_elicitation_defaults --yes
+    run call conf test_client_elicitation_defaults --yes --elicit defaults
     ;;
   request-metadata)
     # (2026-07-28) Every POST is checked for _meta (protocolVersion, clientCapabilities object,

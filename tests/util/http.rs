@@ -104,6 +104,15 @@ impl Request {
     }
 
     /// `METHOD path rpc-method`, for failure messages.
+    /// A GET for the server's own event stream: an event stream asked for
+    /// without `Last-Event-ID` (not the resumption of a request's stream,
+    /// nor a metadata document or an authorization page).
+    pub fn is_standalone_get(&self) -> bool {
+        self.method == "GET"
+            && self.header("accept") == Some("text/event-stream")
+            && self.header("last-event-id").is_none()
+    }
+
     pub fn summary(&self) -> String {
         let what = self.rpc_method().unwrap_or_else(|| {
             if self.is_rpc_response() {
@@ -187,14 +196,29 @@ impl HttpFixture {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    /// Every request so far, in arrival order.
+    /// Every request so far, in arrival order, except the standalone
+    /// GET streams (see [`HttpFixture::standalone_gets`]): the client opens
+    /// one on a thread of its own once a session is initialized, so where
+    /// it falls among the other requests is a matter of timing.
     pub fn requests(&self) -> Vec<Request> {
-        self.log.lock().unwrap().clone()
+        let mut all = self.log.lock().unwrap().clone();
+        all.retain(|r| !r.is_standalone_get());
+        all
     }
 
-    /// The requests so far, one [`Request::summary`] a line.
+    /// The standalone GET streams the client opened, in arrival order.
+    pub fn standalone_gets(&self) -> Vec<Request> {
+        let mut all = self.log.lock().unwrap().clone();
+        all.retain(Request::is_standalone_get);
+        all
+    }
+
+    /// The requests so far (standalone GETs too), one
+    /// [`Request::summary`] a line.
     pub fn summary(&self) -> String {
-        self.requests()
+        self.log
+            .lock()
+            .unwrap()
             .iter()
             .map(|r| r.summary())
             .collect::<Vec<_>>()

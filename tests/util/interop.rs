@@ -50,9 +50,11 @@ const EVERYTHING_JS: &str = ".interop/node/node_modules/\
 const VENV_PYTHON: &str = ".interop/venv/bin/python";
 const PY_SERVER: &str = "fixtures/interop/py_server.py";
 
-/// server-everything's tools (client capabilities `{}`), in its order,
-/// with the classification its annotations give: `read` for
-/// `readOnlyHint: true, destructiveHint: false`.
+/// server-everything's tools (client capabilities: elicitation, as
+/// rivumi-mcp always declares it), in its order, with the classification
+/// its annotations give: `read` for `readOnlyHint: true,
+/// destructiveHint: false`. `--root` adds get-roots-list and
+/// `--sampling-command` trigger-sampling-request.
 pub const EVERYTHING_TOOLS: &[(&str, &str)] = &[
     ("echo", "read"),
     ("get-annotated-message", "read"),
@@ -66,6 +68,8 @@ pub const EVERYTHING_TOOLS: &[(&str, &str)] = &[
     ("toggle-simulated-logging", "execute"),
     ("toggle-subscriber-updates", "execute"),
     ("trigger-long-running-operation", "read"),
+    ("trigger-elicitation-request", "execute"),
+    ("trigger-url-elicitation", "execute"),
     ("simulate-research-query", "execute"),
 ];
 

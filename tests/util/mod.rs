@@ -703,3 +703,42 @@ pub fn assert_pids_gone(pid_file: &Path, limit: Duration) {
         thread::sleep(POLL);
     }
 }
+
+/// Quotes a word for `sh`.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Runs `rivumi-mcp ARGS` in `dir` under util-linux `script`, which gives
+/// it a new session whose controlling terminal is a pseudo-terminal (its
+/// stdin, stdout and stderr too); `typed` is what is typed at that
+/// terminal. `stdout` holds everything the terminal showed (the echo of
+/// what was typed included), with `\r\n` turned back into `\n`.
+pub fn on_terminal(dir: &Dir, args: &[&str], typed: &str) -> Output {
+    let mut line = quote(bin().to_str().expect("UTF-8 path"));
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let mut cmd = dir.program("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env(ALLOWLIST, "demo")
+        .stdin(typed)
+        .timeout(Duration::from_secs(20));
+    let mut out = cmd.run();
+    out.stdout = out.stdout.replace("\r\n", "\n");
+    out
+}
+
+/// An executable sampling command in `dir` (for `--sampling-command`): it
+/// reads the request and prints a CreateMessageResult from `model` whose
+/// text is `text`.
+pub fn sampling_model(dir: &Dir, model: &str, text: &str) -> PathBuf {
+    let result = serde_json::json!({"role": "assistant", "model": model,
+        "content": {"type": "text", "text": text}});
+    oauth::write_script(
+        dir,
+        "model.sh",
+        &format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{result}'\n"),
+    )
+}
