@@ -840,6 +840,12 @@ loopback callback on 127.0.0.1, for the client configured in the server's
 The URL is always printed; the browser is RIVUMI_MCP_BROWSER, else
 xdg-open (open on macOS), run without a shell.
 
+Without a browser, as the \"oauth\" block says: client_credentials (a
+secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"
+(a workload identity token from assertion_file or assertion_env_var) or
+\"grant\": \"enterprise\" (an IdP token exchanged at idp_token_endpoint);
+\"dpop\" binds the token to a key (RFC 9449).
+
 OPTIONS:
         --no-browser      Only print the URL
         --refresh         Exchange the stored refresh token (never done
@@ -874,7 +880,9 @@ USAGE:
     rivumi-mcp status [--json]
 
 Shows, per HTTP server, whether a credential is stored, for which URL,
-and when it expires. Never the token.
+how it is obtained and presented (METHOD: the grant, the client
+authentication, +dpop for a DPoP-bound token), and when it expires.
+Never the token.
 ";
 
 const USAGE_CALL: &str = "\

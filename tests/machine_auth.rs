@@ -610,6 +610,31 @@ fn dpop_auto_stays_off_when_the_server_does_not_list_it() {
 }
 
 #[test]
+fn dpop_true_refuses_a_bearer_token() {
+    // An authorization server that ignores the proof issues Bearer: with
+    // "dpop": true that is refused and nothing is stored; with "auto" it
+    // is taken as it is.
+    let opts = MachineOptions { ignore_dpop: true, ..Default::default() };
+    let (dir, site) = site("machine_dpop_true_bearer", opts, json!({}));
+    let jwt = dir.path("token.jwt");
+    std::fs::write(&jwt, workload_jwt(now() + 600)).unwrap();
+    let entry_with = |dpop: Value| {
+        json!({"client_id": CLIENT, "grant": "jwt_bearer",
+               "assertion_file": jwt, "authorization_server": site.issuer(),
+               "dpop": dpop})
+    };
+    config(&dir, &site.url(), entry_with(json!(true)));
+    let out = cmd(&dir, &["login", "web"]).assert_exit(6);
+    assert_contains(
+        &out.stderr,
+        "issued a Bearer token, not a DPoP-bound one",
+    );
+    assert!(!creds(&dir).exists() || entry(&dir).is_null());
+    config(&dir, &site.url(), entry_with(json!("auto")));
+    cmd(&dir, &["login", "web"]).assert_exit(0);
+}
+
+#[test]
 fn dpop_nonces_at_the_token_endpoint_and_the_server() {
     let opts = MachineOptions {
         dpop_algs: Some(vec!["ES256".into()]),

@@ -785,6 +785,17 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
             &d,
         )?;
     }
+    // `"dpop": true` asks for a sender-constrained token: a Bearer answer
+    // (an authorization server that ignored the proof) is refused, never
+    // stored. With "auto", Bearer is fine.
+    if o.machine.dpop == DpopMode::On && !tokens.dpop {
+        return Err(Error::new(
+            Kind::Auth,
+            "\"dpop\" is on, but the authorization server issued a Bearer \
+             token, not a DPoP-bound one; nothing stored (set \"dpop\": \
+             \"auto\" to accept Bearer)",
+        ));
+    }
     let now = store::now();
     let cred = Credential {
         resource: (resource != url).then(|| resource.clone()),

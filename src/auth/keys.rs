@@ -20,7 +20,9 @@ use super::pkce::Secret;
 use super::store;
 use crate::error::{Error, Result};
 
-/// Larger than any PKCS#8 key of a size ring accepts (RSA 8192 in PEM).
+/// Larger than any PKCS#8 key of a size ring accepts (RSA 4096 is about
+/// 3.3 KiB in PEM; an 8192-bit key, which ring refuses, still fits, so
+/// that it is refused by name rather than by size).
 const MAX_KEY_FILE: u64 = 16 * 1024;
 
 /// DER of the OIDs that say what a PKCS#8 document holds.
@@ -116,10 +118,13 @@ impl SigningKey {
         }
         if has(OID_RSA) {
             let k = RsaKeyPair::from_pkcs8(der).map_err(|e| {
-                let why = if e.to_string().contains("TooSmall") {
+                let e = e.to_string();
+                let why = if e.contains("TooSmall") {
                     "it is shorter than 2048 bits".to_string()
+                } else if e.contains("TooLarge") {
+                    "it is longer than 4096 bits".to_string()
                 } else {
-                    format!("{e}")
+                    format!("{e} (RSA keys of 2048 to 4096 bits are used)")
                 };
                 Error::refused(format!(
                     "{what} is not a usable RSA key: {why}"

@@ -285,8 +285,6 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     out::print(&t)
 }
 
-/// `rivumi-mcp status`: which servers have a stored credential, for which
-/// URL, and until when. Never the token.
 /// How a server's credential is obtained and presented (names only): the
 /// grant, the client authentication (other than `none`) of the stored
 /// credential or else the configured one, and whether the stored token
@@ -309,6 +307,8 @@ fn method<'a>(
     (o.machine.grant_name(o.client_credentials), client_auth, dpop)
 }
 
+/// `rivumi-mcp status`: which servers have a stored credential, for which
+/// URL, how it is obtained and presented, and until when. Never the token.
 pub(crate) fn status(
     ctx: &Context,
     json: bool,

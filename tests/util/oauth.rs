@@ -1390,6 +1390,8 @@ pub struct MachineOptions {
     pub refuse: Option<String>,
     /// The identity provider refuses the token exchange.
     pub idp_refuse: bool,
+    /// The token endpoint ignores DPoP proofs and issues Bearer tokens.
+    pub ignore_dpop: bool,
 }
 
 /// An authorization server, an identity provider (`/idp/token`) and an MCP
@@ -1556,7 +1558,9 @@ impl MachineSite {
                     }
                     st.tokens += 1;
                     let n = st.tokens;
-                    let Some(proof) = req.header("dpop") else {
+                    let proof =
+                        req.header("dpop").filter(|_| !opts.ignore_dpop);
+                    let Some(proof) = proof else {
                         conn.json(
                             200,
                             &[],
