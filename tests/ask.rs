@@ -316,10 +316,12 @@ fn a_person_consents_to_a_url_on_a_terminal() {
         "browser.sh",
         &format!("#!/bin/sh\nprintf %s \"$1\" > '{}'\n", opened.display()),
     );
+    let journal = dir.path("j.jsonl");
     let line = format!(
-        "RIVUMI_MCP_BROWSER={} {} call -y demo echo text=x",
+        "RIVUMI_MCP_BROWSER={} {} call -y demo echo text=x --journal {}",
         quote(browser.to_str().unwrap()),
-        quote(bin().to_str().unwrap())
+        quote(bin().to_str().unwrap()),
+        quote(journal.to_str().unwrap())
     );
     let mut cmd = dir.program("script");
     cmd.args(["-qec", &line, "/dev/null"])
@@ -338,6 +340,12 @@ fn a_person_consents_to_a_url_on_a_terminal() {
         std::fs::read_to_string(&opened).unwrap(),
         "https://pay.example.com/x?session=1"
     );
+    // The journal records the consent (never the URL's values).
+    let events = std::fs::read_to_string(&journal).unwrap();
+    let asked: Vec<&str> =
+        events.lines().filter(|l| l.contains("\"server_request\"")).collect();
+    assert_eq!(asked.len(), 1, "{events}");
+    assert_contains(asked[0], r#""action":"accept""#);
     // "no": declined, nothing opened.
     std::fs::remove_file(&opened).unwrap();
     cmd.stdin("n\r");

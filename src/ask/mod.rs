@@ -229,7 +229,10 @@ impl Operator {
         }
         drop(tty);
         match crate::auth::open_browser(raw, &|k| std::env::var(k).ok()) {
-            Ok(()) => json!({"action": "accept"}),
+            Ok(()) => {
+                note.action = "accept";
+                json!({"action": "accept"})
+            }
             Err(e) => {
                 msg::warn(&format!("{e}"));
                 note.decline()
