@@ -947,21 +947,34 @@ EXAMPLES:
     rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi
 ";
 
-const USAGE_RESOURCES: &str = "\
-rivumi-mcp resources: list one server's resources and templates
-
-USAGE:
-    rivumi-mcp resources <SERVER> [--json]
-
+/// The help lines of the ad-hoc server options, shared by the commands
+/// whose own option list is short.
+macro_rules! adhoc_help {
+    () => {
+        "
 AD-HOC SERVER (instead of a config file; the server is called adhoc, or
 --name NAME):
         --stdio CMDLINE       Run this server ('CMD ARG...', split as a
                               shell splits words, but no shell runs)
         --http URL            Reach this Streamable HTTP server
         --name NAME           The ad-hoc server's name (default: adhoc)
-";
+"
+    };
+}
 
-const USAGE_READ: &str = "\
+const USAGE_RESOURCES: &str = concat!(
+    "\
+rivumi-mcp resources: list one server's resources and templates
+
+USAGE:
+    rivumi-mcp resources <SERVER> [--json]
+
+",
+    adhoc_help!()
+);
+
+const USAGE_READ: &str = concat!(
+    "\
 rivumi-mcp read: read one resource
 
 USAGE:
@@ -970,29 +983,23 @@ USAGE:
 Text contents are printed; binary contents are summarised. --save DIR
 writes every content, text too, to a file named after the resource's name
 or URI (extension kept, -2, -3, ... rather than overwriting).
-AD-HOC SERVER (instead of a config file; the server is called adhoc, or
---name NAME):
-        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
-                              shell splits words, but no shell runs)
-        --http URL            Reach this Streamable HTTP server
-        --name NAME           The ad-hoc server's name (default: adhoc)
-";
+",
+    adhoc_help!()
+);
 
-const USAGE_PROMPTS: &str = "\
+const USAGE_PROMPTS: &str = concat!(
+    "\
 rivumi-mcp prompts: list one server's prompts
 
 USAGE:
     rivumi-mcp prompts <SERVER> [--json]
 
-AD-HOC SERVER (instead of a config file; the server is called adhoc, or
---name NAME):
-        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
-                              shell splits words, but no shell runs)
-        --http URL            Reach this Streamable HTTP server
-        --name NAME           The ad-hoc server's name (default: adhoc)
-";
+",
+    adhoc_help!()
+);
 
-const USAGE_PROMPT: &str = "\
+const USAGE_PROMPT: &str = concat!(
+    "\
 rivumi-mcp prompt: get one prompt
 
 USAGE:
@@ -1002,13 +1009,9 @@ USAGE:
 Prompt arguments are strings (the protocol allows no other type): key:=json
 sends the JSON's text, key=@FILE a file's text. Names the prompt does not
 declare, and missing required ones, are errors before the request.
-AD-HOC SERVER (instead of a config file; the server is called adhoc, or
---name NAME):
-        --stdio CMDLINE       Run this server ('CMD ARG...', split as a
-                              shell splits words, but no shell runs)
-        --http URL            Reach this Streamable HTTP server
-        --name NAME           The ad-hoc server's name (default: adhoc)
-";
+",
+    adhoc_help!()
+);
 
 /// The help text of a command, or the top-level one.
 pub(crate) fn usage(command: Option<Cmd>) -> String {
