@@ -952,8 +952,7 @@ EXAMPLES:
 macro_rules! adhoc_help {
     () => {
         "
-AD-HOC SERVER (instead of a config file; the server is called adhoc, or
---name NAME):
+AD-HOC SERVER (instead of a config file):
         --stdio CMDLINE       Run this server ('CMD ARG...', split as a
                               shell splits words, but no shell runs)
         --http URL            Reach this Streamable HTTP server
@@ -968,7 +967,6 @@ rivumi-mcp resources: list one server's resources and templates
 
 USAGE:
     rivumi-mcp resources <SERVER> [--json]
-
 ",
     adhoc_help!()
 );
@@ -993,7 +991,6 @@ rivumi-mcp prompts: list one server's prompts
 
 USAGE:
     rivumi-mcp prompts <SERVER> [--json]
-
 ",
     adhoc_help!()
 );
