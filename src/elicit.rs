@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{callargs, term};
+use crate::{callargs, mcp, term};
 
 /// How many enum choices a field may have (a prompt shows only the first
 /// few; the rest are typed by value); more is refused.
@@ -109,9 +109,29 @@ impl Form {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        // In the order the schema lists them (kept by the transport's
+        // parse as FIELD_ORDER), then any the order does not name.
+        let listed: Vec<&str> = schema
+            .get(mcp::FIELD_ORDER)
+            .and_then(Value::as_array)
+            .map(|o| o.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut names: Vec<&String> = vec![];
+        for n in listed {
+            if let Some((k, _)) = props.get_key_value(n)
+                && !names.contains(&k)
+            {
+                names.push(k);
+            }
+        }
+        for k in props.keys() {
+            if !names.contains(&k) {
+                names.push(k);
+            }
+        }
         let mut fields = vec![];
-        for (name, decl) in &props {
-            let mut f = Field::parse(name, decl)?;
+        for name in names {
+            let mut f = Field::parse(name, &props[name])?;
             f.required = required.contains(&name.as_str());
             fields.push(f);
         }
@@ -722,5 +742,20 @@ mod tests {
         );
         assert_eq!(word_name("a:=1"), "a");
         assert_eq!(word_name("b=x=y"), "b");
+    }
+
+    #[test]
+    fn fields_are_asked_in_the_schema_order() {
+        let params = json!({"message": "m", "requestedSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"},
+                           "c": {"type": "string"}},
+            mcp::FIELD_ORDER: ["c", "a", "a", "nope"]}});
+        let f = Form::parse(&params).unwrap();
+        let names: Vec<&str> =
+            f.fields.iter().map(|f| f.name.as_str()).collect();
+        // The listed ones in order (once each, unknown names ignored),
+        // then the rest.
+        assert_eq!(names, ["c", "a", "b"]);
     }
 }

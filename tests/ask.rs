@@ -390,3 +390,42 @@ fn progress_is_one_updating_line_on_a_terminal_only() {
     let out = on_terminal(&dir, &[&args[..], &["-q"]].concat(), "");
     assert!(!out.stdout.contains("step 1"), "{:?}", out.stdout);
 }
+
+#[test]
+fn a_form_is_asked_in_the_order_its_schema_lists_the_fields() {
+    // A server that writes its form by hand, fields out of alphabetical
+    // order, and records the answer it gets.
+    let dir = Dir::new("ask_tty_order");
+    let rec = dir.path("reply");
+    let script = format!(
+        r#"#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"s","version":"1"}}}}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"tools":[{{"name":"t","inputSchema":{{"type":"object"}},"annotations":{{"readOnlyHint":true}}}}]}}}}\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{{"message":"In order?","requestedSchema":{{"type":"object","properties":{{"zeta":{{"type":"string"}},"alpha":{{"type":"string"}}}},"required":["zeta","alpha"]}}}}}}\n'
+      IFS= read -r reply
+      printf '%s\n' "$reply" > '{}'
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}\n' "$id" ;;
+  esac
+done
+"#,
+        rec.display()
+    );
+    let server = write_script(&dir, "server.sh", &script);
+    write_mcp_json(&dir, &[("demo", json!({"command": server}))]);
+    // The first answer goes to the first field the schema lists: zeta.
+    let out = on_terminal(&dir, &["call", "demo", "t"], "Z\rA\ry\r");
+    assert_contains(&out.stdout, "In order?");
+    let reply: Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    assert_eq!(
+        reply["result"],
+        json!({"action": "accept", "content": {"zeta": "Z", "alpha": "A"}}),
+        "{out:?}"
+    );
+}

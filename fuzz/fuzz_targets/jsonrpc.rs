@@ -17,6 +17,9 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
+#[path = "../../src/jsonpos.rs"]
+#[allow(dead_code)]
+mod jsonpos;
 #[path = "../../src/mcp/mod.rs"]
 #[allow(dead_code)]
 mod mcp;

@@ -18,7 +18,7 @@ pub(crate) mod headers;
 
 use serde_json::{Map, Value, json};
 
-use crate::term;
+use crate::{jsonpos, term};
 use headers::ParamHeader;
 
 /// A protocol revision, oldest first (so `<` means older).
@@ -689,6 +689,67 @@ impl RpcError {
     }
 }
 
+/// The schema member where [`parse_message`] keeps the order of a form's
+/// fields (serde_json keeps no key order).
+pub(crate) const FIELD_ORDER: &str = "x-rivumi-field-order";
+
+/// Messages longer than this are not read a second time for field order
+/// (a form is small; a large tool result that merely quotes one is not a
+/// form).
+const MAX_ORDERED: usize = 1 << 20;
+
+/// Parses one message from a server. A form (`elicitation/create`) is
+/// asked in the order its schema lists its fields, which serde_json does
+/// not keep: where the text holds a `requestedSchema`, its `properties`
+/// are read again with [`jsonpos`] (which keeps order) and their names
+/// are put into that schema as [`FIELD_ORDER`]. Nothing else changes.
+pub(crate) fn parse_message(bytes: &[u8]) -> serde_json::Result<Value> {
+    let mut v: Value = serde_json::from_slice(bytes)?;
+    let holds_form = bytes.len() <= MAX_ORDERED
+        && bytes.windows(17).any(|w| w == b"\"requestedSchema\"");
+    if holds_form
+        && let Ok(text) = std::str::from_utf8(bytes)
+        && let Ok(doc) = jsonpos::parse(text)
+    {
+        keep_field_order(&doc.root, &mut v);
+    }
+    Ok(v)
+}
+
+fn keep_field_order(node: &jsonpos::Node, v: &mut Value) {
+    use jsonpos::Kind;
+    match (&node.kind, v) {
+        (Kind::Object(members), Value::Object(map)) => {
+            for m in members {
+                let Some(child) = map.get_mut(&m.key) else { continue };
+                if m.key == "requestedSchema" {
+                    record_field_order(&m.value, child);
+                }
+                keep_field_order(&m.value, child);
+            }
+        }
+        (Kind::Array(items), Value::Array(values)) => {
+            for (n, v) in items.iter().zip(values) {
+                keep_field_order(n, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn record_field_order(schema: &jsonpos::Node, v: &mut Value) {
+    let jsonpos::Kind::Object(members) = &schema.kind else { return };
+    let props = members.iter().rev().find(|m| m.key == "properties");
+    let Some(jsonpos::Kind::Object(props)) = props.map(|p| &p.value.kind)
+    else {
+        return;
+    };
+    let order = props.iter().map(|p| Value::String(p.key.clone())).collect();
+    if let Value::Object(m) = v {
+        m.insert(FIELD_ORDER.into(), Value::Array(order));
+    }
+}
+
 /// What a message from a server is.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Incoming {
@@ -981,5 +1042,40 @@ mod tests {
         assert!(!is_list_changed(method::PROGRESS));
         let c = cancelled(4, "timed out");
         assert_eq!(c["params"]["requestId"], 4);
+    }
+
+    #[test]
+    fn forms_keep_the_order_of_their_fields() {
+        // A 2025 request and a 2026-07-28 input request, fields out of
+        // alphabetical order.
+        let text = br#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create",
+            "params":{"message":"m","requestedSchema":{"type":"object",
+            "properties":{"zeta":{"type":"string"},"alpha":{"type":"string"},
+            "mid":{"type":"integer"}}}}}"#;
+        let v = parse_message(text).unwrap();
+        let order = &v["params"]["requestedSchema"][FIELD_ORDER];
+        assert_eq!(order, &json!(["zeta", "alpha", "mid"]));
+        let text = br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":
+            "input_required","inputRequests":{"k":{"method":
+            "elicitation/create","params":{"requestedSchema":{"properties":
+            {"b":{"type":"string"},"a":{"type":"string"}}}}}}}}"#;
+        let v = parse_message(text).unwrap();
+        let schema =
+            &v["result"]["inputRequests"]["k"]["params"]["requestedSchema"];
+        assert_eq!(schema[FIELD_ORDER], json!(["b", "a"]));
+        // Other messages are what serde_json reads, nothing added.
+        let plain = br#"{"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2}}"#;
+        assert_eq!(
+            parse_message(plain).unwrap(),
+            serde_json::from_slice::<Value>(plain).unwrap()
+        );
+        assert!(parse_message(b"{nope").is_err());
+        // Too large to be a form: not read twice.
+        let pad = "x".repeat(MAX_ORDERED);
+        let big = format!(
+            r#"{{"p":"{pad}","requestedSchema":{{"properties":{{"b":{{}},"a":{{}}}}}}}}"#
+        );
+        let v = parse_message(big.as_bytes()).unwrap();
+        assert!(v["requestedSchema"].get(FIELD_ORDER).is_none());
     }
 }

@@ -528,12 +528,9 @@ impl HttpTransport {
                     .limit(self.limits.message as u64)
                     .read_to_vec()
                     .map_err(|e| self.ureq_error(e, deadline))?;
-                let v: Value =
-                    serde_json::from_slice(&bytes).map_err(|e| {
-                        Error::server(format!(
-                            "the JSON response is invalid: {e}"
-                        ))
-                    })?;
+                let v: Value = mcp::parse_message(&bytes).map_err(|e| {
+                    Error::server(format!("the JSON response is invalid: {e}"))
+                })?;
                 self.pending.push_back(v);
                 Ok(())
             }
@@ -742,7 +739,7 @@ impl HttpTransport {
             }
             match (source, item) {
                 (_, Pumped::Data(data)) => {
-                    return serde_json::from_str(&data).map_err(|e| {
+                    return mcp::parse_message(data.as_bytes()).map_err(|e| {
                         Error::server(format!(
                             "an SSE event holds invalid JSON: {e}"
                         ))

@@ -703,7 +703,7 @@ impl Transport for StdioTransport {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice(line) {
+            match crate::mcp::parse_message(line) {
                 Ok(v) => return Ok(v),
                 Err(_) => self.skip(line)?,
             }
