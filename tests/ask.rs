@@ -429,3 +429,18 @@ done
         "{out:?}"
     );
 }
+
+#[test]
+fn a_long_form_message_is_counted_not_cut_silently() {
+    let message: String = (1..=25).map(|i| format!("line {i}\n")).collect();
+    let long = json!({"method": "elicitation/create", "params": {
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ann"}}}}});
+    let dir = asking("ask_tty_long_message", &[long]);
+    let out =
+        on_terminal(&dir, &["call", "-y", "demo", "echo", "text=x"], "\ry\r");
+    assert_contains(&out.stdout, "line 20");
+    assert_contains(&out.stdout, "(5 more lines)");
+    assert!(!out.stdout.contains("line 21"), "{out:?}");
+}

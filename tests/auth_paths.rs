@@ -373,6 +373,30 @@ fn a_2025_03_26_server_with_metadata_at_its_origin() {
 }
 
 #[test]
+fn a_2025_03_26_document_naming_another_origin_is_refused() {
+    // Found at the MCP server's origin, it names an issuer elsewhere: an
+    // unverified issuer (RFC 8414 §3.3) that would address assertions and
+    // the iss check to another authorization server (a mix-up).
+    let site = OAuthSite::start(SiteOptions {
+        authorization_server: true,
+        mcp: true,
+        prm: PrmAt::Nowhere,
+        metadata_issuer: Some("https://login.honest.example".into()),
+        ..SiteOptions::default()
+    });
+    let dir = web_dir("auth_paths_2025_03_26_foreign_issuer", &site, bare());
+    let out = login(&dir).assert_exit(4);
+    assert_contains(
+        &out.stderr,
+        "its issuer is on another origin (https://login.honest.example)",
+    );
+    assert!(site.authorize_requests().is_empty(), "{}", site.summary());
+    assert!(site.token_requests().is_empty());
+    assert_eq!(browser_url(&dir), None);
+    assert!(!creds(&dir).exists());
+}
+
+#[test]
 fn no_metadata_at_all_uses_the_default_endpoints() {
     let site = OAuthSite::start(SiteOptions {
         authorization_server: true,

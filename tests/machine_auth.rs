@@ -408,7 +408,15 @@ fn workload_identity_refuses_a_bad_assertion_before_sending_it() {
             "token.jwt does not hold a JWT",
         ),
         // A 100 MB file: a sparse one (set_len), read only so far.
-        ("100 MB", None, by_file, 3, "token.jwt is larger than 65536 bytes"),
+        (
+            "100 MB",
+            None,
+            by_file.clone(),
+            3,
+            "token.jwt is larger than 65536 bytes",
+        ),
+        // A FIFO nobody writes to: refused at once, never waited on.
+        ("fifo", None, by_file, 3, "token.jwt is not a regular file"),
     ];
     for (name, content, source, code, want) in cases {
         match content {
@@ -416,6 +424,14 @@ fn workload_identity_refuses_a_bad_assertion_before_sending_it() {
             None if name == "100 MB" => {
                 let h = std::fs::File::create(&file).unwrap();
                 h.set_len(100 << 20).unwrap();
+            }
+            None if name == "fifo" => {
+                std::fs::remove_file(&file).unwrap();
+                let made = std::process::Command::new("mkfifo")
+                    .arg(&file)
+                    .status()
+                    .unwrap();
+                assert!(made.success());
             }
             None => {}
         }

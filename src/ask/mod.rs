@@ -36,6 +36,8 @@ const SAMPLING_STDOUT: usize = 1 << 20;
 /// How long the sampling command may run; with `--timeout`, at most half
 /// of it, so that the server still has time to answer the call.
 const SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
+/// How many lines of a form's message are shown (the rest is counted).
+const FORM_MESSAGE_LINES: usize = 20;
 /// How much of a sampling request is shown for approval.
 const SAMPLING_SHOWN: usize = 4000;
 pub(crate) use crate::cli::{Elicit, Options};
@@ -386,8 +388,14 @@ fn ask_form(
 ) -> Asked {
     let mut text =
         format!("rivumi-mcp: server '{}' asks:\n", elicit::shown(server, 100));
-    for l in form.message.lines().take(20) {
+    // Never cut silently: what is not shown is counted.
+    let lines: Vec<&str> = form.message.lines().collect();
+    for l in lines.iter().take(FORM_MESSAGE_LINES) {
         text.push_str(&format!("  {}\n", elicit::shown(l, 300)));
+    }
+    let more = lines.len().saturating_sub(FORM_MESSAGE_LINES);
+    if more > 0 {
+        text.push_str(&format!("  {}\n", crate::render::more_lines(more)));
     }
     text.push_str("(Enter takes the default; Ctrl-C cancels)\n");
     if !tty.write(&text) {

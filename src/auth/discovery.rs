@@ -243,7 +243,11 @@ pub(crate) fn resource_covers(resource: &str, server: &Url) -> bool {
 
 /// The 2025-03-26 discovery: the authorization server's metadata at the
 /// MCP server's origin. The document's own `issuer` is taken (it may add a
-/// path); it must still be an acceptable URL and support S256.
+/// path), but only on that origin: the document was found there, so an
+/// issuer elsewhere is unverified (RFC 8414 §3.3), and trusting it would
+/// let the MCP server address our client assertions, ID-JAGs and the
+/// RFC 9207 `iss` check to another authorization server (a mix-up). It
+/// must also be an acceptable URL and support S256.
 pub(crate) fn legacy_auth_server(
     server: &Url,
     deadline: &Deadline,
@@ -257,6 +261,15 @@ pub(crate) fn legacy_auth_server(
             "metadata at {url}: issuer is not acceptable: {e}"
         ))
     })?;
+    if issuer.origin() != server.origin() {
+        return Err(Error::server(format!(
+            "metadata at {url}: its issuer is on another origin ({}); an \
+             authorization server found at the MCP server's origin must \
+             be that origin's (configure \"authorization_server\" to use \
+             another)",
+            issuer.origin()
+        )));
+    }
     check_metadata(&issuer, &m, &url.to_string()).map(Some)
 }
 

@@ -945,7 +945,17 @@ pub(crate) fn refresh(
             &d,
         )?;
         if c.dpop_key.is_some() && !tokens.dpop {
-            // Bound before, Bearer now: the key no longer applies.
+            // `"dpop": true` asks for a bound token, at refresh as at
+            // login: a Bearer answer is refused and nothing is changed.
+            if oauth.machine.dpop == DpopMode::On {
+                return Err(Error::new(
+                    Kind::Auth,
+                    "\"dpop\" is on, but the refresh returned a Bearer \
+                     token, not a DPoP-bound one; the stored credential is \
+                     unchanged",
+                ));
+            }
+            // Bound before, Bearer now ("auto"): the key no longer applies.
             c.dpop_key = None;
         }
         let now = store::now();

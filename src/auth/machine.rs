@@ -18,6 +18,7 @@
 //! its source, before anything is sent.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::dpop::Dpop;
@@ -51,7 +52,11 @@ fn source_name(a: &Assertion) -> String {
 /// platforms rotate tokens by swapping links), at most [`MAX_ASSERTION`]
 /// bytes. Its mode is the platform's business, not ours.
 fn read_file(p: &Path, what: &str) -> Result<String> {
-    let f = std::fs::File::open(p)
+    // O_NONBLOCK: a FIFO must not block the open (it is refused below).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
         .map_err(|e| Error::refused(format!("{what}: cannot open: {e}")))?;
     let meta =
         f.metadata().map_err(|e| Error::refused(format!("{what}: {e}")))?;

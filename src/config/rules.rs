@@ -24,6 +24,7 @@ const RESERVED_HEADERS: &[&str] = &[
     "connection",
     "content-length",
     "content-type",
+    "dpop",
     "host",
     "keep-alive",
     "last-event-id",
