@@ -268,13 +268,18 @@ impl Session {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        if may_switch && Version::parse(&protocol) == Some(Version::MODERN) {
+            // A modern server that answers the handshake with its own
+            // version: speak it properly, from server/discover on.
+            return self.discover(d, "initialize answered 2026-07-28");
+        }
         let Some(version) =
             Version::parse(&protocol).filter(|v| v.negotiable())
         else {
             return Err(Error::server(format!(
                 "server answered protocol version '{}', which rivumi-mcp \
                  does not speak (it speaks {})",
-                term::line(&protocol),
+                term::clip(&term::line(&protocol), 60),
                 Version::negotiable_list()
             )));
         };
@@ -657,14 +662,16 @@ impl Session {
         let ask = match mcp::ask(method, params, self.caps()) {
             Ok(a) => a,
             Err(why) => {
+                // The method is the server's text: bounded wherever it goes.
+                let shown = term::clip(&term::line(method), 100).into_owned();
                 msg::debug(&format!(
-                    "server '{}': refused its request '{}': {why}",
+                    "server '{}': refused its request '{shown}': {}",
                     self.name,
-                    term::line(method)
+                    term::clip(&why, 300)
                 ));
                 crate::journal::event(
                     "server_request",
-                    json!({"server": self.name, "method": term::line(method),
+                    json!({"server": self.name, "method": shown,
                            "action": "refused"}),
                 );
                 return Err(why);
@@ -1651,5 +1658,44 @@ mod tests {
         let (s, _) = start_on(Wire::Stdio, Choice::Modern, script);
         let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
         assert_eq!(l.ttl, Some(Duration::from_millis(300)));
+    }
+
+    #[test]
+    fn over_stdio_an_initialize_answered_2026_switches_to_discover() {
+        // A modern server that answers initialize with a result naming
+        // 2026-07-28 (as the conformance mocks do) instead of -32022.
+        let script: Script = Box::new(|m| {
+            let id = m.get("id").cloned().unwrap_or(Value::Null);
+            match mcp::method_of(m) {
+                Some(method::INITIALIZE) => vec![ok(
+                    &id,
+                    json!({
+                    "protocolVersion": "2026-07-28",
+                    "capabilities": {}, "serverInfo": {"name": "m", "version": "1"}}),
+                )],
+                Some(method::SERVER_DISCOVER) => vec![ok(
+                    &id,
+                    json!({
+                    "supportedVersions": ["2026-07-28"], "capabilities": {},
+                    "resultType": "complete"}),
+                )],
+                _ => vec![],
+            }
+        });
+        let (s, _) = start(script);
+        let s = s.map_err(|e| e.to_string()).unwrap();
+        assert_eq!(s.server.protocol, "2026-07-28");
+    }
+
+    #[test]
+    fn a_hostile_protocol_version_is_clipped() {
+        let long = "x".repeat(100_000);
+        let script: Script = Box::new(move |m| {
+            let id = m.get("id").cloned().unwrap_or(Value::Null);
+            vec![ok(&id, json!({"protocolVersion": long.clone()}))]
+        });
+        let (s, _) = start(script);
+        let e = s.unwrap_err().to_string();
+        assert!(e.len() < 2000, "error is {} bytes", e.len());
     }
 }

@@ -274,3 +274,79 @@ fn assert_left_nothing(dir: &Path, pid_file: &Path) {
         assert_pids_gone(pid_file, GONE);
     }
 }
+
+/// The same over Streamable HTTP: after answering the first call on its
+/// event stream, a 2025 server keeps that stream open and floods it with
+/// 400 MiB of notifications while `batch` waits for its next line. The
+/// thread that reads the stream may not buffer them without limit: past
+/// its budget the stream is dropped, and the next call still works.
+#[test]
+fn a_flooding_http_stream_cannot_push_memory_past_the_ceiling() {
+    use crate::util::http::{HttpFixture, McpScript};
+    let script = McpScript::new();
+    let flooded = AtomicBool::new(false);
+    let fx = HttpFixture::start(move |req, conn| {
+        let msg = req.json();
+        let call = req.method == "POST" && msg["method"] == "tools/call";
+        if call && !flooded.swap(true, Ordering::SeqCst) {
+            // The first call: answered, then the flood on the same stream.
+            conn.sse(&[]);
+            let answer = json!({"jsonrpc": "2.0", "id": msg["id"],
+                "result": {"content": [{"type": "text", "text": "first"}]}});
+            if !conn.event(None, &answer) {
+                return;
+            }
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "x".repeat(512 << 10)}});
+            for _ in 0..800 {
+                if !conn.alive() || !conn.event(None, &note) {
+                    return;
+                }
+            }
+            return;
+        }
+        script.handle(req, conn);
+    });
+    let dir = Dir::new("hostile_http_flood");
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
+    );
+    let mut cmd = dir.command(["batch", "--max-message", "1M"]);
+    cmd.args(["--timeout", "10"]).env(ALLOWLIST, "web");
+    let mut child = cmd.spawn();
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let call = |id: u32, text: &str| {
+        json!({"id": id, "tool": "mcp__web__echo", "arguments": {"text": text}})
+            .to_string()
+            + "\n"
+    };
+    stdin.write_all(call(1, "first").as_bytes()).unwrap();
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_contains(&first, "\"ok\":true");
+    thread::sleep(Duration::from_millis(2500));
+    stdin.write_all(call(2, "second").as_bytes()).unwrap();
+    drop(stdin);
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    drop(stdout);
+    let _ = wait_with_timeout(child, &cmd);
+    stop.store(true, Ordering::Relaxed);
+    let peak = peak.join().unwrap();
+    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
+    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
+    assert!(peak > 0, "no VmHWM sample");
+    assert!(
+        peak < ceiling,
+        "peak RSS {} MiB is past the ceiling {} MiB",
+        peak >> 20,
+        ceiling >> 20
+    );
+    let second: Value = serde_json::from_str(&second).unwrap();
+    assert_eq!(second["ok"], true, "{second}");
+    assert_eq!(second["result"]["content"][0]["text"], "second");
+}

@@ -1213,3 +1213,49 @@ fn batch_relists_when_the_modern_ttl_has_expired() {
     cmd(&dir, &["batch"]).stdin(lines).assert_exit(0);
     assert_eq!(fx.posts_of("tools/list").len(), 1, "{}", fx.summary());
 }
+
+#[test]
+fn a_modern_reply_carries_its_own_headers_not_the_requests() {
+    let script = McpScript::new().modern();
+    let fx = HttpFixture::start(move |req, conn| {
+        let msg = req.json();
+        let is_reply = req.method == "POST"
+            && msg.get("id").is_some()
+            && msg.get("method").is_none();
+        if is_reply {
+            conn.empty(202);
+            return;
+        }
+        if req.method == "POST" && msg["method"] == "tools/call" {
+            let id = msg["id"].clone();
+            conn.sse(&[]);
+            conn.event(
+                None,
+                &json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}),
+            );
+            conn.wait_for(Duration::from_secs(5), |rs| {
+                rs.iter().any(|r| r.json().get("id") == Some(&json!("srv-1")))
+            });
+            conn.event(
+                None,
+                &json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": "hi"}]}}),
+            );
+            return;
+        }
+        script.handle(req, conn);
+    });
+    let dir = setup_auto("http_modern_reply_headers", &fx.url());
+    let _ = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).run();
+    let replies: Vec<Request> = fx
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.is_rpc_response())
+        .collect();
+    assert_eq!(replies.len(), 1, "{}", fx.summary());
+    let r = &replies[0];
+    assert_eq!(r.header("mcp-method"), None, "reply carried {:?}", r.headers);
+    assert_eq!(r.header("mcp-name"), None, "reply carried {:?}", r.headers);
+    assert_eq!(r.header_all("mcp-protocol-version"), ["2026-07-28"]);
+}

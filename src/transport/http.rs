@@ -26,6 +26,8 @@
 //! line and event is capped; every request runs under its deadline.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
@@ -96,14 +98,40 @@ enum Pumped {
     Failed(std::io::Error),
 }
 
+/// The bytes of message data read by the stream threads and not yet
+/// taken (or dropped) by the transport; shared by every stream of one
+/// server.
+type Inflight = Arc<AtomicUsize>;
+
 /// Reads `r` to its end on this thread, passing on each message event,
-/// then how it ended. Stops early when nobody listens any more.
-fn pump(mut r: Reader, source: Source, tx: Sender<(Source, Pumped)>) {
+/// then how it ended. Stops early when nobody listens any more, and when
+/// passing an event on would put more than `budget` bytes in flight: a
+/// server that floods a stream nobody reads (a request's stream after its
+/// response, the standalone stream while the operator is being asked)
+/// cannot make us buffer without limit; that stream fails instead.
+fn pump(
+    mut r: Reader,
+    source: Source,
+    tx: Sender<(Source, Pumped)>,
+    inflight: Inflight,
+    budget: usize,
+) {
     loop {
         let item = match r.next_event() {
             Ok(Some(ev)) => {
                 if ev.event != "message" || ev.data.trim().is_empty() {
                     continue;
+                }
+                let n = ev.data.len();
+                let before = inflight.fetch_add(n, Ordering::SeqCst);
+                if before > 0 && before + n > budget {
+                    inflight.fetch_sub(n, Ordering::SeqCst);
+                    let e = std::io::Error::other(format!(
+                        "more than {budget} bytes of messages unread on \
+                         this stream; the stream is dropped"
+                    ));
+                    let _ = tx.send((source, Pumped::Failed(e)));
+                    return;
                 }
                 Pumped::Data(ev.data)
             }
@@ -149,6 +177,8 @@ pub(crate) struct HttpTransport {
     /// What the pump threads send, and a sender to give new ones.
     rx: Receiver<(Source, Pumped)>,
     tx: Sender<(Source, Pumped)>,
+    /// Bytes the stream threads passed on and nobody took yet.
+    inflight: Inflight,
     /// Items of a stream that is not the current one (during a restart).
     held: VecDeque<(Source, Pumped)>,
     /// Whether the standalone GET stream was asked for.
@@ -243,6 +273,7 @@ impl HttpTransport {
             rx,
             tx,
             held: VecDeque::new(),
+            inflight: Arc::new(AtomicUsize::new(0)),
             get_stream: false,
             awaiting: None,
             resumes: 0,
@@ -544,7 +575,7 @@ impl HttpTransport {
                 let body = Self::snippet(&mut resp);
                 Err(Error::server(format!(
                     "unexpected content type '{}' (HTTP {status}){body}",
-                    term::line(other)
+                    term::clip(&term::line(other), 100)
                 )))
             }
         }
@@ -579,6 +610,19 @@ impl HttpTransport {
         Err(self.status_error(&mut resp, initialize, Some(&body)))
     }
 
+    /// The most bytes of unread message data the stream threads may hold:
+    /// a few of the largest messages allowed.
+    fn budget(&self) -> usize {
+        self.limits.message.saturating_mul(4).max(32 << 20)
+    }
+
+    /// Gives back the in-flight bytes of an item that is dropped unread.
+    fn release(&self, item: &Pumped) {
+        if let Pumped::Data(d) = item {
+            self.inflight.fetch_sub(d.len(), Ordering::SeqCst);
+        }
+    }
+
     /// Makes `resp`'s event stream the current POST stream, read by a
     /// thread of its own.
     fn follow(&mut self, resp: Response<Body>) {
@@ -586,8 +630,9 @@ impl HttpTransport {
         let source = Source::Post(self.streams);
         self.stream = Some(self.streams);
         let reader = self.reader(resp);
-        let tx = self.tx.clone();
-        std::thread::spawn(move || pump(reader, source, tx));
+        let (tx, inflight, budget) =
+            (self.tx.clone(), Arc::clone(&self.inflight), self.budget());
+        std::thread::spawn(move || pump(reader, source, tx, inflight, budget));
     }
 
     /// Opens the standalone GET stream (once per session, handshake era)
@@ -617,7 +662,11 @@ impl HttpTransport {
                     && Self::media_type(&r) == "text/event-stream" =>
             {
                 let (reader, tx) = (self.reader(r), self.tx.clone());
-                std::thread::spawn(move || pump(reader, Source::Get, tx));
+                let (inflight, budget) =
+                    (Arc::clone(&self.inflight), self.budget());
+                std::thread::spawn(move || {
+                    pump(reader, Source::Get, tx, inflight, budget)
+                });
                 return;
             }
             Ok(r) => format!("HTTP {}", r.status().as_u16()),
@@ -731,14 +780,17 @@ impl HttpTransport {
             if !mine(&source) {
                 // Another POST stream's: kept for when it is current again
                 // (a restart sets the request's stream aside), bounded.
-                if self.held.len() >= MAX_HELD {
-                    self.held.pop_front();
+                if self.held.len() >= MAX_HELD
+                    && let Some((_, old)) = self.held.pop_front()
+                {
+                    self.release(&old);
                 }
                 self.held.push_back((source, item));
                 continue;
             }
             match (source, item) {
                 (_, Pumped::Data(data)) => {
+                    self.inflight.fetch_sub(data.len(), Ordering::SeqCst);
                     return mcp::parse_message(data.as_bytes()).map_err(|e| {
                         Error::server(format!(
                             "an SSE event holds invalid JSON: {e}"
@@ -883,11 +935,31 @@ impl HttpTransport {
             msg.get("method").is_some() && msg.get("id").is_some();
         if is_request {
             self.stream = None;
-            self.held.clear();
+            for (_, old) in std::mem::take(&mut self.held) {
+                self.release(&old);
+            }
             self.pending.clear();
             self.resumes = 0;
             self.awaiting = msg.get("id").cloned();
             self.send_request(msg, deadline)
+        } else if let Some(request_headers) = self.modern.take() {
+            // A reply or notification in the 2026-07-28 era: its own
+            // version and method, never the headers (name, mirrored
+            // parameters) of the request in flight.
+            let mut own: Vec<(String, String)> = request_headers
+                .iter()
+                .filter(|(k, _)| {
+                    k.eq_ignore_ascii_case("mcp-protocol-version")
+                })
+                .cloned()
+                .collect();
+            if let Some(m) = mcp::method_of(msg) {
+                own.push(("Mcp-Method".to_string(), m.to_string()));
+            }
+            self.modern = Some(own);
+            let sent = self.send_other(msg, deadline);
+            self.modern = Some(request_headers);
+            sent
         } else {
             self.send_other(msg, deadline)
         }
