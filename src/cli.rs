@@ -351,6 +351,12 @@ impl Cmd {
     fn speaks_mcp(self) -> bool {
         self.starts_servers() && !matches!(self, Cmd::Login | Cmd::Discover)
     }
+
+    /// Commands that take an ad-hoc server (`--stdio`, `--http`): those
+    /// that speak MCP, but `lock` (a lock pins a project's servers).
+    fn takes_adhoc(self) -> bool {
+        self.speaks_mcp() && self != Cmd::Lock
+    }
 }
 
 impl std::fmt::Display for Cmd {
@@ -369,6 +375,8 @@ enum Applies {
     Execs,
     /// [`Cmd::speaks_mcp`].
     Mcp,
+    /// [`Cmd::takes_adhoc`].
+    Adhoc,
     Only(&'static [Cmd]),
 }
 
@@ -379,6 +387,7 @@ impl Applies {
             Applies::Runs => c.starts_servers(),
             Applies::Execs => c.executes(),
             Applies::Mcp => c.speaks_mcp(),
+            Applies::Adhoc => c.takes_adhoc(),
             Applies::Only(cmds) => cmds.contains(&c),
         }
     }
@@ -581,25 +590,14 @@ const OPTS: &[Opt] = &[
     valued(Flag::Lock, "lock", Applies::Only(LOCKED)),
     opt(Flag::Unlocked, "unlocked", Applies::Only(LOCKED.split_at(1).1)),
     opt(Flag::Check, "check", Applies::Only(&[Cmd::Lock])),
-    valued(Flag::Stdio, "stdio", Applies::Only(ADHOC)),
-    valued(Flag::Http, "http", Applies::Only(ADHOC)),
-    valued(Flag::Name, "name", Applies::Only(ADHOC)),
+    valued(Flag::Stdio, "stdio", Applies::Adhoc),
+    valued(Flag::Http, "http", Applies::Adhoc),
+    valued(Flag::Name, "name", Applies::Adhoc),
     valued(Flag::Elicit, "elicit", Applies::Mcp),
     valued(Flag::Answer, "answer", Applies::Mcp),
     valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
-];
-
-/// The commands that take an ad-hoc server (`--stdio`, `--http`).
-const ADHOC: &[Cmd] = &[
-    Cmd::List,
-    Cmd::Call,
-    Cmd::Resources,
-    Cmd::Read,
-    Cmd::Prompts,
-    Cmd::Prompt,
-    Cmd::Batch,
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that

@@ -244,9 +244,7 @@ impl Session {
         let result = match answer {
             Ok(r) => r,
             Err(e) => {
-                let modern = e.supported_versions().is_some_and(|v| {
-                    v.iter().any(|v| v == Version::MODERN.as_str())
-                });
+                let modern = lists_modern(&e);
                 if modern && may_switch {
                     return self.discover(
                         d,
@@ -287,14 +285,8 @@ impl Session {
             version: Some(version),
             protocol,
             info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-            capabilities: result
-                .get("capabilities")
-                .cloned()
-                .unwrap_or_else(|| json!({})),
-            instructions: result
-                .get("instructions")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            capabilities: mcp::capabilities_of(&result),
+            instructions: mcp::instructions_of(&result),
             chosen: std::mem::take(&mut self.server.chosen),
         };
         if self.server.chosen.is_empty() {

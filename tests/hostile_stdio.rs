@@ -51,6 +51,56 @@ fn watch_peak_rss(pid: u32, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64> {
     })
 }
 
+/// Two `batch` calls of `tool` on `server`, 2.5 s apart (the server may
+/// flood in between, while nothing reads), with `--max-message 1M`;
+/// asserts that rivumi-mcp's peak RSS stays under the documented ceiling
+/// and returns both reply lines, how long the second took and the run.
+fn two_calls_across_a_flood(
+    dir: &Dir,
+    server: &str,
+    timeout: &str,
+) -> (Value, Value, Duration, crate::util::Output, crate::util::TestCommand) {
+    let mut cmd = dir.command(["batch", "--max-message", "1M"]);
+    cmd.args(["--timeout", timeout]).env(ALLOWLIST, server);
+    let mut child = cmd.spawn();
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let call = |id: u32| {
+        json!({"id": id, "tool": format!("mcp__{server}__echo"),
+               "arguments": {"text": format!("call {id}")}})
+        .to_string()
+            + "\n"
+    };
+    stdin.write_all(call(1).as_bytes()).unwrap();
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    thread::sleep(Duration::from_millis(2500));
+    let started = Instant::now();
+    stdin.write_all(call(2).as_bytes()).unwrap();
+    drop(stdin);
+    let mut second = String::new();
+    stdout.read_line(&mut second).unwrap();
+    let took = started.elapsed();
+    drop(stdout);
+    let out = wait_with_timeout(child, &cmd);
+    stop.store(true, Ordering::Relaxed);
+    let peak = peak.join().unwrap();
+    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
+    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
+    assert!(peak > 0, "no VmHWM sample");
+    assert!(
+        peak < ceiling,
+        "peak RSS {} MiB is past the ceiling {} MiB",
+        peak >> 20,
+        ceiling >> 20
+    );
+    let first: Value = serde_json::from_str(&first).unwrap();
+    let second: Value = serde_json::from_str(&second).unwrap();
+    (first, second, took, out, cmd)
+}
+
 #[test]
 fn flooding_server_cannot_push_memory_past_the_ceiling() {
     // The server answers the first call, then writes 384 MiB of pings with
@@ -64,46 +114,9 @@ fn flooding_server_cannot_push_memory_past_the_ceiling() {
     let pid_arg = format!("--pid-file={}", pids.display());
     let flood = format!("--flood={}", 384u64 << 20);
     write_mcp_json(&dir, &[("demo", fixture_server(&[&flood, &pid_arg]))]);
-    let mut cmd = dir.command(["batch", "--max-message", "1M"]);
-    cmd.args(["--timeout", "3"]).env(ALLOWLIST, "demo");
-    let mut child = cmd.spawn();
-    let stop = Arc::new(AtomicBool::new(false));
-    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let call = |id: u32| {
-        json!({"id": id, "tool": "mcp__demo__echo",
-               "arguments": {"text": "x"}})
-        .to_string()
-            + "\n"
-    };
-    stdin.write_all(call(1).as_bytes()).unwrap();
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let first: Value = serde_json::from_str(&first).unwrap();
+    let (first, second, took, out, cmd) =
+        two_calls_across_a_flood(&dir, "demo", "3");
     assert_eq!(first["ok"], true, "{first}");
-    thread::sleep(Duration::from_millis(2500));
-    let started = Instant::now();
-    stdin.write_all(call(2).as_bytes()).unwrap();
-    drop(stdin);
-    let mut second = String::new();
-    stdout.read_line(&mut second).unwrap();
-    let took = started.elapsed();
-    drop(stdout);
-    let out = wait_with_timeout(child, &cmd);
-    stop.store(true, Ordering::Relaxed);
-    let peak = peak.join().unwrap();
-
-    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
-    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
-    assert!(peak > 0, "no VmHWM sample");
-    assert!(
-        peak < ceiling,
-        "peak RSS {} MiB is past the ceiling {} MiB",
-        peak >> 20,
-        ceiling >> 20
-    );
-    let second: Value = serde_json::from_str(&second).unwrap();
     assert_eq!(second["ok"], false, "{second}");
     assert_contains(
         second["error"]["message"].as_str().unwrap_or_default(),
@@ -292,7 +305,7 @@ fn a_flooding_http_stream_cannot_push_memory_past_the_ceiling() {
             // The first call: answered, then the flood on the same stream.
             conn.sse(&[]);
             let answer = json!({"jsonrpc": "2.0", "id": msg["id"],
-                "result": {"content": [{"type": "text", "text": "first"}]}});
+                "result": {"content": [{"type": "text", "text": "call 1"}]}});
             if !conn.event(None, &answer) {
                 return;
             }
@@ -312,41 +325,8 @@ fn a_flooding_http_stream_cannot_push_memory_past_the_ceiling() {
         &dir,
         &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
     );
-    let mut cmd = dir.command(["batch", "--max-message", "1M"]);
-    cmd.args(["--timeout", "10"]).env(ALLOWLIST, "web");
-    let mut child = cmd.spawn();
-    let stop = Arc::new(AtomicBool::new(false));
-    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let call = |id: u32, text: &str| {
-        json!({"id": id, "tool": "mcp__web__echo", "arguments": {"text": text}})
-            .to_string()
-            + "\n"
-    };
-    stdin.write_all(call(1, "first").as_bytes()).unwrap();
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    assert_contains(&first, "\"ok\":true");
-    thread::sleep(Duration::from_millis(2500));
-    stdin.write_all(call(2, "second").as_bytes()).unwrap();
-    drop(stdin);
-    let mut second = String::new();
-    stdout.read_line(&mut second).unwrap();
-    drop(stdout);
-    let _ = wait_with_timeout(child, &cmd);
-    stop.store(true, Ordering::Relaxed);
-    let peak = peak.join().unwrap();
-    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
-    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
-    assert!(peak > 0, "no VmHWM sample");
-    assert!(
-        peak < ceiling,
-        "peak RSS {} MiB is past the ceiling {} MiB",
-        peak >> 20,
-        ceiling >> 20
-    );
-    let second: Value = serde_json::from_str(&second).unwrap();
+    let (first, second, _, _, _) = two_calls_across_a_flood(&dir, "web", "10");
+    assert_eq!(first["ok"], true, "{first}");
     assert_eq!(second["ok"], true, "{second}");
-    assert_eq!(second["result"]["content"][0]["text"], "second");
+    assert_eq!(second["result"]["content"][0]["text"], "call 2");
 }

@@ -449,17 +449,25 @@ pub(crate) fn discovered(result: &Value) -> Option<Discovered> {
             .filter_map(Value::as_str)
             .map(str::to_string)
             .collect(),
-        capabilities: result
-            .get("capabilities")
-            .filter(|c| c.is_object())
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        instructions: result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        capabilities: capabilities_of(result),
+        instructions: instructions_of(result),
         server_info: server_info(result).unwrap_or(Value::Null),
     })
+}
+
+/// The `capabilities` object of an `initialize` or `server/discover`
+/// result (`{}` when absent or not an object).
+pub(crate) fn capabilities_of(result: &Value) -> Value {
+    result
+        .get("capabilities")
+        .filter(|c| c.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The `instructions` of an `initialize` or `server/discover` result.
+pub(crate) fn instructions_of(result: &Value) -> Option<String> {
+    result.get("instructions").and_then(Value::as_str).map(str::to_string)
 }
 
 /// The server's name and version that a 2026-07-28 result carries in its

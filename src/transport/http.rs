@@ -189,9 +189,9 @@ pub(crate) struct HttpTransport {
     /// Whether the server has answered any request of ours, in either
     /// era: the legacy-transport hint is given only when nothing did.
     answered: bool,
-    /// The 2026-07-28 headers of the request in flight; `None` in the
-    /// handshake era (then the session id and negotiated version go out
-    /// instead).
+    /// The 2026-07-28 headers of the latest POST (a request's, or a
+    /// reply's own); `None` in the handshake era (then the session id and
+    /// negotiated version go out instead).
     modern: Option<Vec<(String, String)>>,
     limits: Limits,
     closed: bool,
@@ -942,24 +942,23 @@ impl HttpTransport {
             self.resumes = 0;
             self.awaiting = msg.get("id").cloned();
             self.send_request(msg, deadline)
-        } else if let Some(request_headers) = self.modern.take() {
+        } else if let Some(request) = &self.modern {
             // A reply or notification in the 2026-07-28 era: its own
-            // version and method, never the headers (name, mirrored
-            // parameters) of the request in flight.
-            let mut own: Vec<(String, String)> = request_headers
+            // version and method, never the name or mirrored parameters of
+            // the request in flight (whose POST has gone out already).
+            let mut own: Vec<(String, String)> = request
                 .iter()
                 .filter(|(k, _)| {
                     k.eq_ignore_ascii_case("mcp-protocol-version")
                 })
                 .cloned()
                 .collect();
-            if let Some(m) = mcp::method_of(msg) {
-                own.push(("Mcp-Method".to_string(), m.to_string()));
-            }
+            own.extend(
+                mcp::method_of(msg)
+                    .map(|m| ("Mcp-Method".to_string(), m.to_string())),
+            );
             self.modern = Some(own);
-            let sent = self.send_other(msg, deadline);
-            self.modern = Some(request_headers);
-            sent
+            self.send_other(msg, deadline)
         } else {
             self.send_other(msg, deadline)
         }
