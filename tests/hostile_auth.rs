@@ -316,6 +316,22 @@ fn a_registration_is_not_presented_to_another_issuer() {
     assert_eq!(a.register_requests().len(), 1);
     let e = &read_json(&creds(&dir))["servers"]["web"];
     assert_eq!(e["registration"]["issuer"], json!(b.issuer()));
+    // Registrations are kept per authorization server: A's is kept beside.
+    assert_eq!(e["other_registrations"][0]["client_id"], json!("dyn-1"));
+
+    // Back to A: A's own registration is reused (no new one), and B's
+    // client never reaches A.
+    mcp.point_at(&a.issuer());
+    let out = login(&dir);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(a.register_requests().len(), 1, "{}", a.summary());
+    let q = query(&a.authorize_requests().last().unwrap().path);
+    assert_eq!(param(&q, "client_id"), "dyn-1");
+    assert!(!wire(&a).contains("other-1"), "{}", a.summary());
+    let e = &read_json(&creds(&dir))["servers"]["web"];
+    assert_eq!(e["client_id"], json!("dyn-1"));
+    assert_eq!(e["other_registrations"][0]["client_id"], json!("other-1"));
+    assert_eq!(e["other_registrations"].as_array().unwrap().len(), 1);
 }
 
 #[test]

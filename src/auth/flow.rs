@@ -333,8 +333,17 @@ fn client(
         ));
     }
     let issuer = ep.issuer.as_deref();
-    if let Some(reg) = stored.and_then(|c| c.registration.as_ref()) {
-        let bound = bound_to(reg, issuer, &ep.token);
+    // Registrations are kept per authorization server: the one made where
+    // this login goes is reused, no other is ever presented here.
+    let kept = stored.into_iter().flat_map(|c| {
+        c.registration.iter().chain(c.other_registrations.iter())
+    });
+    let mut made_elsewhere = None;
+    for reg in kept {
+        if !bound_to(reg, issuer, &ep.token) {
+            made_elsewhere.get_or_insert(reg);
+            continue;
+        }
         // Servers compare redirect URIs exactly (RFC 8252's any-port rule
         // is not universal): reuse only a registration made for this one.
         let same_redirect = redirect_uri.is_none_or(|r| {
@@ -342,20 +351,23 @@ fn client(
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.iter().any(|u| u.as_str() == Some(r)))
         });
-        if !bound {
-            msg::warn(&format!(
-                "server '{}': the stored dynamic registration {}; it is not \
-                 presented to {}",
-                req.server,
-                registered_at(reg),
-                term::line(issuer.unwrap_or(&ep.token.to_string()))
-            ));
-        } else if same_redirect
+        if same_redirect
             && let Some(c) = registration_identity(reg, &ep.methods)
         {
             msg::debug("reusing the stored dynamic registration");
             return Ok(c);
         }
+        made_elsewhere = None;
+        break;
+    }
+    if let Some(reg) = made_elsewhere {
+        msg::warn(&format!(
+            "server '{}': the stored dynamic registration {}; it is not \
+             presented to {}",
+            req.server,
+            registered_at(reg),
+            term::line(issuer.unwrap_or(&ep.token.to_string()))
+        ));
     }
     let Some(endpoint) = &ep.registration else {
         return Err(Error::new(
@@ -440,6 +452,39 @@ fn bound_to(reg: &Value, issuer: Option<&str>, token: &Url) -> bool {
             Url::parse(registered).is_ok_and(|u| u.origin() == token.origin())
         }
     }
+}
+
+/// How many registrations made at other authorization servers are kept.
+const MAX_OTHER_REGISTRATIONS: usize = 8;
+
+/// The registrations to keep beside `current` after a login: the stored
+/// ones (newest first) that were made at another authorization server
+/// than `current`, bounded.
+fn other_registrations(
+    stored: Option<&Credential>,
+    current: Option<&Value>,
+) -> Vec<Value> {
+    let at = |r: &Value| {
+        let f = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+        (f("issuer"), f("token_endpoint"))
+    };
+    let here = current.map(at);
+    let mut kept: Vec<Value> = vec![];
+    let previous = stored.into_iter().flat_map(|c| {
+        c.registration.iter().chain(c.other_registrations.iter())
+    });
+    for r in previous {
+        let place = at(r);
+        let known = place.1.is_some();
+        if known
+            && Some(&place) != here.as_ref()
+            && !kept.iter().any(|k| at(k) == place)
+            && kept.len() < MAX_OTHER_REGISTRATIONS
+        {
+            kept.push(r.clone());
+        }
+    }
+    kept
 }
 
 /// Whether two recorded issuers name one authorization server: the same
@@ -808,6 +853,10 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         expires_at: token::expires_at(tokens.expires_in, now),
         scope: tokens.scope.or(scope),
         obtained_at: now,
+        other_registrations: other_registrations(
+            stored.as_ref(),
+            identity.registration.as_ref(),
+        ),
         registration: identity.registration.clone(),
         auth_method: Some(identity.method.clone()),
         dpop_key: dpop.filter(|_| tokens.dpop).map(|(k, _)| k),

@@ -59,6 +59,7 @@ const FIELDS: &[&str] = &[
     "scope",
     "obtained_at",
     "registration",
+    "other_registrations",
     "auth_method",
     "resource",
     "dpop_key",
@@ -81,6 +82,11 @@ pub(crate) struct Credential {
     /// A dynamic registration stored with the credential (issue 7): the
     /// registration response, secrets included.
     pub(crate) registration: Option<Value>,
+    /// Dynamic registrations made earlier at other authorization servers
+    /// (each bound to where it was made), newest first, so that a server
+    /// whose protected resource moves back to one of them reuses its own
+    /// client there. Written only when there are any.
+    pub(crate) other_registrations: Vec<Value>,
     /// How the client authenticated at the token endpoint (`none`,
     /// `client_secret_basic`, `client_secret_post`), for `login --refresh`.
     pub(crate) auth_method: Option<String>,
@@ -128,6 +134,9 @@ impl Credential {
         if let Some(r) = &self.resource {
             v["resource"] = json!(r);
         }
+        if !self.other_registrations.is_empty() {
+            v["other_registrations"] = json!(self.other_registrations);
+        }
         if let Some(k) = &self.dpop_key {
             v["dpop_key"] = json!(k.expose());
         }
@@ -162,7 +171,19 @@ impl Credential {
             Some(r @ Value::Object(_)) => Some(r.clone()),
             Some(_) => return Err("registration: not an object".into()),
         };
+        let other_registrations = match m.get("other_registrations") {
+            None | Some(Value::Null) => vec![],
+            Some(Value::Array(a)) if a.iter().all(Value::is_object) => {
+                a.clone()
+            }
+            Some(_) => {
+                return Err(
+                    "other_registrations: not an array of objects".into()
+                );
+            }
+        };
         Ok(Credential {
+            other_registrations,
             url: needed("url")?,
             token_endpoint: needed("token_endpoint")?,
             issuer: text("issuer")?,
@@ -516,6 +537,7 @@ mod tests {
             scope: None,
             obtained_at: 1,
             registration: None,
+            other_registrations: vec![],
             auth_method: None,
             resource: None,
             dpop_key: None,

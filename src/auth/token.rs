@@ -301,6 +301,7 @@ mod tests {
                 scope: None,
                 obtained_at: 1_000,
                 registration: None,
+                other_registrations: vec![],
                 auth_method: None,
                 resource: None,
                 dpop_key: None,
