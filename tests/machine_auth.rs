@@ -708,3 +708,66 @@ fn a_dpop_nonce_loop_at_the_token_endpoint_ends_after_one_retry() {
     assert_eq!(proof_claims(&t[1])["nonce"], "as-loop-1");
     assert!(!creds(&dir).exists());
 }
+
+/// The form of token request `i`.
+fn token_form(
+    site: &MachineSite,
+    i: usize,
+) -> (Request, Vec<(String, String)>) {
+    let t = site.token_requests();
+    assert!(t.len() > i, "{}", site.summary());
+    let f = form_decode(&t[i].body);
+    (t[i].clone(), f)
+}
+
+#[test]
+fn login_refresh_signs_a_new_assertion_and_proves_with_the_same_key() {
+    // private_key_jwt and DPoP at once: the refresh authenticates with a
+    // fresh client assertion and proves possession of the key the token
+    // was bound to at login.
+    let opts = MachineOptions {
+        signing_algs: Some(vec!["ES256".into()]),
+        dpop_algs: Some(vec!["ES256".into()]),
+        refresh_tokens: true,
+        ..Default::default()
+    };
+    let (dir, site) = site("machine_refresh", opts, json!({}));
+    let pem = key_pem("p256.pem");
+    let key = write_key(&dir, "client.pem", pem.as_bytes(), 0o600);
+    config(
+        &dir,
+        &site.url(),
+        json!({"client_id": CLIENT, "grant": "client_credentials",
+               "client_key_file": key, "authorization_server": site.issuer(),
+               "dpop": true}),
+    );
+    cmd(&dir, &["login", "web"]).assert_exit(0);
+    let bound_key = entry(&dir)["dpop_key"].clone();
+    assert!(bound_key.is_string());
+    assert_eq!(entry(&dir)["refresh_token"], "rt-1");
+    cmd(&dir, &["login", "web", "--refresh"]).assert_exit(0);
+    let (first, _) = token_form(&site, 0);
+    let (t, f) = token_form(&site, 1);
+    assert_eq!(param(&f, "grant_type"), "refresh_token");
+    assert_eq!(param(&f, "refresh_token"), "rt-1");
+    let jwt = param(&f, "client_assertion");
+    assert!(verify_with_p256(jwt, &pem), "a fresh, valid assertion");
+    check_assertion_claims(jwt, &site.issuer());
+    let jti = |r: &Request| proof_claims(r)["jti"].clone();
+    assert_ne!(jti(&t), jti(&first), "a fresh proof");
+    let jwk = |r: &Request| {
+        let h: Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(r.header("dpop").unwrap().split('.').next().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        jwk_thumbprint(&h["jwk"])
+    };
+    assert_eq!(jwk(&t), jwk(&first), "the same key as at login");
+    let e = entry(&dir);
+    assert_eq!(e["access_token"], "dpop-at-2");
+    assert_eq!(e["refresh_token"], "rt-2");
+    assert_eq!(e["dpop_key"], bound_key);
+    cmd(&dir, &["call", "web", "echo", "text=hi", "--yes"]).assert_exit(0);
+}

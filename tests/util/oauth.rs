@@ -1392,6 +1392,8 @@ pub struct MachineOptions {
     pub idp_refuse: bool,
     /// The token endpoint ignores DPoP proofs and issues Bearer tokens.
     pub ignore_dpop: bool,
+    /// Every token answer carries a refresh token `rt-N`.
+    pub refresh_tokens: bool,
 }
 
 /// An authorization server, an identity provider (`/idp/token`) and an MCP
@@ -1560,12 +1562,19 @@ impl MachineSite {
                     let n = st.tokens;
                     let proof =
                         req.header("dpop").filter(|_| !opts.ignore_dpop);
+                    let answer = |token: String, kind: &str| {
+                        let mut a = json!({"access_token": token,
+                            "token_type": kind, "expires_in": 3600});
+                        if opts.refresh_tokens {
+                            a["refresh_token"] = json!(format!("rt-{n}"));
+                        }
+                        a
+                    };
                     let Some(proof) = proof else {
                         conn.json(
                             200,
                             &[],
-                            &json!({"access_token": format!("at-{n}"),
-                            "token_type": "Bearer", "expires_in": 3600}),
+                            &answer(format!("at-{n}"), "Bearer"),
                         );
                         return;
                     };
@@ -1600,12 +1609,7 @@ impl MachineSite {
                     }
                     let token = format!("dpop-at-{n}");
                     st.bound = Some((token.clone(), jkt));
-                    conn.json(
-                        200,
-                        &[],
-                        &json!({"access_token": token,
-                        "token_type": "DPoP", "expires_in": 3600}),
-                    );
+                    conn.json(200, &[], &answer(token, "DPoP"));
                 }
                 (_, "/mcp") => {
                     let auth = req.header("authorization").unwrap_or("");
