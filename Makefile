@@ -21,10 +21,11 @@ fmt:
 	$(CARGO) fmt --all -- --check
 
 clippy:
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --document-private-items --bins
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --document-private-items
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p rivumi-mcp-proto --no-deps
 
 interop-setup:
 	bash scripts/interop-setup.sh
@@ -34,7 +35,7 @@ ci-setup:
 	bash scripts/ci-setup.sh
 
 unit:
-	$(CARGO) test
+	$(CARGO) test --workspace
 
 test: lint ci-setup interop-setup unit conformance
 

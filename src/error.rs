@@ -1,7 +1,7 @@
 //! The one error type of rivumi-mcp and the exit-code table.
 //!
 //! Every failure is an [`Error`] with a [`Kind`]; the kind alone decides the
-//! exit code, so the table in README.md and [`Kind::exit_code`] are the whole
+//! exit code, so the table in GUIDE.md and [`Kind::exit_code`] are the whole
 //! policy. Context (which server, which file) is added where it is known,
 //! and the message reads as one chain:
 //! `server 'foo': tools/call 'bar': timed out waiting for tool call (30s)`.
@@ -41,7 +41,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    /// The process exit code for this kind (see README, "Exit codes").
+    /// The process exit code for this kind (see GUIDE.md, "Exit codes").
     pub(crate) fn exit_code(self) -> u8 {
         match self {
             Kind::Negative => 1,

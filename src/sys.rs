@@ -16,7 +16,7 @@
 //! the groups, and the signal thread marks the shutdown under the same
 //! lock, after which nothing is spawned. So a child is either never
 //! started or registered before the signal thread looks. Only what leaves
-//! its process group (`setsid`, `setpgid`) escapes; see the README.
+//! its process group (`setsid`, `setpgid`) escapes; see GUIDE.md.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;

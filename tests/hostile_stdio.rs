@@ -21,7 +21,7 @@ use crate::util::{
 /// How long processes may linger after the command returned.
 const GONE: Duration = Duration::from_secs(1);
 
-/// The documented ceiling (README, "Limits"): rivumi-mcp stays under this
+/// The documented ceiling (GUIDE.md, "Timeouts and limits"): rivumi-mcp stays under this
 /// many bytes of resident memory plus six times `--max-message` for each
 /// running stdio server, whatever the server sends.
 const CEILING_BASE: u64 = 64 << 20;

@@ -13,15 +13,9 @@
 
 #![no_main]
 
+use rivumi_mcp_proto::callargs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-
-#[path = "../../src/callargs.rs"]
-#[allow(dead_code)]
-mod callargs;
-#[path = "../../src/suggest.rs"]
-#[allow(dead_code)]
-mod suggest;
 
 fn json(line: &str) -> Option<Value> {
     if line.is_empty() {

@@ -13,45 +13,16 @@
 //!   has an error naming that server, so that every refusal can say why
 //!   (as `launch` and `config::refuse` do); every accepted URL is in its
 //!   canonical form.
-//!
-//! config/ uses several sibling modules through `crate::`, so they are
-//! all included here at the crate root under their own names.
 
 #![no_main]
 
 use std::path::Path;
 
 use config::Config;
+use rivumi_mcp_proto::{jsonpos, urlcheck};
+use rivumi_mcp::config;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
-
-#[path = "../../src/config/mod.rs"]
-#[allow(dead_code, unused_imports)]
-mod config;
-#[path = "../../src/deadline.rs"]
-#[allow(dead_code)]
-mod deadline;
-#[path = "../../src/error.rs"]
-#[allow(dead_code)]
-mod error;
-#[path = "../../src/jsonpos.rs"]
-#[allow(dead_code)]
-mod jsonpos;
-#[path = "../../src/mcp/mod.rs"]
-#[allow(dead_code)]
-mod mcp;
-#[path = "../../src/suggest.rs"]
-#[allow(dead_code)]
-mod suggest;
-#[path = "../../src/term.rs"]
-#[allow(dead_code)]
-mod term;
-#[path = "../../src/urlcheck.rs"]
-#[allow(dead_code)]
-mod urlcheck;
-#[path = "../../src/vars.rs"]
-#[allow(dead_code)]
-mod vars;
 
 /// The plain value of a jsonpos node, the last duplicate key winning as in
 /// serde_json (jsonpos's own `to_value` exists only under `cfg(test)`).

@@ -14,18 +14,9 @@
 
 #![no_main]
 
+use rivumi_mcp_proto::mcp;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-
-#[path = "../../src/jsonpos.rs"]
-#[allow(dead_code)]
-mod jsonpos;
-#[path = "../../src/mcp/mod.rs"]
-#[allow(dead_code)]
-mod mcp;
-#[path = "../../src/term.rs"]
-#[allow(dead_code)]
-mod term;
 
 use mcp::{Incoming, Outcome, Version};
 

@@ -4,11 +4,8 @@
 
 #![no_main]
 
+use rivumi_mcp_proto::sse;
 use libfuzzer_sys::fuzz_target;
-
-#[path = "../../src/sse.rs"]
-#[allow(dead_code)]
-mod sse;
 
 /// Small limits, so that the limit checks are reached too.
 const LIMITS: sse::Limits = sse::Limits { max_line: 256, max_event: 1024 };

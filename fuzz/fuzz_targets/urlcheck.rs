@@ -15,11 +15,8 @@
 
 use std::net::Ipv6Addr;
 
+use rivumi_mcp_proto::urlcheck;
 use libfuzzer_sys::fuzz_target;
-
-#[path = "../../src/urlcheck.rs"]
-#[allow(dead_code)]
-mod urlcheck;
 
 use urlcheck::{Host, Scheme, Url, UrlError};
 

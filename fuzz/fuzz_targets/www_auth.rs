@@ -10,14 +10,8 @@
 
 #![no_main]
 
+use rivumi_mcp_proto::www_auth;
 use libfuzzer_sys::fuzz_target;
-
-#[path = "../../src/term.rs"]
-#[allow(dead_code)]
-mod term;
-#[path = "../../src/www_auth.rs"]
-#[allow(dead_code)]
-mod www_auth;
 
 fn is_token(s: &str) -> bool {
     !s.is_empty()

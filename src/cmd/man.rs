@@ -431,7 +431,7 @@ pub(crate) fn page() -> String {
     }
     out.push_str(".fi\n.RE\n");
     out.push_str(
-        ".SH SEE ALSO\nREADME.md and DESIGN.md of the rivumi\\-mcp sources; \
+        ".SH SEE ALSO\nREADME.md, GUIDE.md (the manual), SECURITY.md and DESIGN.md of the rivumi\\-mcp sources; \
          the Model Context Protocol: https://modelcontextprotocol.io\n",
     );
     out

@@ -27,7 +27,7 @@ use crate::urlcheck::Url;
 use crate::vars;
 
 /// Validates the text of a file (`dir` resolves relative `cwd` values).
-pub(crate) fn validate(
+pub fn validate(
     text: &str,
     path: &Path,
     dir: &Path,

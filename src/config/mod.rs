@@ -26,52 +26,52 @@ mod check;
 mod oauth;
 mod rules;
 
-pub(crate) use check::validate;
-pub(crate) use oauth::{Assertion, DpopMode, Enterprise, Machine};
-pub(crate) use rules::check_name;
+pub use check::validate;
+pub use oauth::{Assertion, DpopMode, Enterprise, Machine};
+pub use rules::check_name;
 
 /// The largest configuration file read (a FIFO or `/dev/zero` never hangs
 /// the reader either: only regular files are read).
-pub(crate) const MAX_FILE: u64 = 4 << 20;
+pub const MAX_FILE: u64 = 4 << 20;
 /// The most servers one file may configure.
-pub(crate) const MAX_SERVERS: usize = 1000;
+pub const MAX_SERVERS: usize = 1000;
 /// The longest server name. Qualified tool names (`mcp__<server>__<tool>`)
 /// longer than 64 are shortened with a hash; a warning says when a name
 /// leaves little room.
-pub(crate) const MAX_NAME: usize = 64;
+pub const MAX_NAME: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Severity {
+pub enum Severity {
     Warning,
     Error,
 }
 
 /// One problem found in the file.
 #[derive(Clone, Debug)]
-pub(crate) struct Diagnostic {
-    pub(crate) severity: Severity,
-    pub(crate) server: Option<String>,
-    pub(crate) pointer: String,
-    pub(crate) pos: Pos,
-    pub(crate) message: String,
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub server: Option<String>,
+    pub pointer: String,
+    pub pos: Pos,
+    pub message: String,
 }
 
 /// A validated server entry.
 #[derive(Clone, Debug)]
-pub(crate) struct Server {
-    pub(crate) name: String,
-    pub(crate) transport: Transport,
-    pub(crate) startup_timeout: Option<Duration>,
-    pub(crate) tool_timeout: Option<Duration>,
+pub struct Server {
+    pub name: String,
+    pub transport: Transport,
+    pub startup_timeout: Option<Duration>,
+    pub tool_timeout: Option<Duration>,
     /// Which protocol era to speak (`protocol`; default `auto`).
-    pub(crate) protocol: crate::mcp::Choice,
+    pub protocol: crate::mcp::Choice,
     /// `"disabled": true` (Claude Code, Cursor, Cline): validated and
     /// shown, never started.
-    pub(crate) disabled: bool,
+    pub disabled: bool,
 }
 
 #[derive(Clone, Debug)]
-pub(crate) enum Transport {
+pub enum Transport {
     Stdio(Stdio),
     Http(Box<Http>),
 }
@@ -80,19 +80,19 @@ pub(crate) enum Transport {
 /// (`${VAR}` unexpanded); they are expanded at launch, so nothing secret
 /// is held here.
 #[derive(Clone, Debug)]
-pub(crate) struct Stdio {
-    pub(crate) command: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) env: Vec<(String, String)>,
-    pub(crate) env_vars: Vec<String>,
+pub struct Stdio {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub env_vars: Vec<String>,
     /// The directory the server runs in: `cwd` resolved against the config
     /// file's directory, or that directory itself (as Claude Code does),
     /// so that `args: ["."]` means the project, not wherever rivumi-mcp
     /// was started. `None` only for an ad-hoc server (the current one).
-    pub(crate) cwd_path: Option<PathBuf>,
+    pub cwd_path: Option<PathBuf>,
     /// False for an ad-hoc server: what the operator typed is run as is,
     /// with no `${VAR}` expansion.
-    pub(crate) expand: bool,
+    pub expand: bool,
 }
 
 impl Stdio {
@@ -122,43 +122,43 @@ impl Stdio {
 
 /// A Streamable HTTP server. Header values are templates.
 #[derive(Clone, Debug)]
-pub(crate) struct Http {
+pub struct Http {
     /// The URL after `${VAR}` expansion, validated.
-    pub(crate) url: Url,
+    pub url: Url,
     /// The URL as written (before expansion): what the fingerprint covers
     /// and tables show, so a secret in a variable is never printed.
-    pub(crate) url_text: String,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) bearer_token_env_var: Option<String>,
-    pub(crate) oauth: Option<OAuth>,
+    pub url_text: String,
+    pub headers: Vec<(String, String)>,
+    pub bearer_token_env_var: Option<String>,
+    pub oauth: Option<OAuth>,
 }
 
 /// The operator-configured OAuth client of an HTTP server.
 #[derive(Clone, Debug)]
-pub(crate) struct OAuth {
+pub struct OAuth {
     /// `None` only with `registration: "dynamic"`.
-    pub(crate) client_id: Option<String>,
-    pub(crate) client_secret_env_var: Option<String>,
-    pub(crate) authorization_server: Option<Url>,
-    pub(crate) authorization_endpoint: Option<Url>,
-    pub(crate) token_endpoint: Option<Url>,
-    pub(crate) scopes: Vec<String>,
-    pub(crate) redirect_port: Option<u16>,
-    pub(crate) redirect_path: String,
+    pub client_id: Option<String>,
+    pub client_secret_env_var: Option<String>,
+    pub authorization_server: Option<Url>,
+    pub authorization_endpoint: Option<Url>,
+    pub token_endpoint: Option<Url>,
+    pub scopes: Vec<String>,
+    pub redirect_port: Option<u16>,
+    pub redirect_path: String,
     /// `"registration": "dynamic"`: RFC 7591 registration (opt-in).
-    pub(crate) dynamic_registration: bool,
+    pub dynamic_registration: bool,
     /// `"grant": "client_credentials"` (machine to machine, no browser).
-    pub(crate) client_credentials: bool,
+    pub client_credentials: bool,
     /// Ask for `offline_access` when the authorization server lists it.
-    pub(crate) offline_access: bool,
+    pub offline_access: bool,
     /// Log in inline when a request gets 401 / 403 insufficient_scope.
-    pub(crate) step_up: bool,
+    pub step_up: bool,
     /// The machine grants, `private_key_jwt` and DPoP (`oauth.rs`).
-    pub(crate) machine: Machine,
+    pub machine: Machine,
 }
 
 impl Server {
-    pub(crate) fn transport_name(&self) -> &'static str {
+    pub fn transport_name(&self) -> &'static str {
         match self.transport {
             Transport::Stdio(_) => "stdio",
             Transport::Http(_) => "http",
@@ -166,7 +166,7 @@ impl Server {
     }
 
     /// The auth mode shown in tables: `-`, `bearer` or `oauth`.
-    pub(crate) fn auth_mode(&self) -> &'static str {
+    pub fn auth_mode(&self) -> &'static str {
         match &self.transport {
             Transport::Http(h) if h.oauth.is_some() => "oauth",
             Transport::Http(h) if h.bearer_token_env_var.is_some() => "bearer",
@@ -175,7 +175,7 @@ impl Server {
     }
 
     /// What the server runs or reaches, without env or header values.
-    pub(crate) fn target(&self) -> String {
+    pub fn target(&self) -> String {
         match &self.transport {
             Transport::Stdio(s) => {
                 let mut t = s.command.clone();
@@ -192,39 +192,39 @@ impl Server {
 
 /// One `mcpServers` member as found in the file: valid or not.
 #[derive(Debug)]
-pub(crate) struct Entry {
-    pub(crate) name: String,
+pub struct Entry {
+    pub name: String,
     /// `None` when the entry has errors.
-    pub(crate) server: Option<Server>,
+    pub server: Option<Server>,
 }
 
 /// The result of reading and validating a file.
 #[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) path: PathBuf,
-    pub(crate) entries: Vec<Entry>,
-    pub(crate) diagnostics: Vec<Diagnostic>,
+pub struct Config {
+    pub path: PathBuf,
+    pub entries: Vec<Entry>,
+    pub diagnostics: Vec<Diagnostic>,
     /// False when a problem outside any one server (syntax, top level)
     /// makes the whole file unusable.
-    pub(crate) file_ok: bool,
+    pub file_ok: bool,
 }
 
 impl Config {
-    pub(crate) fn is_valid(&self) -> bool {
+    pub fn is_valid(&self) -> bool {
         self.file_ok
             && !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
 
-    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    pub(crate) fn names(&self) -> Vec<&str> {
+    pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.name.as_str()).collect()
     }
 
     /// The first error about `server`, for a refusal message.
-    pub(crate) fn first_error(&self, server: &str) -> Option<&Diagnostic> {
+    pub fn first_error(&self, server: &str) -> Option<&Diagnostic> {
         self.diagnostics.iter().find(|d| {
             d.severity == Severity::Error
                 && d.server.as_deref() == Some(server)
@@ -234,7 +234,7 @@ impl Config {
 
 /// The path used when `--config` is not given: `.mcp.json` in the current
 /// directory, and only there (no parent search, no `.env`).
-pub(crate) fn default_path() -> PathBuf {
+pub fn default_path() -> PathBuf {
     PathBuf::from(".mcp.json")
 }
 

@@ -42,7 +42,7 @@ pub(super) const OAUTH_KEYS: &[&str] = &[
 /// Where a JWT the platform hands the job comes from: the workload's
 /// assertion (`jwt_bearer`) or the IdP's ID token (`enterprise`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Assertion {
+pub enum Assertion {
     File(PathBuf),
     Env(String),
 }
@@ -50,7 +50,7 @@ pub(crate) enum Assertion {
 /// `dpop`: off (the default), on, or on when the authorization server
 /// lists ES256 in `dpop_signing_alg_values_supported`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum DpopMode {
+pub enum DpopMode {
     #[default]
     Off,
     On,
@@ -59,28 +59,28 @@ pub(crate) enum DpopMode {
 
 /// The identity provider of enterprise-managed authorization (SEP-990).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Enterprise {
-    pub(crate) token_endpoint: Url,
-    pub(crate) client_id: Option<String>,
-    pub(crate) client_secret_env_var: Option<String>,
+pub struct Enterprise {
+    pub token_endpoint: Url,
+    pub client_id: Option<String>,
+    pub client_secret_env_var: Option<String>,
 }
 
 /// What an `oauth` block says beyond the browser login.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Machine {
+pub struct Machine {
     /// `"grant": "jwt_bearer"`: the assertion is the grant (RFC 7523 §2.1).
-    pub(crate) jwt_bearer: bool,
+    pub jwt_bearer: bool,
     /// `"grant": "enterprise"`: token exchange at the IdP, then jwt-bearer.
-    pub(crate) enterprise: Option<Enterprise>,
+    pub enterprise: Option<Enterprise>,
     /// `client_key_file`: `private_key_jwt` with this PKCS#8 key.
-    pub(crate) client_key_file: Option<PathBuf>,
-    pub(crate) assertion: Option<Assertion>,
-    pub(crate) dpop: DpopMode,
+    pub client_key_file: Option<PathBuf>,
+    pub assertion: Option<Assertion>,
+    pub dpop: DpopMode,
 }
 
 impl Machine {
     /// The grant's name, for `status` and messages.
-    pub(crate) fn grant_name(&self, client_credentials: bool) -> &'static str {
+    pub fn grant_name(&self, client_credentials: bool) -> &'static str {
         if self.jwt_bearer {
             "jwt_bearer"
         } else if self.enterprise.is_some() {

@@ -87,7 +87,7 @@ pub(super) fn py_pinned(p: &str) -> bool {
 }
 
 /// A server name: 1–64 of `[A-Za-z0-9_-]`, without `__`.
-pub(crate) fn check_name(name: &str) -> std::result::Result<(), String> {
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
     if name.is_empty() {
         return Err("server name is empty".to_string());
     }

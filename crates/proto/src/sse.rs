@@ -22,19 +22,19 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 const READ_CHUNK: usize = 8 * 1024;
 
 /// The shortest wait before reconnecting, whatever `retry` says.
-pub(crate) const MIN_RETRY: Duration = Duration::from_millis(100);
+pub const MIN_RETRY: Duration = Duration::from_millis(100);
 /// The wait before reconnecting when the server sent no `retry`.
-pub(crate) const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+pub const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
 /// The longest wait before reconnecting, whatever `retry` says. (A wait
 /// that would not end before the request's deadline is not begun at all.)
-pub(crate) const MAX_RETRY: Duration = Duration::from_secs(30);
+pub const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// How long to wait before reconnecting, given a stream's `retry` value
 /// ([`Parser::retry`]): bounded to [`MIN_RETRY`]..=[`MAX_RETRY`], or
 /// [`DEFAULT_RETRY`] when the server sent none. The floor keeps a server
 /// that sends `retry: 0` (and ends its stream at once) from making the
 /// client reconnect in a tight loop.
-pub(crate) fn reconnect_delay(retry: Option<u64>) -> Duration {
+pub fn reconnect_delay(retry: Option<u64>) -> Duration {
     retry
         .map_or(DEFAULT_RETRY, Duration::from_millis)
         .clamp(MIN_RETRY, MAX_RETRY)
@@ -44,14 +44,14 @@ pub(crate) fn reconnect_delay(retry: Option<u64>) -> Duration {
 /// or broken server cannot exhaust memory with a line or an event that
 /// never ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Most bytes in one line, its line end excluded (a leading BOM on the
     /// first line counts). A line is refused as soon as more than this is
     /// buffered, without waiting for its end.
-    pub(crate) max_line: usize,
+    pub max_line: usize,
     /// Most bytes of data in one event, as it would be emitted (the `\n`
     /// joining its `data` lines counted, the final one not).
-    pub(crate) max_event: usize,
+    pub max_event: usize,
 }
 
 impl Default for Limits {
@@ -66,21 +66,21 @@ impl Default for Limits {
 /// `message`, so that the parser stays faithful to the standard and the
 /// caller decides what it ignores.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Event {
+pub struct Event {
     /// The event type: the last `event` field, or `message` when none was
     /// given.
-    pub(crate) event: String,
+    pub event: String,
     /// The `data` lines joined with `\n`.
-    pub(crate) data: String,
+    pub data: String,
     /// The stream's last event id at dispatch time, which is what a client
     /// sends back as `Last-Event-ID` to resume after this event.
-    pub(crate) id: String,
+    pub id: String,
 }
 
 /// Why a stream was refused. Once a parser has returned one, it keeps
 /// returning it: the stream's framing can no longer be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Error {
+pub enum Error {
     /// A complete line was not valid UTF-8; `line` counts from 1.
     InvalidUtf8 { line: u64 },
     /// A line grew beyond [`Limits::max_line`].
@@ -112,7 +112,7 @@ impl std::error::Error for Error {}
 /// a CR whose LF may come next, the event being built) for the result not
 /// to depend on where the chunks were split.
 #[derive(Debug)]
-pub(crate) struct Parser {
+pub struct Parser {
     limits: Limits,
     /// Bytes of the line not yet ended.
     line: Vec<u8>,
@@ -138,7 +138,7 @@ pub(crate) struct Parser {
 impl Parser {
     /// A parser at the start of a stream, so a leading BOM is still
     /// expected.
-    pub(crate) fn new(limits: Limits) -> Parser {
+    pub fn new(limits: Limits) -> Parser {
         Parser {
             limits,
             line: Vec::new(),
@@ -158,7 +158,7 @@ impl Parser {
     ///
     /// Events completed before an error are still pushed, and after an
     /// error every later call returns that same error.
-    pub(crate) fn feed(
+    pub fn feed(
         &mut self,
         chunk: &[u8],
         out: &mut Vec<Event>,
@@ -175,18 +175,18 @@ impl Parser {
 
     /// The stream's last event id ("" when none), updated on every
     /// dispatch.
-    pub(crate) fn last_event_id(&self) -> &str {
+    pub fn last_event_id(&self) -> &str {
         &self.last_event_id
     }
 
     /// The last valid `retry` value in milliseconds, if any was seen.
-    pub(crate) fn retry(&self) -> Option<u64> {
+    pub fn retry(&self) -> Option<u64> {
         self.retry
     }
 
     /// True once any dispatch has set a non-empty last event id, that is
     /// once the server has made the stream resumable.
-    pub(crate) fn saw_id(&self) -> bool {
+    pub fn saw_id(&self) -> bool {
         self.saw_id
     }
 
@@ -343,7 +343,7 @@ fn is_digits(value: &str) -> bool {
 /// most 8 KiB, for callers that want one event at a time rather than
 /// feeding chunks themselves.
 #[derive(Debug)]
-pub(crate) struct EventReader<R> {
+pub struct EventReader<R> {
     reader: R,
     parser: Parser,
     buf: Vec<u8>,
@@ -357,7 +357,7 @@ pub(crate) struct EventReader<R> {
 
 impl<R: io::Read> EventReader<R> {
     /// Reads `reader` from the start of its event stream.
-    pub(crate) fn new(reader: R, limits: Limits) -> Self {
+    pub fn new(reader: R, limits: Limits) -> Self {
         EventReader {
             reader,
             parser: Parser::new(limits),
@@ -373,7 +373,7 @@ impl<R: io::Read> EventReader<R> {
     /// come back as io::Error of kind InvalidData wrapping the sse::Error,
     /// after the events completed before the bad input, and again on every
     /// later call.
-    pub(crate) fn next_event(&mut self) -> io::Result<Option<Event>> {
+    pub fn next_event(&mut self) -> io::Result<Option<Event>> {
         loop {
             if let Some(event) = self.ready.pop_front() {
                 return Ok(Some(event));
@@ -413,7 +413,7 @@ impl<R: io::Read> EventReader<R> {
 
     /// The parser, for the stream state (last event id, `retry`) a caller
     /// needs to reconnect.
-    pub(crate) fn parser(&self) -> &Parser {
+    pub fn parser(&self) -> &Parser {
         &self.parser
     }
 }

@@ -26,22 +26,22 @@ use crate::suggest::suggest;
 const MAX_DEPTH: usize = 16;
 
 /// How the error about a name the schema does not list begins.
-pub(crate) const UNKNOWN: &str = "unknown argument";
+pub const UNKNOWN: &str = "unknown argument";
 
 /// Arguments built from the command line, with notes for `-v`.
 #[derive(Debug, Default)]
-pub(crate) struct Built {
-    pub(crate) args: Map<String, Value>,
+pub struct Built {
+    pub args: Map<String, Value>,
     /// Which branch a value was sent as, when more than one fitted.
-    pub(crate) notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// Reads the text of a file named by `key=@file` (bounded by the caller).
-pub(crate) type ReadFile<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
 /// Builds the arguments object. `base` is the `--args` object, if any: it
 /// is taken as is, the words on top of it are checked.
-pub(crate) fn build(
+pub fn build(
     schema: Option<&Value>,
     base: Option<Value>,
     pairs: &[String],
@@ -380,7 +380,7 @@ fn article(t: &str) -> String {
     }
 }
 
-pub(crate) fn type_name(v: &Value) -> &'static str {
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -392,7 +392,7 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 }
 
 /// Required properties missing from `args`.
-pub(crate) fn missing_required(
+pub fn missing_required(
     schema: Option<&Value>,
     args: &Map<String, Value>,
 ) -> Vec<String> {
@@ -412,7 +412,7 @@ pub(crate) fn missing_required(
 
 /// One parameter of a tool as `list` shows it: `name: type`, `name?: …`
 /// when optional, enums and constants by value.
-pub(crate) fn signature(schema: Option<&Value>) -> Vec<String> {
+pub fn signature(schema: Option<&Value>) -> Vec<String> {
     let Some(root) = schema else { return vec![] };
     let required: Vec<&str> = deref(root, root, 0)
         .and_then(|s| s.get("required"))

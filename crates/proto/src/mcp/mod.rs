@@ -14,7 +14,7 @@
 //! change in one file. Nothing here reads or writes anything; everything
 //! is unit-tested on values.
 
-pub(crate) mod headers;
+pub mod headers;
 
 use serde_json::{Map, Value, json};
 
@@ -23,7 +23,7 @@ use headers::ParamHeader;
 
 /// A protocol revision, oldest first (so `<` means older).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Version {
+pub enum Version {
     V2024_11_05,
     V2025_03_26,
     V2025_06_18,
@@ -33,7 +33,7 @@ pub(crate) enum Version {
 
 impl Version {
     /// Every revision this module knows, newest first.
-    pub(crate) const ALL: [Version; 5] = [
+    pub const ALL: [Version; 5] = [
         Version::V2026_07_28,
         Version::V2025_11_25,
         Version::V2025_06_18,
@@ -42,16 +42,16 @@ impl Version {
     ];
 
     /// The revisions this client negotiates in `initialize`, newest first.
-    pub(crate) const HANDSHAKE: [Version; 3] =
+    pub const HANDSHAKE: [Version; 3] =
         [Version::V2025_11_25, Version::V2025_06_18, Version::V2025_03_26];
 
     /// The newest revision of the handshake era, offered in `initialize`.
-    pub(crate) const LATEST_HANDSHAKE: Version = Version::V2025_11_25;
+    pub const LATEST_HANDSHAKE: Version = Version::V2025_11_25;
 
     /// The revision without a handshake that this client speaks.
-    pub(crate) const MODERN: Version = Version::V2026_07_28;
+    pub const MODERN: Version = Version::V2026_07_28;
 
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Version::V2024_11_05 => "2024-11-05",
             Version::V2025_03_26 => "2025-03-26",
@@ -62,28 +62,28 @@ impl Version {
     }
 
     /// The revision a version string names, if this module knows it.
-    pub(crate) fn parse(s: &str) -> Option<Version> {
+    pub fn parse(s: &str) -> Option<Version> {
         Version::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
     /// Whether it is the era without a handshake (2026-07-28 on).
-    pub(crate) fn is_modern(self) -> bool {
+    pub fn is_modern(self) -> bool {
         self >= Version::V2026_07_28
     }
 
     /// Whether this client speaks it in `initialize`.
-    pub(crate) fn negotiable(self) -> bool {
+    pub fn negotiable(self) -> bool {
         Version::HANDSHAKE.contains(&self)
     }
 
     /// Whether a message may be a JSON-RPC batch (an array). Only
     /// 2025-03-26 allowed them; 2025-06-18 removed them again.
-    pub(crate) fn allows_batches(self) -> bool {
+    pub fn allows_batches(self) -> bool {
         self == Version::V2025_03_26
     }
 
     /// The versions this client negotiates, for messages: "a, b, c".
-    pub(crate) fn negotiable_list() -> String {
+    pub fn negotiable_list() -> String {
         Version::HANDSHAKE.map(Version::as_str).join(", ")
     }
 }
@@ -97,7 +97,7 @@ impl std::fmt::Display for Version {
 /// What the operator chose for a server: the config key `protocol` or
 /// `--protocol`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Choice {
+pub enum Choice {
     /// Find out: 2026-07-28 where the server speaks it, else the
     /// handshake era (how depends on the transport; see the session).
     #[default]
@@ -109,9 +109,9 @@ pub(crate) enum Choice {
 }
 
 impl Choice {
-    pub(crate) const NAMES: [&str; 3] = ["auto", "modern", "legacy"];
+    pub const NAMES: [&str; 3] = ["auto", "modern", "legacy"];
 
-    pub(crate) fn parse(s: &str) -> Option<Choice> {
+    pub fn parse(s: &str) -> Option<Choice> {
         match s {
             "auto" => Some(Choice::Auto),
             "modern" => Some(Choice::Modern),
@@ -122,44 +122,42 @@ impl Choice {
 }
 
 /// Method names, as the specification spells them.
-pub(crate) mod method {
-    pub(crate) const INITIALIZE: &str = "initialize";
-    pub(crate) const SERVER_DISCOVER: &str = "server/discover";
-    pub(crate) const ELICITATION_CREATE: &str = "elicitation/create";
-    pub(crate) const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    pub(crate) const ROOTS_LIST: &str = "roots/list";
-    pub(crate) const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    pub(crate) const PING: &str = "ping";
-    pub(crate) const TOOLS_LIST: &str = "tools/list";
-    pub(crate) const TOOLS_CALL: &str = "tools/call";
-    pub(crate) const RESOURCES_LIST: &str = "resources/list";
-    pub(crate) const RESOURCE_TEMPLATES_LIST: &str =
-        "resources/templates/list";
-    pub(crate) const RESOURCES_READ: &str = "resources/read";
-    pub(crate) const PROMPTS_LIST: &str = "prompts/list";
-    pub(crate) const PROMPTS_GET: &str = "prompts/get";
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub const ROOTS_LIST: &str = "roots/list";
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    pub const PING: &str = "ping";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const RESOURCES_LIST: &str = "resources/list";
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    pub const RESOURCES_READ: &str = "resources/read";
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    pub const PROMPTS_GET: &str = "prompts/get";
 
-    pub(crate) const INITIALIZED: &str = "notifications/initialized";
-    pub(crate) const CANCELLED: &str = "notifications/cancelled";
-    pub(crate) const PROGRESS: &str = "notifications/progress";
-    pub(crate) const MESSAGE: &str = "notifications/message";
-    pub(crate) const TOOLS_LIST_CHANGED: &str =
-        "notifications/tools/list_changed";
+    pub const INITIALIZED: &str = "notifications/initialized";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+    pub const MESSAGE: &str = "notifications/message";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Every `*/list_changed` notification ends so.
-    pub(crate) const LIST_CHANGED_SUFFIX: &str = "/list_changed";
+    pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
 }
 
 /// JSON-RPC and MCP error codes that this client produces or names.
-pub(crate) mod code {
-    pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-    pub(crate) const INVALID_PARAMS: i64 = -32602;
-    pub(crate) const INTERNAL_ERROR: i64 = -32603;
-    pub(crate) const HEADER_MISMATCH: i64 = -32020;
-    pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-    pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub mod code {
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    pub const HEADER_MISMATCH: i64 = -32020;
+    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
     /// The name of a code that MCP defines, for messages.
-    pub(crate) fn name(code: i64) -> Option<&'static str> {
+    pub fn name(code: i64) -> Option<&'static str> {
         Some(match code {
             -32700 => "ParseError",
             -32600 => "InvalidRequest",
@@ -176,35 +174,35 @@ pub(crate) mod code {
 }
 
 /// The `_meta` keys of the 2026-07-28 envelope.
-pub(crate) mod meta {
-    pub(crate) const PROTOCOL_VERSION: &str =
+pub mod meta {
+    pub const PROTOCOL_VERSION: &str =
         "io.modelcontextprotocol/protocolVersion";
-    pub(crate) const CLIENT_CAPABILITIES: &str =
+    pub const CLIENT_CAPABILITIES: &str =
         "io.modelcontextprotocol/clientCapabilities";
-    pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    pub(crate) const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 }
 
 /// The client capabilities the operator's options declare: fixed before
 /// any server starts, declared in both eras, and the only kinds of
 /// server request this client answers (besides `ping`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Capabilities {
+pub struct Capabilities {
     /// Elicitation, form mode (a person at a terminal or scripted answers).
-    pub(crate) elicitation_form: bool,
+    pub elicitation_form: bool,
     /// Elicitation, URL mode (2025-11-25 on).
-    pub(crate) elicitation_url: bool,
+    pub elicitation_url: bool,
     /// `sampling/createMessage`, through the operator's command.
-    pub(crate) sampling: bool,
+    pub sampling: bool,
     /// `roots/list`, with the directories the operator named.
-    pub(crate) roots: bool,
+    pub roots: bool,
 }
 
 impl Capabilities {
     /// The `capabilities` object of `initialize` and of the 2026-07-28
     /// `_meta`.
-    pub(crate) fn to_json(self) -> Value {
+    pub fn to_json(self) -> Value {
         let mut c = Map::new();
         if self.elicitation_form || self.elicitation_url {
             let mut e = Map::new();
@@ -229,7 +227,7 @@ impl Capabilities {
 /// What a server asks of the client, in either era: a 2025-era request
 /// on the stream or a 2026-07-28 `inputRequests` entry.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Ask {
+pub enum Ask {
     Ping,
     /// `elicitation/create` in form mode.
     Form,
@@ -241,7 +239,7 @@ pub(crate) enum Ask {
 
 impl Ask {
     /// For the journal and messages.
-    pub(crate) fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Ask::Ping => "ping",
             Ask::Form => "elicitation/form",
@@ -255,7 +253,7 @@ impl Ask {
 /// What kind of request `method` with `params` is, when `caps` declares
 /// it (`ping` always is); `Err` is the refusal's message. The one
 /// decision of what this client answers, for both eras.
-pub(crate) fn ask(
+pub fn ask(
     method: &str,
     params: &Value,
     caps: Capabilities,
@@ -297,7 +295,7 @@ pub(crate) fn ask(
 
 /// A paged list and the key of its items in each page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum List {
+pub enum List {
     Tools,
     Resources,
     ResourceTemplates,
@@ -305,7 +303,7 @@ pub(crate) enum List {
 }
 
 impl List {
-    pub(crate) fn method(self) -> &'static str {
+    pub fn method(self) -> &'static str {
         match self {
             List::Tools => method::TOOLS_LIST,
             List::Resources => method::RESOURCES_LIST,
@@ -315,7 +313,7 @@ impl List {
     }
 
     /// The array of items in a page of this list.
-    pub(crate) fn key(self) -> &'static str {
+    pub fn key(self) -> &'static str {
         match self {
             List::Tools => "tools",
             List::Resources => "resources",
@@ -325,7 +323,7 @@ impl List {
     }
 
     /// The params of one page: `{}` first, then `{"cursor": …}`.
-    pub(crate) fn page_params(cursor: Option<&str>) -> Value {
+    pub fn page_params(cursor: Option<&str>) -> Value {
         match cursor {
             Some(c) => json!({"cursor": c}),
             None => json!({}),
@@ -335,7 +333,7 @@ impl List {
 
 /// What a command asks a server to do once it is running.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Call<'a> {
+pub enum Call<'a> {
     /// `headers`: the parameters the tool designated with `x-mcp-header`.
     Tool {
         name: &'a str,
@@ -352,7 +350,7 @@ pub(crate) enum Call<'a> {
 }
 
 impl Call<'_> {
-    pub(crate) fn method(&self) -> &'static str {
+    pub fn method(&self) -> &'static str {
         match self {
             Call::Tool { .. } => method::TOOLS_CALL,
             Call::Read { .. } => method::RESOURCES_READ,
@@ -360,7 +358,7 @@ impl Call<'_> {
         }
     }
 
-    pub(crate) fn params(&self) -> Value {
+    pub fn params(&self) -> Value {
         match self {
             Call::Tool { name, arguments, .. }
             | Call::Prompt { name, arguments } => {
@@ -371,7 +369,7 @@ impl Call<'_> {
     }
 
     /// The `Mcp-Param-*` headers of this call (2026-07-28 over HTTP).
-    pub(crate) fn param_headers(&self) -> Vec<(String, String)> {
+    pub fn param_headers(&self) -> Vec<(String, String)> {
         match self {
             Call::Tool { arguments, headers, .. } => {
                 headers::param_headers(headers, arguments)
@@ -381,7 +379,7 @@ impl Call<'_> {
     }
 
     /// The deadline's name: "tool call 'add'", "resources/read 'x://y'".
-    pub(crate) fn what(&self) -> String {
+    pub fn what(&self) -> String {
         match self {
             Call::Tool { name, .. } => format!("tool call '{name}'"),
             Call::Read { uri } => format!("{} '{uri}'", self.method()),
@@ -391,19 +389,19 @@ impl Call<'_> {
 }
 
 /// What this client tells a server about itself in `initialize`.
-pub(crate) fn client_info() -> Value {
+pub fn client_info() -> Value {
     json!({"name": "rivumi-mcp", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// The `initialize` params of a probe that answers nothing (the login's
 /// first request): no capabilities.
-pub(crate) fn initialize_params() -> Value {
+pub fn initialize_params() -> Value {
     initialize_params_for(Capabilities::default())
 }
 
 /// The `initialize` params: the newest handshake version, the declared
 /// capabilities, and who we are.
-pub(crate) fn initialize_params_for(caps: Capabilities) -> Value {
+pub fn initialize_params_for(caps: Capabilities) -> Value {
     json!({
         "protocolVersion": Version::LATEST_HANDSHAKE.as_str(),
         "capabilities": caps.to_json(),
@@ -413,7 +411,7 @@ pub(crate) fn initialize_params_for(caps: Capabilities) -> Value {
 
 /// Adds the 2026-07-28 `_meta` to request params (an object): the
 /// version, the client's declared capabilities and who we are.
-pub(crate) fn with_modern_meta(
+pub fn with_modern_meta(
     params: &mut Value,
     version: Version,
     caps: Capabilities,
@@ -432,16 +430,16 @@ pub(crate) fn with_modern_meta(
 
 /// What a 2026-07-28 server said about itself in `server/discover`.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Discovered {
-    pub(crate) supported: Vec<String>,
-    pub(crate) capabilities: Value,
-    pub(crate) instructions: Option<String>,
-    pub(crate) server_info: Value,
+pub struct Discovered {
+    pub supported: Vec<String>,
+    pub capabilities: Value,
+    pub instructions: Option<String>,
+    pub server_info: Value,
 }
 
 /// A `server/discover` result, if `result` is one (it lists the versions
 /// the server supports).
-pub(crate) fn discovered(result: &Value) -> Option<Discovered> {
+pub fn discovered(result: &Value) -> Option<Discovered> {
     let supported = result.get("supportedVersions")?.as_array()?;
     Some(Discovered {
         supported: supported
@@ -457,7 +455,7 @@ pub(crate) fn discovered(result: &Value) -> Option<Discovered> {
 
 /// The `capabilities` object of an `initialize` or `server/discover`
 /// result (`{}` when absent or not an object).
-pub(crate) fn capabilities_of(result: &Value) -> Value {
+pub fn capabilities_of(result: &Value) -> Value {
     result
         .get("capabilities")
         .filter(|c| c.is_object())
@@ -466,26 +464,26 @@ pub(crate) fn capabilities_of(result: &Value) -> Value {
 }
 
 /// The `instructions` of an `initialize` or `server/discover` result.
-pub(crate) fn instructions_of(result: &Value) -> Option<String> {
+pub fn instructions_of(result: &Value) -> Option<String> {
     result.get("instructions").and_then(Value::as_str).map(str::to_string)
 }
 
 /// The server's name and version that a 2026-07-28 result carries in its
 /// `_meta`.
-pub(crate) fn server_info(result: &Value) -> Option<Value> {
+pub fn server_info(result: &Value) -> Option<Value> {
     result.get("_meta")?.get(meta::SERVER_INFO).cloned()
 }
 
 /// What kind of result a server sent (2026-07-28; older results have no
 /// `resultType` and are complete).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ResultType {
+pub enum ResultType {
     Complete,
     InputRequired,
     Unknown(String),
 }
 
-pub(crate) fn result_type(result: &Value) -> ResultType {
+pub fn result_type(result: &Value) -> ResultType {
     match result.get("resultType") {
         None => ResultType::Complete,
         Some(Value::String(s)) if s == "complete" => ResultType::Complete,
@@ -500,7 +498,7 @@ pub(crate) fn result_type(result: &Value) -> ResultType {
 }
 
 /// Whether a method may answer `input_required`.
-pub(crate) fn may_require_input(method: &str) -> bool {
+pub fn may_require_input(method: &str) -> bool {
     matches!(
         method,
         method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
@@ -509,15 +507,15 @@ pub(crate) fn may_require_input(method: &str) -> bool {
 
 /// One thing an `input_required` result asks of the client.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct InputRequest {
-    pub(crate) key: String,
-    pub(crate) method: String,
-    pub(crate) params: Value,
+pub struct InputRequest {
+    pub key: String,
+    pub method: String,
+    pub params: Value,
 }
 
 /// The input requests of an `input_required` result, and the opaque
 /// `requestState` to echo (absent when the server gave none).
-pub(crate) fn input_requests(
+pub fn input_requests(
     result: &Value,
 ) -> Result<(Vec<InputRequest>, Option<Value>), &'static str> {
     let requests = match result.get("inputRequests") {
@@ -545,7 +543,7 @@ pub(crate) fn input_requests(
 /// The params of the retry after `input_required`: the original params
 /// with the answers and, only when the server gave one, its
 /// `requestState` exactly as it was sent.
-pub(crate) fn retry_params(
+pub fn retry_params(
     original: &Value,
     responses: Map<String, Value>,
     state: Option<&Value>,
@@ -565,12 +563,12 @@ pub(crate) fn retry_params(
 }
 
 /// A request envelope.
-pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
+pub fn request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
 /// A notification envelope; `params` is left out when `None`.
-pub(crate) fn notification(method: &str, params: Option<Value>) -> Value {
+pub fn notification(method: &str, params: Option<Value>) -> Value {
     let mut m = json!({"jsonrpc": "2.0", "method": method});
     if let Some(p) = params {
         m["params"] = p;
@@ -579,18 +577,18 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> Value {
 }
 
 /// A successful response to a server's request.
-pub(crate) fn response(id: Value, result: Value) -> Value {
+pub fn response(id: Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// An error response to a server's request.
-pub(crate) fn error_response(id: Value, code: i64, message: &str) -> Value {
+pub fn error_response(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id,
            "error": {"code": code, "message": message}})
 }
 
 /// Asks for progress notices on `params` (an object), with `token`.
-pub(crate) fn with_progress_token(params: &mut Value, token: u64) {
+pub fn with_progress_token(params: &mut Value, token: u64) {
     if let Value::Object(p) = params {
         let meta =
             p.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
@@ -601,12 +599,12 @@ pub(crate) fn with_progress_token(params: &mut Value, token: u64) {
 }
 
 /// Whether a request asks for progress notices (tool calls do).
-pub(crate) fn wants_progress(method: &str) -> bool {
+pub fn wants_progress(method: &str) -> bool {
     method == method::TOOLS_CALL
 }
 
 /// The `notifications/cancelled` for request `id`.
-pub(crate) fn cancelled(id: u64, reason: &str) -> Value {
+pub fn cancelled(id: u64, reason: &str) -> Value {
     notification(
         method::CANCELLED,
         Some(json!({"requestId": id, "reason": reason})),
@@ -614,32 +612,32 @@ pub(crate) fn cancelled(id: u64, reason: &str) -> Value {
 }
 
 /// The `notifications/initialized` that ends the handshake.
-pub(crate) fn initialized() -> Value {
+pub fn initialized() -> Value {
     notification(method::INITIALIZED, None)
 }
 
 /// The method of a message, if it has one.
-pub(crate) fn method_of(m: &Value) -> Option<&str> {
+pub fn method_of(m: &Value) -> Option<&str> {
     m.get("method").and_then(Value::as_str)
 }
 
 /// Whether a message is the `initialize` request.
-pub(crate) fn is_initialize(m: &Value) -> bool {
+pub fn is_initialize(m: &Value) -> bool {
     method_of(m) == Some(method::INITIALIZE)
 }
 
 /// Whether a message is the `notifications/initialized` notification.
-pub(crate) fn is_initialized(m: &Value) -> bool {
+pub fn is_initialized(m: &Value) -> bool {
     method_of(m) == Some(method::INITIALIZED)
 }
 
 /// A JSON-RPC error object from a server, bounded for printing.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct RpcError {
+pub struct RpcError {
     /// `None` when the error object has no integer `code`.
-    pub(crate) code: Option<i64>,
-    pub(crate) message: String,
-    pub(crate) data: Option<Value>,
+    pub code: Option<i64>,
+    pub message: String,
+    pub data: Option<Value>,
 }
 
 /// How much of a server's error message is shown, and of its data.
@@ -661,7 +659,7 @@ impl RpcError {
 
     /// One line for messages: code, message and data, each sanitised and
     /// bounded (a server decides how long its error is, not us).
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut text = match self.code {
             Some(c) => format!(
                 "server error {c}{}: {}",
@@ -683,7 +681,7 @@ impl RpcError {
 impl RpcError {
     /// The versions a `-32022` UnsupportedProtocolVersion error says the
     /// server supports.
-    pub(crate) fn supported_versions(&self) -> Option<Vec<String>> {
+    pub fn supported_versions(&self) -> Option<Vec<String>> {
         if self.code != Some(code::UNSUPPORTED_PROTOCOL_VERSION) {
             return None;
         }
@@ -699,7 +697,7 @@ impl RpcError {
 
 /// The schema member where [`parse_message`] keeps the order of a form's
 /// fields (serde_json keeps no key order).
-pub(crate) const FIELD_ORDER: &str = "x-rivumi-field-order";
+pub const FIELD_ORDER: &str = "x-rivumi-field-order";
 
 /// Messages longer than this are not read a second time for field order
 /// (a form is small; a large tool result that merely quotes one is not a
@@ -711,7 +709,7 @@ const MAX_ORDERED: usize = 1 << 20;
 /// not keep: where the text holds a `requestedSchema`, its `properties`
 /// are read again with [`jsonpos`] (which keeps order) and their names
 /// are put into that schema as [`FIELD_ORDER`]. Nothing else changes.
-pub(crate) fn parse_message(bytes: &[u8]) -> serde_json::Result<Value> {
+pub fn parse_message(bytes: &[u8]) -> serde_json::Result<Value> {
     let mut v: Value = serde_json::from_slice(bytes)?;
     let holds_form = bytes.len() <= MAX_ORDERED
         && bytes.windows(17).any(|w| w == b"\"requestedSchema\"");
@@ -760,7 +758,7 @@ fn record_field_order(schema: &jsonpos::Node, v: &mut Value) {
 
 /// What a message from a server is.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// A response to one of our requests.
     Response { id: Value, outcome: Outcome },
     /// A request the server makes of us; it wants an answer.
@@ -773,7 +771,7 @@ pub(crate) enum Incoming {
 
 /// How a response ended.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     Result(Value),
     Error(RpcError),
     /// A `result` that is not an object.
@@ -781,7 +779,7 @@ pub(crate) enum Outcome {
 }
 
 /// Classifies one message (not a batch: see [`split_batch`]).
-pub(crate) fn classify(m: Value) -> Incoming {
+pub fn classify(m: Value) -> Incoming {
     let Value::Object(mut obj) = m else {
         return Incoming::Invalid("a message that is not an object");
     };
@@ -824,7 +822,7 @@ fn valid_id(id: &Value) -> bool {
 
 /// The messages of one JSON-RPC value: an array is a batch, which only
 /// some revisions allow (`Err` names the problem).
-pub(crate) fn split_batch(
+pub fn split_batch(
     m: Value,
     version: Option<Version>,
 ) -> Result<Vec<Value>, &'static str> {
@@ -842,7 +840,7 @@ pub(crate) fn split_batch(
 }
 
 /// Whether a notification reports a changed list.
-pub(crate) fn is_list_changed(method: &str) -> bool {
+pub fn is_list_changed(method: &str) -> bool {
     method.ends_with(method::LIST_CHANGED_SUFFIX)
 }
 

@@ -2,7 +2,7 @@
 //! Pure; used for commands, options, config keys, servers and tools.
 
 /// The closest candidate within a small edit distance, for "did you mean".
-pub(crate) fn suggest<'a>(
+pub fn suggest<'a>(
     input: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// Whether line breaks survive sanitising.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lines {
+pub enum Lines {
     /// Keep `\n` and `\t` (multi-line text such as a tool result).
     Keep,
     /// Show `\n` and `\t` escaped too (names, one-line messages, prompts).
@@ -24,7 +24,7 @@ pub(crate) enum Lines {
 
 /// Returns `s` with controls, escape sequences, bidi controls and
 /// zero-width characters made visible. Borrowed when nothing changes.
-pub(crate) fn sanitize(s: &str, lines: Lines) -> Cow<'_, str> {
+pub fn sanitize(s: &str, lines: Lines) -> Cow<'_, str> {
     if !s.chars().any(|c| needs_escape(c, lines)) {
         return Cow::Borrowed(s);
     }
@@ -47,11 +47,11 @@ pub(crate) fn sanitize(s: &str, lines: Lines) -> Cow<'_, str> {
 }
 
 /// Sanitises one line: also escapes line breaks and tabs.
-pub(crate) fn line(s: &str) -> Cow<'_, str> {
+pub fn line(s: &str) -> Cow<'_, str> {
     sanitize(s, Lines::Escape)
 }
 
-pub(crate) fn needs_escape(c: char, lines: Lines) -> bool {
+pub fn needs_escape(c: char, lines: Lines) -> bool {
     match c {
         '\n' | '\t' => lines == Lines::Escape,
         // C0 controls, DEL and C1 controls (0x9b is a one-byte CSI).
@@ -83,7 +83,7 @@ pub(crate) fn needs_escape(c: char, lines: Lines) -> bool {
 /// (DEL, C1 controls, bidi and zero-width characters; serde_json already
 /// escapes C0 controls) become `\u` escapes of four hex digits. They occur
 /// only inside JSON strings, so the result is the same JSON value.
-pub(crate) fn json_escape(s: &str) -> Cow<'_, str> {
+pub fn json_escape(s: &str) -> Cow<'_, str> {
     if !s.chars().any(|c| needs_escape(c, Lines::Keep)) {
         return Cow::Borrowed(s);
     }
@@ -102,7 +102,7 @@ pub(crate) fn json_escape(s: &str) -> Cow<'_, str> {
 }
 
 /// Shortens `s` to at most `max` bytes on a char boundary, marking the cut.
-pub(crate) fn clip(s: &str, max: usize) -> Cow<'_, str> {
+pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         return Cow::Borrowed(s);
     }

@@ -31,9 +31,9 @@ const MAX_DEPTH: u32 = 127;
 /// Both are 1-based; `col` counts Unicode scalar values, not bytes, so that
 /// it matches what an editor shows on lines with non-ASCII text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Pos {
-    pub(crate) line: u32,
-    pub(crate) col: u32,
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
 }
 
 impl fmt::Display for Pos {
@@ -45,15 +45,15 @@ impl fmt::Display for Pos {
 /// A JSON value together with where it starts, so that every diagnostic
 /// about it can point at the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Node {
-    pub(crate) pos: Pos,
-    pub(crate) kind: Kind,
+pub struct Node {
+    pub pos: Pos,
+    pub kind: Kind,
 }
 
 /// The value itself. Objects are a list, not a map, so that file order and
 /// duplicate members survive for the caller to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     Null,
     Bool(bool),
     Number(Number),
@@ -65,37 +65,37 @@ pub(crate) enum Kind {
 /// One `"key": value` entry of an object, with the key's own position for
 /// diagnostics about the key (unknown field, duplicate, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Member {
-    pub(crate) key: String,
-    pub(crate) key_pos: Pos,
-    pub(crate) value: Node,
+pub struct Member {
+    pub key: String,
+    pub key_pos: Pos,
+    pub value: Node,
 }
 
 /// A key that appeared more than once in the same object; serde_json would
 /// silently keep the last one, so every later occurrence is reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Duplicate {
+pub struct Duplicate {
     /// JSON pointer (RFC 6901) of the duplicated member.
-    pub(crate) pointer: String,
+    pub pointer: String,
     /// Where the later occurrence of the key is.
-    pub(crate) pos: Pos,
+    pub pos: Pos,
     /// Where the first occurrence of the key is.
-    pub(crate) first: Pos,
+    pub first: Pos,
 }
 
 /// A parsed document: its root value and every duplicate key in it, in the
 /// order the later keys appear in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Doc {
-    pub(crate) root: Node,
-    pub(crate) duplicates: Vec<Duplicate>,
+pub struct Doc {
+    pub root: Node,
+    pub duplicates: Vec<Duplicate>,
 }
 
 /// Why the text is not JSON: where, and what was expected and found there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SyntaxError {
-    pub(crate) pos: Pos,
-    pub(crate) msg: String,
+pub struct SyntaxError {
+    pub pos: Pos,
+    pub msg: String,
 }
 
 impl fmt::Display for SyntaxError {
@@ -108,12 +108,12 @@ impl std::error::Error for SyntaxError {}
 
 /// Parses `text` as exactly one strict JSON value surrounded only by JSON
 /// whitespace, keeping positions, member order and duplicate keys.
-pub(crate) fn parse(text: &str) -> Result<Doc, SyntaxError> {
+pub fn parse(text: &str) -> Result<Doc, SyntaxError> {
     parse_with(text, false)
 }
 
 /// [`parse`], with JSONC's comments and trailing commas allowed.
-pub(crate) fn parse_jsonc(text: &str) -> Result<Doc, SyntaxError> {
+pub fn parse_jsonc(text: &str) -> Result<Doc, SyntaxError> {
     parse_with(text, true)
 }
 
@@ -138,14 +138,14 @@ fn parse_with(text: &str, jsonc: bool) -> Result<Doc, SyntaxError> {
 
 /// Escapes one reference token of a JSON pointer (RFC 6901): `~` becomes
 /// `~0` and `/` becomes `~1`, so keys containing them stay unambiguous.
-pub(crate) fn pointer_escape(segment: &str) -> String {
+pub fn pointer_escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
 impl Node {
     /// Converts to a serde_json value for code that wants plain data; like
     /// serde_json, the last of several duplicate keys wins.
-    pub(crate) fn to_value(&self) -> Value {
+    pub fn to_value(&self) -> Value {
         match &self.kind {
             Kind::Null => Value::Null,
             Kind::Bool(b) => Value::Bool(*b),
@@ -166,7 +166,7 @@ impl Node {
 
     /// The first member with this key, when this is an object; duplicates
     /// are reported separately, so the first one is the one to diagnose.
-    pub(crate) fn get(&self, key: &str) -> Option<&Member> {
+    pub fn get(&self, key: &str) -> Option<&Member> {
         match &self.kind {
             Kind::Object(members) => members.iter().find(|m| m.key == key),
             _ => None,
@@ -175,7 +175,7 @@ impl Node {
 
     /// The JSON type's name, for "expected a string, found a number" style
     /// diagnostics.
-    pub(crate) fn type_name(&self) -> &'static str {
+    pub fn type_name(&self) -> &'static str {
         match self.kind {
             Kind::Null => "null",
             Kind::Bool(_) => "boolean",

@@ -15,7 +15,7 @@
 //! string where the schema says string.
 //!
 //! The prompt on a terminal and the decision what to do with a form live
-//! in [`crate::ask`]; this module is unit-tested on values.
+//! in rivumi-mcp's `ask` module; this module is unit-tested on values.
 
 use serde_json::{Map, Value};
 
@@ -23,26 +23,26 @@ use crate::{callargs, mcp, term};
 
 /// How many enum choices a field may have (a prompt shows only the first
 /// few; the rest are typed by value); more is refused.
-pub(crate) const MAX_CHOICES: usize = 100_000;
+pub const MAX_CHOICES: usize = 100_000;
 /// How many fields a form may have.
-pub(crate) const MAX_FIELDS: usize = 100;
+pub const MAX_FIELDS: usize = 100;
 /// How much of a server's text (message, title, description) is shown.
-pub(crate) const SHOWN_TEXT: usize = 2000;
+pub const SHOWN_TEXT: usize = 2000;
 
 /// One field of a form.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Field {
-    pub(crate) name: String,
-    pub(crate) title: Option<String>,
-    pub(crate) description: Option<String>,
-    pub(crate) kind: FieldKind,
-    pub(crate) default: Option<Value>,
-    pub(crate) required: bool,
+pub struct Field {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub kind: FieldKind,
+    pub default: Option<Value>,
+    pub required: bool,
 }
 
 /// What a field holds, with its rules.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum FieldKind {
+pub enum FieldKind {
     Text {
         min: Option<u64>,
         max: Option<u64>,
@@ -71,16 +71,16 @@ pub(crate) enum FieldKind {
 
 /// A form: the server's message and its fields, in schema order.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Form {
-    pub(crate) message: String,
-    pub(crate) fields: Vec<Field>,
+pub struct Form {
+    pub message: String,
+    pub fields: Vec<Field>,
     schema: Value,
 }
 
 impl Form {
     /// The form an `elicitation/create` (form mode) asks for; `Err` says
     /// why it cannot be asked.
-    pub(crate) fn parse(params: &Value) -> Result<Form, String> {
+    pub fn parse(params: &Value) -> Result<Form, String> {
         let message = params
             .get("message")
             .and_then(Value::as_str)
@@ -144,14 +144,14 @@ impl Form {
         Ok(Form { message, fields, schema: schema.clone() })
     }
 
-    pub(crate) fn field(&self, name: &str) -> Option<&Field> {
+    pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
 
     /// Types `NAME=VALUE` words (as `--answer` gives them) by the schema,
     /// like tool arguments, and checks each against its field. Words
     /// naming no field of this form are not for it and are skipped.
-    pub(crate) fn typed(
+    pub fn typed(
         &self,
         words: &[String],
         read: callargs::ReadFile<'_>,
@@ -184,7 +184,7 @@ impl Form {
     /// The content from `answers` (already typed and checked), plus each
     /// unanswered field's default when `defaults`; and the required
     /// fields still without a value.
-    pub(crate) fn fill(
+    pub fn fill(
         &self,
         answers: &Map<String, Value>,
         defaults: bool,
@@ -208,7 +208,7 @@ impl Form {
 }
 
 /// The name a `NAME=VALUE` or `NAME:=JSON` word gives.
-pub(crate) fn word_name(w: &str) -> &str {
+pub fn word_name(w: &str) -> &str {
     let k = w.split_once('=').map_or(w, |(k, _)| k);
     k.strip_suffix(':').unwrap_or(k)
 }
@@ -216,7 +216,7 @@ pub(crate) fn word_name(w: &str) -> &str {
 /// The words of a `batch` line's `answers` object, under the rules of
 /// `--answer`: a string is typed by the schema (a leading `@` or `=` is
 /// literal: a batch line never reads files), anything else is JSON.
-pub(crate) fn words_of(answers: &Map<String, Value>) -> Vec<String> {
+pub fn words_of(answers: &Map<String, Value>) -> Vec<String> {
     answers
         .iter()
         .map(|(k, v)| match v {
@@ -230,7 +230,7 @@ pub(crate) fn words_of(answers: &Map<String, Value>) -> Vec<String> {
 }
 
 /// Sanitised and bounded, for showing a server's text.
-pub(crate) fn shown(s: &str, max: usize) -> String {
+pub fn shown(s: &str, max: usize) -> String {
     term::clip(&term::line(s), max).into_owned()
 }
 
@@ -294,12 +294,12 @@ impl Field {
     }
 
     /// The label a prompt shows: the title, else the name.
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         shown(self.title.as_deref().unwrap_or(&self.name), 200)
     }
 
     /// The type as a prompt shows it: "integer, 1..120", "one of 3".
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let range = |lo: Option<String>, hi: Option<String>| match (lo, hi) {
             (None, None) => String::new(),
             (lo, hi) => format!(
@@ -346,7 +346,7 @@ impl Field {
 
     /// Types text typed at the prompt: a number for numbers, yes/no for
     /// booleans, a choice by value, label or number; then checks it.
-    pub(crate) fn typed_text(&self, text: &str) -> Result<Value, String> {
+    pub fn typed_text(&self, text: &str) -> Result<Value, String> {
         let t = text.trim();
         let v = match &self.kind {
             FieldKind::Text { .. } => Value::String(text.to_string()),
@@ -405,7 +405,7 @@ impl Field {
     }
 
     /// Checks a value against the field's rules.
-    pub(crate) fn check(&self, v: &Value) -> Result<(), String> {
+    pub fn check(&self, v: &Value) -> Result<(), String> {
         match (&self.kind, v) {
             (FieldKind::Text { min, max, format }, Value::String(s)) => {
                 let n = s.chars().count() as u64;

@@ -9,14 +9,14 @@
 /// One challenge: the scheme (lowercased), its parameters (names
 /// lowercased, values unescaped) or its token68.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Challenge {
-    pub(crate) scheme: String,
-    pub(crate) params: Vec<(String, String)>,
-    pub(crate) token68: Option<String>,
+pub struct Challenge {
+    pub scheme: String,
+    pub params: Vec<(String, String)>,
+    pub token68: Option<String>,
 }
 
 impl Challenge {
-    pub(crate) fn param(&self, name: &str) -> Option<&str> {
+    pub fn param(&self, name: &str) -> Option<&str> {
         self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
@@ -24,17 +24,17 @@ impl Challenge {
 /// What a 401/403 said in its Bearer challenge: the parameters an
 /// authorization acts on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Bearer {
-    pub(crate) resource_metadata: Option<String>,
-    pub(crate) scope: Option<String>,
-    pub(crate) error: Option<String>,
+pub struct Bearer {
+    pub resource_metadata: Option<String>,
+    pub scope: Option<String>,
+    pub error: Option<String>,
 }
 
 impl Bearer {
     /// From a `WWW-Authenticate` header value: its Bearer challenge, else
     /// its DPoP one (RFC 9449 §7.1: the same parameters); empty when it
     /// has neither.
-    pub(crate) fn from_header(header: &str) -> Bearer {
+    pub fn from_header(header: &str) -> Bearer {
         let all = parse(header);
         let found = all
             .iter()
@@ -130,7 +130,7 @@ impl P<'_> {
 
 /// Parses a header value. Malformed parts end the parse; what was read
 /// before them is kept.
-pub(crate) fn parse(header: &str) -> Vec<Challenge> {
+pub fn parse(header: &str) -> Vec<Challenge> {
     let mut p = P { s: header.as_bytes(), i: 0 };
     let mut out: Vec<Challenge> = vec![];
     loop {
@@ -191,7 +191,7 @@ pub(crate) fn parse(header: &str) -> Vec<Challenge> {
 }
 
 /// A short human summary: `Bearer (error="invalid_token", scope="a b")`.
-pub(crate) fn describe(challenges: &[Challenge]) -> String {
+pub fn describe(challenges: &[Challenge]) -> String {
     challenges
         .iter()
         .map(|c| {

@@ -23,7 +23,7 @@ const MAX_LABEL_LEN: usize = 63;
 /// Longest URL accepted, in characters. The HTTP layer (`http::Uri`)
 /// refuses more than 65534 bytes; no MCP endpoint needs more than a
 /// fraction of this bound, which leaves that limit far away.
-pub(crate) const MAX_URL_LEN: usize = 8192;
+pub const MAX_URL_LEN: usize = 8192;
 
 /// Visible ASCII characters that RFC 3986 does not allow in a path
 /// unencoded. The HTTP layer refuses some of them (`<`, `>`, `` ` ``) and
@@ -34,7 +34,7 @@ const NOT_IN_PATH: &str = "\"<>[]^`{|}";
 
 /// The two schemes an MCP HTTP transport or an OAuth endpoint may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scheme {
+pub enum Scheme {
     Http,
     Https,
 }
@@ -58,7 +58,7 @@ impl Scheme {
 /// The host, already classified, so that loopback checks and connection
 /// code never re-interpret a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Host {
+pub enum Host {
     /// A DNS name, lowercased.
     Name(String),
     V4(Ipv4Addr),
@@ -68,20 +68,20 @@ pub(crate) enum Host {
 /// A validated URL in canonical form; `Display` gives the exact string the
 /// connector should use.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Url {
-    pub(crate) scheme: Scheme,
-    pub(crate) host: Host,
+pub struct Url {
+    pub scheme: Scheme,
+    pub host: Host,
     /// The explicit port; None when absent or equal to the scheme's
     /// default, so that equal URLs compare equal.
-    pub(crate) port: Option<u16>,
+    pub port: Option<u16>,
     /// Starts with '/'; "/" when the URL had no path.
-    pub(crate) path: String,
+    pub path: String,
 }
 
 /// Why a URL was refused. Variants carry only positions, single
 /// characters and parts known not to hold secrets, never the URL itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum UrlError {
+pub enum UrlError {
     Empty,
     /// ASCII whitespace at this 1-based character position.
     Whitespace {
@@ -254,7 +254,7 @@ impl std::error::Error for UrlError {}
 impl Url {
     /// Validates `raw` against every rule of this module and returns its
     /// canonical form.
-    pub(crate) fn parse(raw: &str) -> Result<Url, UrlError> {
+    pub fn parse(raw: &str) -> Result<Url, UrlError> {
         check_chars(raw)?;
         let (scheme, rest) = split_scheme(raw)?;
         let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -282,7 +282,7 @@ impl Url {
 
     /// Whether the host is on this machine by definition: exactly
     /// `localhost`, 127.0.0.0/8 or ::1. This is what makes plain http safe.
-    pub(crate) fn is_loopback(&self) -> bool {
+    pub fn is_loopback(&self) -> bool {
         match &self.host {
             Host::Name(name) => name == "localhost",
             Host::V4(addr) => addr.is_loopback(),
@@ -291,13 +291,13 @@ impl Url {
     }
 
     /// The port to connect to.
-    pub(crate) fn port_or_default(&self) -> u16 {
+    pub fn port_or_default(&self) -> u16 {
         self.port.unwrap_or(self.scheme.default_port())
     }
 
     /// The host as written in a URL: names and IPv4 as is, IPv6 in
     /// brackets.
-    pub(crate) fn host_str(&self) -> String {
+    pub fn host_str(&self) -> String {
         match &self.host {
             Host::Name(name) => name.clone(),
             Host::V4(addr) => addr.to_string(),
@@ -307,7 +307,7 @@ impl Url {
 
     /// The host plus ":port" when the port is not the scheme's default, as
     /// used in a Host header.
-    pub(crate) fn authority(&self) -> String {
+    pub fn authority(&self) -> String {
         match self.port {
             Some(port) => format!("{}:{port}", self.host_str()),
             None => self.host_str(),
@@ -316,14 +316,14 @@ impl Url {
 
     /// The origin (`https://example.com:8443`), for OAuth metadata checks
     /// and for comparing where two URLs point.
-    pub(crate) fn origin(&self) -> String {
+    pub fn origin(&self) -> String {
         format!("{}://{}", self.scheme.as_str(), self.authority())
     }
 
     /// The same origin with another path, for building well-known
     /// discovery URLs. The path is a trusted constant from our own code;
     /// a missing leading '/' is added.
-    pub(crate) fn with_path(&self, path: &str) -> Url {
+    pub fn with_path(&self, path: &str) -> Url {
         let path = if path.starts_with('/') {
             path.to_owned()
         } else {

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::method;
 
 /// The schema keyword that designates a parameter.
-pub(crate) const X_MCP_HEADER: &str = "x-mcp-header";
+pub const X_MCP_HEADER: &str = "x-mcp-header";
 /// The prefix of a mirrored parameter's header.
 const PARAM_PREFIX: &str = "Mcp-Param-";
 const SENTINEL_START: &str = "=?base64?";
@@ -29,11 +29,11 @@ const SENTINEL_END: &str = "?=";
 
 /// A parameter that a tool designated for mirroring.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ParamHeader {
+pub struct ParamHeader {
     /// The path of `properties` keys from the schema root.
-    pub(crate) path: Vec<String>,
+    pub path: Vec<String>,
     /// The header's name after `Mcp-Param-`, as the tool spelt it.
-    pub(crate) name: String,
+    pub name: String,
 }
 
 /// Schema keywords whose subschemas are not statically reachable through
@@ -72,7 +72,7 @@ fn is_tchar(c: char) -> bool {
 /// makes the tool invalid: an empty or non-token name, a type other than
 /// string, integer or boolean, a name used twice (ignoring case), or a
 /// designation that is not reachable through `properties` only.
-pub(crate) fn declarations(
+pub fn declarations(
     schema: Option<&Value>,
 ) -> Result<Vec<ParamHeader>, String> {
     let mut out: Vec<ParamHeader> = vec![];
@@ -166,7 +166,7 @@ fn needs_encoding(v: &str) -> bool {
 }
 
 /// A value as a header carries it: as is when safe, else the sentinel.
-pub(crate) fn encode(v: &str) -> String {
+pub fn encode(v: &str) -> String {
     if needs_encoding(v) {
         format!("{SENTINEL_START}{}{SENTINEL_END}", STANDARD.encode(v))
     } else {
@@ -187,7 +187,7 @@ fn primitive(v: &Value) -> Option<String> {
 }
 
 /// The `Mcp-Param-*` headers of a call.
-pub(crate) fn param_headers(
+pub fn param_headers(
     declared: &[ParamHeader],
     arguments: &Map<String, Value>,
 ) -> Vec<(String, String)> {
@@ -207,7 +207,7 @@ pub(crate) fn param_headers(
 
 /// The standard headers of a modern request: version, method, and the
 /// name its method mirrors.
-pub(crate) fn standard(
+pub fn standard(
     version: &str,
     method_name: &str,
     params: &Value,

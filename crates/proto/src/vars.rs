@@ -15,7 +15,7 @@
 //! cannot exhaust the stack.
 
 /// How deep `${...}` may nest inside defaults: `${A:-${B}}` is depth 2.
-pub(crate) const MAX_DEPTH: usize = 4;
+pub const MAX_DEPTH: usize = 4;
 
 /// A piece of a parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ enum Piece {
 }
 
 /// Whether `name` is a valid environment variable name.
-pub(crate) fn valid_name(name: &str) -> bool {
+pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
@@ -156,7 +156,7 @@ fn input_error(input: &str) -> String {
 
 /// Every variable a template refers to, defaults included, or why it is
 /// malformed.
-pub(crate) fn refs(template: &str) -> Result<Vec<String>, String> {
+pub fn refs(template: &str) -> Result<Vec<String>, String> {
     fn walk(pieces: &[Piece], out: &mut Vec<String>) {
         for p in pieces {
             if let Piece::Var { name, default } = p {
@@ -174,7 +174,7 @@ pub(crate) fn refs(template: &str) -> Result<Vec<String>, String> {
 
 /// The variables whose absence makes `template` fail to expand under
 /// `lookup`, in order (empty for a malformed template: see [`refs`]).
-pub(crate) fn missing(
+pub fn missing(
     template: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<String> {
@@ -214,7 +214,7 @@ fn expand_pieces(
 /// Expands a template. `Err` carries the name of the first variable that
 /// is unset and has no default (or a syntax message, for a template that
 /// was not validated first).
-pub(crate) fn expand(
+pub fn expand(
     template: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, Unset> {
@@ -229,7 +229,7 @@ pub(crate) fn expand(
 
 /// Why a template could not be expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Unset {
+pub enum Unset {
     Var(String),
     Malformed(String),
 }

@@ -1,0 +1,182 @@
+//! rivumi-mcp: a small, fast, trustworthy command-line client for the
+//! Model Context Protocol.
+//!
+//! The library target exists so that the binary, the fuzz targets and
+//! the tidy test share one build of the modules; it is not a stable API.
+//! The protocol without I/O is its own crate, `rivumi-mcp-proto`
+//! (`crates/proto`); its modules are re-exported here under their own
+//! names so that `crate::mcp` reads the same everywhere.
+//!
+//! [`main`] is the switchboard: it parses the command line, dispatches to
+//! one command, prints the one error line and picks the exit code.
+//! `setup` turns the operator's options into what commands run with.
+//! Nothing below [`main`] calls `process::exit` (the signal handler
+//! excepted, which must end the process after closing every server).
+
+pub(crate) use rivumi_mcp_proto::{
+    callargs, elicit, jsonpos, mcp, sse, suggest, term, urlcheck, vars,
+    www_auth,
+};
+
+mod allowlist;
+mod ask;
+mod auth;
+mod catalog;
+mod cli;
+mod cmd;
+pub mod config;
+mod deadline;
+mod error;
+mod executor;
+mod journal;
+mod launch;
+mod lockfile;
+mod msg;
+mod naming;
+mod net;
+mod out;
+mod render;
+mod session;
+mod setup;
+mod spawn;
+mod sys;
+mod tool;
+mod transport;
+
+use std::process::ExitCode;
+
+use crate::cli::{Command, Parsed};
+use crate::error::{Kind, Result};
+
+/// The whole program: what `rivumi-mcp` runs.
+pub fn main() -> ExitCode {
+    // First, before any thread exists: see sys.rs.
+    sys::one_malloc_arena();
+    sys::install_signal_thread();
+    sys::become_subreaper();
+    let argv: Vec<_> = std::env::args_os().skip(1).collect();
+    let json_errors = cli::wants_json_errors(&argv);
+    let result = match cli::parse(argv) {
+        Ok(Parsed::Help(text)) => out::print(&text),
+        Ok(Parsed::Version) => {
+            out::print(&format!("rivumi-mcp {}\n", env!("CARGO_PKG_VERSION")))
+        }
+        Ok(Parsed::Run(args)) => run(*args),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == Kind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            // A server or hook the signal thread just killed must not be
+            // reported as a failure of its own: the signal's exit wins.
+            sys::wait_if_closing();
+            report(&e, json_errors);
+            ExitCode::from(e.kind().exit_code())
+        }
+    }
+}
+
+/// Prints the error once: a line on stderr, plus a JSON object with
+/// `--json` so scripts need not parse prose.
+fn report(e: &error::Error, json: bool) {
+    if !e.is_reported() {
+        msg::error(&e.to_string());
+    }
+
+    if json {
+        let obj = serde_json::json!({"error": e.to_json()});
+        msg::line(&obj.to_string());
+    }
+}
+
+fn run(args: cli::Args) -> Result<()> {
+    let g = &args.global;
+    msg::set_level(if g.quiet { 0 } else { 1 + g.verbose });
+    let path = g.config.clone().unwrap_or_else(config::default_path);
+    if let Command::CheckConfig { format } = args.command {
+        return cmd::check_config::run(
+            &path,
+            format,
+            g.strict,
+            &setup::lookup,
+        );
+    }
+    // Before anything that reads the environment or starts a server:
+    // completion runs these on every TAB.
+    match args.command {
+        Command::Completions { shell } => {
+            return out::print(&cmd::completions::script(shell));
+        }
+        Command::Servers => return cmd::completions::servers(&path),
+        Command::Man => return out::print(&cmd::man::page()),
+        _ => {}
+    }
+    out::set_raw(g.raw);
+    if let Command::Logout { server } = &args.command {
+        return cmd::auth::logout(server, g.json, &setup::lookup);
+    }
+    let setup::Setup { exec, ctx, lock_path } =
+        setup::prepare(&args.command, g, &path)?;
+    let json = g.json;
+    if let Command::Status = &args.command {
+        return cmd::auth::status(&ctx, json, &setup::lookup);
+    }
+    let only =
+        |tools, resources, prompts| cli::Show { tools, resources, prompts };
+    match &args.command {
+        Command::CheckConfig { .. }
+        | Command::Completions { .. }
+        | Command::Servers
+        | Command::Man => unreachable!("handled above"),
+        Command::Lock { servers, check, format } => {
+            cmd::lock::run(&ctx, servers, *check, *format, &lock_path)
+        }
+        Command::List { servers, show } => {
+            cmd::list::run(&ctx, servers, *show, json, exec.lock.as_ref())
+        }
+        Command::Batch => cmd::batch::run(&ctx, &exec),
+        Command::Login { server, no_browser, refresh } => cmd::auth::login(
+            &ctx,
+            server,
+            cmd::auth::LoginOptions {
+                no_browser: *no_browser,
+                refresh: *refresh,
+                timeout: g.timeout,
+            },
+            json,
+            &setup::lookup,
+        ),
+        Command::Logout { .. } | Command::Status => unreachable!("above"),
+        Command::Discover { server } => {
+            cmd::auth::discover(&ctx, server, json)
+        }
+        Command::Call { target, pairs, args: a, save } => cmd::call::run(
+            &ctx,
+            &exec,
+            target,
+            pairs,
+            a.as_deref(),
+            save.as_deref(),
+            json,
+        ),
+        Command::Resources { server } => cmd::bridges::list_one(
+            &ctx,
+            server,
+            only(false, true, false),
+            json,
+        ),
+        Command::Read { server, uri, save } => {
+            cmd::bridges::read(&ctx, &exec, server, uri, save.as_deref(), json)
+        }
+        Command::Prompts { server } => cmd::bridges::list_one(
+            &ctx,
+            server,
+            only(false, false, true),
+            json,
+        ),
+        Command::Prompt { server, name, pairs } => {
+            cmd::bridges::prompt(&ctx, &exec, server, name, pairs, json)
+        }
+    }
+}
