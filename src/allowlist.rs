@@ -154,7 +154,7 @@ impl Allowlist {
 
 fn class_names(server: &Server) -> &'static [&'static str; 4] {
     match server.transport {
-        Transport::Stdio(_) => &["command", "args", "env", "cwd"],
+        Transport::Stdio(_) => &["command", "args", "env", "cwd/sandbox"],
         Transport::Http(_) => &["url", "headers", "auth", "oauth"],
     }
 }
@@ -172,7 +172,18 @@ fn classes(server: &Server) -> [Value; 4] {
                 json!(["stdio", s.command]),
                 json!(s.args),
                 json!({"env": env, "env_vars": passed}),
-                json!(s.cwd_path.as_ref().map(|p| p.display().to_string())),
+                {
+                    let cwd = json!(
+                        s.cwd_path.as_ref().map(|p| p.display().to_string())
+                    );
+                    // The whole sandbox block, so that a config that
+                    // loosens it no longer matches a pin; only when set,
+                    // so that entries without one keep their fingerprints.
+                    match &s.sandbox {
+                        None => cwd,
+                        Some(b) => json!({"cwd": cwd, "sandbox": b.to_json()}),
+                    }
+                },
             ]
         }
         Transport::Http(h) => {
@@ -270,6 +281,7 @@ mod tests {
                 env_vars: vec![],
                 cwd_path: None,
                 expand: true,
+                sandbox: None,
             }),
             startup_timeout: None,
             tool_timeout: None,

@@ -54,6 +54,8 @@ pub(crate) struct Global {
     /// `--stdio` / `--http` (with `--name`): one server typed on the
     /// command line instead of a config file.
     pub(crate) adhoc: Option<Adhoc>,
+    /// `--no-sandbox SERVER`: servers whose sandbox is lifted this run.
+    pub(crate) no_sandbox: Vec<String>,
     /// `--elicit`, `--answer`, `--root`, `--sampling-command`,
     /// `--log-level`: what servers may ask of this client.
     pub(crate) client: Options,
@@ -434,6 +436,7 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     LogLevel,
+    NoSandbox,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -466,7 +469,9 @@ impl Flag {
             Flag::Elicit => ValueKind::Choice(&ELICIT_MODES),
             Flag::LogLevel => ValueKind::Choice(&LOG_LEVELS),
             Flag::Root => ValueKind::Dir,
-            Flag::Answer | Flag::SamplingCommand => ValueKind::Free,
+            Flag::Answer | Flag::SamplingCommand | Flag::NoSandbox => {
+                ValueKind::Free
+            }
             Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
             Flag::Save => ValueKind::Dir,
             Flag::Timeout
@@ -598,6 +603,7 @@ const OPTS: &[Opt] = &[
     valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
+    valued(Flag::NoSandbox, "no-sandbox", Applies::Mcp),
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -632,6 +638,9 @@ prompts, prompt, batch, lock):
                         Which MCP era to speak, for every server: auto
                         (default) finds out; modern is 2026-07-28 only;
                         legacy is the initialize handshake (2025-11-25 …)
+        --no-sandbox SERVER
+                        Start SERVER without its sandbox block, for this
+                        run only (journaled; repeatable)
 
 Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,
@@ -1258,6 +1267,7 @@ fn build(
             }
             Flag::SamplingCommand => g.client.sampling_command = Some(value),
             Flag::Root => g.client.roots.push(PathBuf::from(value)),
+            Flag::NoSandbox => g.no_sandbox.push(value),
             Flag::LogLevel => {
                 if !LOG_LEVELS.contains(&value.as_str()) {
                     return Err(Error::usage(format!(

@@ -43,6 +43,11 @@ pub(crate) struct Context {
     adhoc: Option<String>,
     /// What answers the servers' requests (the operator's options).
     client: std::sync::Arc<dyn crate::session::Client>,
+    /// `--root` directories: a sandboxed server may read and write them.
+    roots: Vec<std::path::PathBuf>,
+    /// `--no-sandbox SERVER`: the operator lifts these servers' sandboxes
+    /// for this run.
+    no_sandbox: Vec<String>,
 }
 
 impl Context {
@@ -126,6 +131,8 @@ impl Context {
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
+            roots: g.client.roots.clone(),
+            no_sandbox: g.no_sandbox.clone(),
         }
     }
 
@@ -274,6 +281,41 @@ impl Context {
         self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
     }
 
+    /// The sandbox a stdio server starts in: its `sandbox` block unless
+    /// the operator lifted it for this run (`--no-sandbox`, journaled).
+    fn sandbox(
+        &self,
+        name: &str,
+        spec: &config::Stdio,
+        program: &str,
+        env: &[(String, String)],
+    ) -> Result<Option<crate::sandbox::Plan>> {
+        let Some(block) = &spec.sandbox else { return Ok(None) };
+        if self.no_sandbox.iter().any(|n| n == name) {
+            msg::warn(&format!(
+                "server '{name}': --no-sandbox: its sandbox is lifted for \
+                 this run"
+            ));
+            crate::journal::event(
+                "sandbox_lifted",
+                serde_json::json!({"server": name, "by": "--no-sandbox"}),
+            );
+            return Ok(None);
+        }
+        let path =
+            env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+        crate::sandbox::Plan::new(
+            name,
+            block,
+            program,
+            path,
+            spec.cwd_path.as_deref(),
+            &self.roots,
+            &self.lookup,
+        )
+        .map(Some)
+    }
+
     /// Checks, starts and initializes a server.
     pub(crate) fn start(&self, name: &str) -> Result<Session> {
         let server = self.startable(name)?;
@@ -288,6 +330,9 @@ impl Context {
                     spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
                 let env = stdio::child_env(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                let sandbox = self
+                    .sandbox(name, spec, &argv.0, &env)
+                    .map_err(|e| e.for_server(name))?;
                 Box::new(
                     StdioTransport::spawn(
                         name,
@@ -295,6 +340,7 @@ impl Context {
                         &argv,
                         env,
                         self.max_message,
+                        sandbox,
                     )
                     .map_err(|e| e.for_server(name))?,
                 )
@@ -344,6 +390,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
                 env_vars: vec![],
                 cwd_path: None,
                 expand: false,
+                sandbox: None,
             })
         }
         AdhocTarget::Http(raw) => {

@@ -36,6 +36,7 @@ mod naming;
 mod net;
 mod out;
 mod render;
+mod sandbox;
 mod session;
 mod setup;
 mod spawn;

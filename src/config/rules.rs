@@ -7,7 +7,7 @@ use super::MAX_NAME;
 use crate::vars;
 
 pub(super) const STDIO_KEYS: &[&str] =
-    &["command", "args", "env", "env_vars", "cwd"];
+    &["command", "args", "env", "env_vars", "cwd", "sandbox"];
 pub(super) const HTTP_KEYS: &[&str] =
     &["url", "headers", "bearer_token_env_var", "oauth"];
 pub(super) const COMMON_KEYS: &[&str] = &[

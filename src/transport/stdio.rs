@@ -95,6 +95,9 @@ pub(crate) struct StdioTransport {
     closed: Option<Closed>,
     /// Non-JSON lines skipped so far, and their bytes.
     skipped: (usize, usize),
+    /// The sandbox the server runs in (its private temporary directory
+    /// lives as long as the transport).
+    _sandbox: Option<crate::sandbox::Plan>,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -145,6 +148,7 @@ impl StdioTransport {
         argv: &(String, Vec<String>),
         env: Vec<(String, String)>,
         max_line: usize,
+        sandbox: Option<crate::sandbox::Plan>,
     ) -> Result<StdioTransport> {
         if let Some(dir) = &spec.cwd_path
             && !dir.is_dir()
@@ -157,6 +161,13 @@ impl StdioTransport {
         let mut cmd = spawn::command(&argv.0, &argv.1, &env);
         if let Some(dir) = &spec.cwd_path {
             cmd.current_dir(dir);
+        }
+        if let Some(plan) = &sandbox {
+            plan.install(&mut cmd);
+            msg::debug(&format!(
+                "server '{name}': sandbox {}",
+                plan.summary()
+            ));
         }
 
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
@@ -173,8 +184,13 @@ impl StdioTransport {
             } else {
                 ""
             };
+            let how = if sandbox.is_some() && hint.is_empty() {
+                " (while applying its sandbox)"
+            } else {
+                hint
+            };
             Error::server(format!(
-                "cannot start '{}': {e}{hint}",
+                "cannot start '{}': {e}{how}",
                 term::line(&argv.0)
             ))
         })?;
@@ -187,6 +203,7 @@ impl StdioTransport {
                     .collect::<Vec<_>>(),
                 "env_names": names,
                 "pid": pgid,
+                "sandbox": sandbox.as_ref().map(crate::sandbox::Plan::summary),
             }),
         );
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -229,6 +246,7 @@ impl StdioTransport {
             tail,
             closed: None,
             skipped: (0, 0),
+            _sandbox: sandbox,
         };
         if let Err(e) = started {
             t.close();
