@@ -237,5 +237,5 @@ pub fn resolve(
     {
         return h.join(rest);
     }
-    base.join(text)
+    base.join(text.strip_prefix("./").unwrap_or(text))
 }
