@@ -1,7 +1,7 @@
 //! `rivumi-mcp completions SHELL` and the hidden `rivumi-mcp __servers`.
 //!
 //! The scripts are generated from the parser's own tables ([`Cmd`] and
-//! [`cli::options`]), so a new command or option completes without a
+//! [`cli::options`], with their descriptions), so a new command or option completes without a
 //! second list to keep in step. What a command's words are (server names,
 //! a command name, a shell) is the one table here, [`operand`], whose
 //! match has no catch-all: a new command must say.
@@ -17,7 +17,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::cli::{self, Cmd, Shell, ValueKind};
-use crate::cmd::man;
 use crate::config;
 use crate::error::Result;
 use crate::out;
@@ -107,7 +106,7 @@ fn valued() -> Vec<(Vec<String>, ValueKind)> {
             let mut names: Vec<String> =
                 o.short().map(|s| format!("-{s}")).into_iter().collect();
             names.push(format!("--{}", o.long()));
-            (names, o.flag().value_kind())
+            (names, o.kind())
         })
         .collect()
 }
@@ -528,7 +527,7 @@ fn fish() -> String {
             let _ = write!(line, " -s {short}");
         }
         let _ = write!(line, " -l {}", o.long());
-        match o.flag().value_kind() {
+        match o.kind() {
             ValueKind::None => {}
             ValueKind::Free => line.push_str(" -x"),
             ValueKind::File => line.push_str(" -r -F"),
@@ -539,9 +538,7 @@ fn fish() -> String {
                 let _ = write!(line, " -x -a {}", fish_quote(&set.join(" ")));
             }
         }
-        if let Some(d) = man::describe(o.long()) {
-            let _ = write!(line, " -d {}", fish_quote(&d.desc));
-        }
+        let _ = write!(line, " -d {}", fish_quote(o.help()));
         s.push_str(&line);
         s.push('\n');
     }
