@@ -267,11 +267,7 @@ fn one_server_chosen_word_never_runs_a_program() {
         vec!["prompt", "demo", "greet", &format!("--pre-tool-hook={hook}")],
         vec!["read", "demo", &format!("--stdio={hook}"), "fixture://x"],
         vec!["call", "demo", "echo", &format!("--sampling-command={hook}")],
-        vec![
-            "call",
-            "mcp__demo__echo",
-            &format!("--http=http://127.0.0.1:1/"),
-        ],
+        vec!["call", "mcp__demo__echo", "--http=http://127.0.0.1:1/"],
     ] {
         let out = run_allowed(&dir, "demo", &args).run();
         let line = assert_usage_error(&out);
