@@ -223,7 +223,9 @@ impl Cmd {
         matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt)
     }
 
-    /// Everything of the command's help but its options.
+    /// Everything of the command's help but its options. Longer than a
+    /// function should be, on purpose: it is a table, one arm of text per
+    /// command, and splitting it would scatter the help it holds.
     pub(crate) fn doc(self) -> Doc {
         match self {
             Cmd::CheckConfig => Doc {
@@ -424,7 +426,10 @@ secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"
             Cmd::Logout => Doc {
                 usage: &["logout <SERVER>"],
                 ok: "removed (or there was nothing to remove)",
-                exits: &[&[(Kind::Refused, "refused: an unsafe credential file")]],
+                exits: &[&[(
+                    Kind::Refused,
+                    "refused: an invalid config, an unsafe credential file",
+                )]],
                 ..NONE
             },
             Cmd::Discover => Doc {
@@ -450,7 +455,10 @@ how it is obtained and presented (METHOD: the grant, the client
 authentication, +dpop for a DPoP-bound token), and when it expires.
 Never the token.",
                 ok: "shown",
-                exits: &[&[(Kind::Refused, "refused: an unsafe credential file")]],
+                exits: &[&[(
+                    Kind::Refused,
+                    "refused: an invalid config, an unsafe credential file",
+                )]],
                 ..NONE
             },
             Cmd::Completions => Doc {
