@@ -1,7 +1,7 @@
 //! The command line: one front door. Every option is defined once, in
 //! [`opts`] (spelling, value, description, the commands it applies to,
 //! where it may stand); every command once, in [`cmds`] (name, summary,
-//! usage, prose, exit codes, examples). The parser ([`parse`]), every
+//! usage, prose, exit codes, examples). The parser ([`parse()`]), every
 //! `--help` ([`help`]), the man page (`cmd::man`) and the completion
 //! scripts (`cmd::completions`) are generated from those two tables.
 //!
