@@ -167,8 +167,11 @@ fn prose_roff(text: &str) -> String {
             out.push_str(".fi\n.RE\n");
         }
         if !is_verbatim && line.len() > 1 && line.ends_with(':') {
-            let _ =
-                writeln!(out, ".PP\n.B \"{}\"", esc(&line[..line.len() - 1]));
+            let _ = writeln!(
+                out,
+                ".PP\n.B \"{}\"\n.br",
+                esc(&line[..line.len() - 1])
+            );
         } else if line.is_empty() {
             out.push_str(".PP\n");
         } else if is_verbatim {
