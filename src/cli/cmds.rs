@@ -30,6 +30,21 @@ pub(crate) enum Cmd {
     Man,
 }
 
+/// What a command's non-option words complete to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operand {
+    /// Nothing (no operands, or free text such as a URI).
+    Nothing,
+    /// Server names, for every operand (`list a b`).
+    Servers,
+    /// A server name as the first operand (`call`, `read`, …).
+    Server,
+    /// A command name as the first operand (`help`).
+    Command,
+    /// A shell name as the first operand (`completions`).
+    Shell,
+}
+
 /// The parts of a command's help that are not its options.
 #[derive(Debug)]
 pub(crate) struct Doc {
@@ -221,6 +236,28 @@ impl Cmd {
     /// (`--opt=VALUE`), since one word is what a server chooses.
     pub(crate) fn operands_from_servers(self) -> bool {
         matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt)
+    }
+
+    /// What its operands are (completion offers them).
+    pub(crate) fn operands(self) -> Operand {
+        match self {
+            Cmd::List | Cmd::Lock => Operand::Servers,
+            Cmd::Call
+            | Cmd::Resources
+            | Cmd::Read
+            | Cmd::Prompts
+            | Cmd::Prompt
+            | Cmd::Login
+            | Cmd::Logout
+            | Cmd::Discover => Operand::Server,
+            Cmd::Help => Operand::Command,
+            Cmd::Completions => Operand::Shell,
+            Cmd::CheckConfig
+            | Cmd::Batch
+            | Cmd::Status
+            | Cmd::Servers
+            | Cmd::Man => Operand::Nothing,
+        }
     }
 
     /// Everything of the command's help but its options. Longer than a

@@ -25,7 +25,7 @@ mod parse;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(crate) use cmds::Cmd;
+pub(crate) use cmds::{Cmd, Operand};
 pub(crate) use help::{HELP_FLAGS, exit_rows, option_groups, title, usage};
 pub(crate) use opts::{Group, ValueKind, options};
 pub(crate) use parse::{parse, wants_json_errors};
