@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use crate::allowlist::{self, Allowlist, Verdict};
 use crate::auth::Authorization;
-use crate::cli::Global;
 use crate::config::{self, Config, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -27,6 +26,48 @@ use crate::transport::stdio::{self, StdioTransport};
 pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_REQUEST: Duration = Duration::from_secs(300);
 pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+
+/// What the operator's options say about launching servers, built by
+/// `setup` from the command line.
+#[derive(Debug, Default)]
+pub(crate) struct Settings {
+    /// `-c PATH`; `None`: `./.mcp.json`.
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// `--stdio` / `--http`: a server typed on the command line, used
+    /// instead of a config file.
+    pub(crate) adhoc: Option<Adhoc>,
+    pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_message: Option<usize>,
+    /// Log in inline when a server asks for (more) authorization.
+    pub(crate) step_up: bool,
+    /// `--protocol`: overrides every server's `protocol` key.
+    pub(crate) protocol: Option<crate::mcp::Choice>,
+    /// `--root` directories (a sandboxed server may read and write them).
+    pub(crate) roots: Vec<std::path::PathBuf>,
+    /// `--no-sandbox SERVER`: sandboxes the operator lifts for this run.
+    pub(crate) no_sandbox: Vec<String>,
+}
+
+/// A server the operator typed on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Adhoc {
+    /// `--name`, default [`ADHOC_NAME`].
+    pub(crate) name: String,
+    pub(crate) target: AdhocTarget,
+}
+
+/// What an ad-hoc server runs or reaches, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AdhocTarget {
+    /// `--stdio 'CMD ARG…'`, split into words without a shell.
+    Stdio(Vec<String>),
+    /// `--http URL`, unparsed (the config rules check it at load).
+    Http(String),
+}
+
+/// The name of an ad-hoc server when `--name` does not give one.
+pub(crate) const ADHOC_NAME: &str = "adhoc";
 
 /// The configuration and allowlist a run command works from.
 #[derive(Debug)]
@@ -52,7 +93,7 @@ pub(crate) struct Context {
 
 impl Context {
     pub(crate) fn load(
-        g: &Global,
+        g: &Settings,
         lookup: fn(&str) -> Option<String>,
     ) -> Result<Context> {
         if let Some(a) = &g.adhoc {
@@ -114,7 +155,7 @@ impl Context {
     }
 
     /// A context with no server, from the command-line settings.
-    fn new(g: &Global, lookup: fn(&str) -> Option<String>) -> Context {
+    fn new(g: &Settings, lookup: fn(&str) -> Option<String>) -> Context {
         Context {
             config: Config {
                 path: config::default_path(),
@@ -131,7 +172,7 @@ impl Context {
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
-            roots: g.client.roots.clone(),
+            roots: g.roots.clone(),
             no_sandbox: g.no_sandbox.clone(),
         }
     }
@@ -376,8 +417,7 @@ impl Context {
 /// The one-entry configuration of an ad-hoc server: built as the config
 /// rules would build it, with no expansion (nothing is read from a file)
 /// and the URL checked by the same rules.
-fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
-    use crate::cli::AdhocTarget;
+fn adhoc_config(a: &Adhoc) -> Result<Config> {
     let transport = match &a.target {
         AdhocTarget::Stdio(argv) => {
             let (command, args) = argv

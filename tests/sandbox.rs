@@ -589,7 +589,7 @@ fn interop_sandbox_fetch_network() {
     let python = root.join(FETCH_PYTHON);
     if crate::util::interop::node_and(
         "interop_sandbox_fetch_network",
-        &[python.clone()],
+        std::slice::from_ref(&python),
     )
     .is_none()
     {
@@ -599,6 +599,9 @@ fn interop_sandbox_fetch_network() {
         json!({
             "command": python.to_str().unwrap(),
             "args": ["-m", "mcp_server_fetch", "--ignore-robots-txt", "--allow-private-ips"],
+            // Without node on PATH: readabilipy would otherwise run `npm
+            // install` into its own (read-only) package on first use.
+            "env": {"PATH": python.parent().unwrap().to_str().unwrap()},
             "sandbox": {"network": network},
         })
     };

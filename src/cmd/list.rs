@@ -9,8 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::catalog::{ServerListing, collect};
-use crate::cli::Show;
+use crate::catalog::{ServerListing, Show, collect};
 use crate::error::{Error, Result};
 use crate::launch::Context;
 use crate::lockfile::{ItemKind, Lock};

@@ -14,7 +14,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Format, Show};
+use crate::catalog::Show;
+use crate::cli::Format;
 use crate::cmd::check_config::{gh_escape, gh_escape_prop};
 use crate::cmd::list;
 use crate::error::{Error, Result};

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::{Action, Executor};
-use crate::cli::Show;
+use crate::catalog::Show;
 use crate::error::{Error, Result};
 use crate::lockfile::{ItemKind, Lock};
 use crate::session::Session;
