@@ -264,6 +264,9 @@ fn transport_classes(server: &Server) -> [Value; 4] {
                             DpopMode::Auto => "auto",
                         },
                     });
+                    if m.trust_discovery {
+                        v["machine"]["trust_discovery"] = json!(true);
+                    }
                 }
                 v
             });
@@ -390,9 +393,15 @@ mod tests {
         assert_ne!(a, plain);
         assert_ne!(a, corp("https://evil.example/token"));
         let key = fingerprint(&with_oauth(
-            r#"{"client_id": "c", "grant": "client_credentials", "client_key_file": "/k.pem"}"#,
+            r#"{"client_id": "c", "grant": "client_credentials", "client_key_file": "/k.pem",
+                "authorization_server": "https://as.example"}"#,
         ));
         assert_ne!(key, plain);
+        // The opt-in to the server's choice of authorization server.
+        let trusting = fingerprint(&with_oauth(
+            r#"{"client_id": "c", "trust_discovery": true}"#,
+        ));
+        assert_ne!(trusting, plain);
     }
 
     /// The server of a one-server config whose entry is `entry`.

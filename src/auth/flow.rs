@@ -695,6 +695,12 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     let secret = configured_secret(&req)?;
     let store_path = store::path(req.lookup)?;
     let stored = store::get(&store_path, server)?;
+    // A platform's assertion (or ID token) is read and checked before any
+    // request: a malformed or expired one stops here.
+    let assertion = match &req.oauth.machine.assertion {
+        Some(a) => Some(machine::read_assertion(a, req.lookup)?),
+        None => None,
+    };
     let d = Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
     let mut challenge = req.challenge.clone();
     let found = endpoints(&req, &mut challenge, &d)?;
@@ -731,16 +737,20 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
             client(&req, secret.as_ref(), &ep, None, stored.as_ref(), &d)?;
         let client = identity.as_client();
         let scope = scope.as_deref();
-        tokens = match (&m.assertion, &m.enterprise) {
-            (Some(a), None) => {
-                let assertion = machine::read_assertion(a, req.lookup)?;
+        tokens = match (&m.assertion, assertion, &m.enterprise) {
+            (Some(a), Some(assertion), None) => {
+                machine::check_audience(
+                    a,
+                    &assertion,
+                    issuer.as_deref(),
+                    &ep.token,
+                )?;
                 machine::jwt_bearer(
                     &ep.token, &client, &assertion, scope, &resource, proofs,
                     &d,
                 )?
             }
-            (Some(a), Some(idp)) => {
-                let id_token = machine::read_assertion(a, req.lookup)?;
+            (Some(_), Some(id_token), Some(idp)) => {
                 // The ID-JAG is addressed to the authorization server.
                 let audience = issuer.clone().ok_or_else(|| {
                     Error::new(

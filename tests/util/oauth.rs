@@ -1704,6 +1704,11 @@ impl MachineSite {
         requests_under(&self.fx, Some("POST"), "/idp/token")
     }
 
+    /// Every request the site received.
+    pub fn requests(&self) -> Vec<Request> {
+        self.fx.requests()
+    }
+
     pub fn mcp_requests(&self) -> Vec<Request> {
         requests_under(&self.fx, None, "/mcp")
     }
