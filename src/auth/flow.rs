@@ -170,7 +170,9 @@ fn endpoints(
 ) -> Result<Found> {
     let o = req.oauth;
     if let Some(iss) = &o.authorization_server {
-        return Ok(Found::endpoints(discovery::auth_server(iss, d)?.into()));
+        // Configured by the operator, with whatever its metadata names.
+        let a = discovery::auth_server(iss, &net::Reach::anywhere(), d)?;
+        return Ok(Found::endpoints(a.into()));
     }
     if let (Some(a), Some(t)) = (&o.authorization_endpoint, &o.token_endpoint)
     {
@@ -191,6 +193,9 @@ fn endpoints(
         }));
     }
     let url = &req.http.url;
+    // From here on the MCP server says where to go: not inside, unless it
+    // is there itself.
+    let reach = net::Reach::of(url, req.lookup);
     if challenge.is_none() {
         let (status, header) = probe(url, d)?;
         let ch = Bearer::from_header(&header);
@@ -201,7 +206,8 @@ fn endpoints(
         *challenge = Some(ch);
     }
     let hint = challenge.as_ref().and_then(|c| c.resource_metadata.clone());
-    let (prm, tried) = discovery::try_resource(url, hint.as_deref(), d)?;
+    let (prm, tried) =
+        discovery::try_resource(url, hint.as_deref(), &reach, d)?;
     if let Some(prm) = prm {
         let first = prm.authorization_servers.first().ok_or_else(|| {
             Error::server(format!(
@@ -216,7 +222,7 @@ fn endpoints(
                 term::line(first)
             ))
         })?;
-        let a = discovery::auth_server(&iss, d)?;
+        let a = discovery::auth_server(&iss, &reach, d)?;
         msg::debug(&format!(
             "server '{}': authorization server {} (metadata at {})",
             req.server,
@@ -237,7 +243,7 @@ fn endpoints(
         req.server,
         tried.join(", ")
     ));
-    if let Some(a) = discovery::legacy_auth_server(url, d)? {
+    if let Some(a) = discovery::legacy_auth_server(url, &reach, d)? {
         return Ok(Found::endpoints(a.into()));
     }
     Ok(Found::endpoints(Endpoints {
