@@ -362,17 +362,9 @@ mod tests {
 
     /// The server of a one-server config whose `oauth` block is `oauth`.
     fn with_oauth(oauth: &str) -> Server {
-        let text = format!(
-            r#"{{"mcpServers": {{"a": {{"url": "https://x.example/mcp", "oauth": {oauth}}}}}}}"#
-        );
-        let c = crate::config::validate(
-            &text,
-            std::path::Path::new("t.json"),
-            std::path::Path::new("/"),
-            false,
-            &|_| Some("v".into()),
-        );
-        c.entries[0].server.clone().expect("a valid entry")
+        entry(&format!(
+            r#"{{"url": "https://x.example/mcp", "oauth": {oauth}}}"#
+        ))
     }
 
     /// Where an assertion is sent (the IdP) and read from are part of

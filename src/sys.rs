@@ -233,15 +233,28 @@ pub(crate) fn session_members(sid: i32) -> Vec<i32> {
     if sid <= 1 || sid == own {
         return vec![];
     }
+    other_processes()
+        .into_iter()
+        .filter(|(_, dir)| {
+            std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|(_, session)| session == sid)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Every process but this one, with its `/proc/PID` directory (Linux;
+/// none where there is no `/proc`).
+pub(crate) fn other_processes() -> Vec<(i32, std::path::PathBuf)> {
     let me = std::process::id() as i32;
     let Ok(procs) = std::fs::read_dir("/proc") else { return vec![] };
     procs
         .flatten()
         .filter_map(|p| {
             let pid: i32 = p.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
-            let (_, session) = parse_stat(&stat)?;
-            (session == sid && pid != me).then_some(pid)
+            (pid != me).then(|| (pid, p.path()))
         })
         .collect()
 }
