@@ -180,7 +180,7 @@ impl Reach {
             return Ok(());
         }
         let addrs = addresses(url).map_err(|e| {
-            Error::server(format!(
+            Error::refused(format!(
                 "{what} {url}: cannot resolve its host to check where it \
                  points: {e}"
             ))
