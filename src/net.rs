@@ -50,10 +50,15 @@ impl Resolver for LoopbackResolver {
     }
 }
 
-/// Resolves as ureq does, then refuses an answer that holds an address
-/// inside ([`is_inside`]): the connection-time half of [`Reach`].
-#[derive(Debug, Default)]
-struct OutsideResolver(DefaultResolver);
+/// Resolves as ureq does, then refuses an answer for `host` that holds an
+/// address inside ([`is_inside`]): the connection-time half of [`Reach`].
+/// Another host (a CONNECT proxy's, which may well be inside) resolves as
+/// usual.
+#[derive(Debug)]
+struct OutsideResolver {
+    inner: DefaultResolver,
+    host: String,
+}
 
 impl Resolver for OutsideResolver {
     fn resolve(
@@ -62,7 +67,14 @@ impl Resolver for OutsideResolver {
         config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> std::result::Result<ResolvedSocketAddrs, ureq::Error> {
-        let addrs = self.0.resolve(uri, config, timeout)?;
+        let addrs = self.inner.resolve(uri, config, timeout)?;
+        let target = uri.host().is_some_and(|h| {
+            h.trim_start_matches('[').trim_end_matches(']')
+                == self.host.trim_start_matches('[').trim_end_matches(']')
+        });
+        if !target {
+            return Ok(addrs);
+        }
         if let Some(a) = addrs.iter().find(|a| is_inside(a.ip())) {
             return Err(ureq::Error::Io(std::io::Error::other(format!(
                 "it resolves to {}, an address inside; a URL discovered \
@@ -240,7 +252,10 @@ pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
         _ if outside_only(url) => Agent::with_parts(
             config,
             DefaultConnector::new(),
-            OutsideResolver::default(),
+            OutsideResolver {
+                inner: DefaultResolver::default(),
+                host: url.host_str(),
+            },
         ),
         _ => Agent::with_parts(
             config,
@@ -450,6 +465,22 @@ mod tests {
         ] {
             assert!(!is_inside(ip(a)), "{a}");
         }
+    }
+
+    /// A checked origin whose name comes to resolve inside (rebinding)
+    /// is refused where the connection is made, and nothing connects.
+    #[test]
+    fn a_checked_origin_is_refused_at_connection_time() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/x")).unwrap();
+        let d = crate::deadline::Deadline::new("t", Duration::from_secs(5));
+        // As if a check had passed for it (when it resolved outside).
+        OUTSIDE_ONLY.lock().unwrap().push(url.origin());
+        let e = request("GET", &url, &[], None, &d).unwrap_err();
+        assert!(e.to_string().contains("an address inside"), "{e}");
+        assert!(l.accept().is_err(), "nothing may connect");
     }
 
     #[test]
