@@ -77,7 +77,7 @@ pub(crate) struct Context {
     startup: Option<Duration>,
     timeout: Option<Duration>,
     max_message: usize,
-    lookup: fn(&str) -> Option<String>,
+    pub(crate) lookup: fn(&str) -> Option<String>,
     step_up: bool,
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.

@@ -148,6 +148,22 @@ fn snapshot(ctx: &Context, name: &str) -> Result<Snapshot> {
             ))
             .for_server(name));
         }
+        // Which of two definitions of one name would be pinned, and
+        // which would a call reach? Neither is guessed.
+        let twice = lockfile::conflicts(kind, &listing.items);
+        if let Some(id) = twice.first() {
+            return Err(Error::server(format!(
+                "{}: '{}' is listed twice with different definitions{}, so \
+                 it cannot be locked or checked",
+                kind.key(),
+                term::line(id),
+                match twice.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                }
+            ))
+            .for_server(name));
+        }
         snap.add_items(kind, &listing.items);
     }
     Ok(snap)

@@ -410,6 +410,11 @@ mod tests {
         assert!(check_name("a-b_1").is_ok());
         assert!(check_name("a__b").is_err());
         assert!(check_name("a.b").is_err());
+        assert!(check_name("1a").is_ok());
+        for bad in ["--config", "-e", "--help", "_x", "-"] {
+            let e = check_name(bad).unwrap_err();
+            assert!(e.contains("start with a letter or a digit"), "{e}");
+        }
         assert!(check_name(&"x".repeat(65)).is_err());
     }
 }

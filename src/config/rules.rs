@@ -107,6 +107,14 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
             crate::term::line(name)
         ));
     }
+    // A name that starts with '-' reads as an option when typed
+    // (`--config`, `-e`), and completion would offer it as one.
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "server name '{}' must start with a letter or a digit",
+            crate::term::line(name)
+        ));
+    }
     if name.contains("__") {
         return Err(format!(
             "server name '{name}' contains '__', the separator of \

@@ -178,22 +178,23 @@ impl StdioTransport {
                 .collect::<Vec<_>>(),
             names.join(",")
         ));
-        let (mut child, pgid) = spawn::start_group(&mut cmd).map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (not found; the command runs without a shell, on PATH)"
-            } else {
-                ""
-            };
-            let how = if sandbox.is_some() && hint.is_empty() {
-                " (while applying its sandbox)"
-            } else {
-                hint
-            };
-            Error::server(format!(
-                "cannot start '{}': {e}{how}",
-                term::line(&argv.0)
-            ))
-        })?;
+        let (mut child, pgid) =
+            spawn::start_session(&mut cmd).map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (not found; the command runs without a shell, on PATH)"
+                } else {
+                    ""
+                };
+                let how = if sandbox.is_some() && hint.is_empty() {
+                    " (while applying its sandbox)"
+                } else {
+                    hint
+                };
+                Error::server(format!(
+                    "cannot start '{}': {e}{how}",
+                    term::line(&argv.0)
+                ))
+            })?;
         journal::event(
             "server_spawned",
             serde_json::json!({
@@ -763,6 +764,16 @@ impl Transport for StdioTransport {
                 sys::kill_group(self.pgid, sys::SIGKILL);
                 sys::wait_group_gone(self.pgid, GRACE);
             }
+        }
+        // 4. And what left the group but not the server's session (its
+        // id is the group's): found on Linux, ended the same way.
+        let strays = sys::end_session(self.pgid, GRACE);
+        if strays > 0 {
+            msg::debug(&format!(
+                "server '{}': ended {strays} process(es) of its session \
+                 outside its group",
+                self.name
+            ));
         }
         sys::unregister_group(self.pgid);
         msg::debug(&format!(
