@@ -24,10 +24,15 @@ use headers::ParamHeader;
 /// A protocol revision, oldest first (so `<` means older).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
+    /// 2024-11-05, the first revision (handshake era).
     V2024_11_05,
+    /// 2025-03-26 (handshake era; Streamable HTTP).
     V2025_03_26,
+    /// 2025-06-18 (handshake era; elicitation).
     V2025_06_18,
+    /// 2025-11-25 (the last handshake-era revision).
     V2025_11_25,
+    /// 2026-07-28 (no handshake; `_meta` envelope).
     V2026_07_28,
 }
 
@@ -51,6 +56,7 @@ impl Version {
     /// The revision without a handshake that this client speaks.
     pub const MODERN: Version = Version::V2026_07_28;
 
+    /// The revision as the wire spells it (`"2025-11-25"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Version::V2024_11_05 => "2024-11-05",
@@ -109,8 +115,10 @@ pub enum Choice {
 }
 
 impl Choice {
+    /// The names `--protocol` accepts, in help order.
     pub const NAMES: [&str; 3] = ["auto", "modern", "legacy"];
 
+    /// The choice a `--protocol` name stands for, if any.
     pub fn parse(s: &str) -> Option<Choice> {
         match s {
             "auto" => Some(Choice::Auto),
@@ -123,25 +131,44 @@ impl Choice {
 
 /// Method names, as the specification spells them.
 pub mod method {
+    /// The handshake-era `initialize` request.
     pub const INITIALIZE: &str = "initialize";
+    /// The 2026-07-28 `server/discover` request.
     pub const SERVER_DISCOVER: &str = "server/discover";
+    /// A server's request for user input (form or URL).
     pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// A server's request for an LLM completion.
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// A server's request for the client's roots.
     pub const ROOTS_LIST: &str = "roots/list";
+    /// Sets the server's logging level.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// A liveness check, in either direction.
     pub const PING: &str = "ping";
+    /// Lists the server's tools (paged).
     pub const TOOLS_LIST: &str = "tools/list";
+    /// Calls a tool.
     pub const TOOLS_CALL: &str = "tools/call";
+    /// Lists the server's resources (paged).
     pub const RESOURCES_LIST: &str = "resources/list";
+    /// Lists the server's resource templates (paged).
     pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Reads a resource.
     pub const RESOURCES_READ: &str = "resources/read";
+    /// Lists the server's prompts (paged).
     pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Gets a prompt.
     pub const PROMPTS_GET: &str = "prompts/get";
 
+    /// Sent after a successful `initialize`.
     pub const INITIALIZED: &str = "notifications/initialized";
+    /// Cancels a request in flight.
     pub const CANCELLED: &str = "notifications/cancelled";
+    /// Progress of a request that asked for it.
     pub const PROGRESS: &str = "notifications/progress";
+    /// A log message from the server.
     pub const MESSAGE: &str = "notifications/message";
+    /// The server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
@@ -149,11 +176,17 @@ pub mod method {
 
 /// JSON-RPC and MCP error codes that this client produces or names.
 pub mod code {
+    /// JSON-RPC: the method does not exist.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// JSON-RPC: invalid params (also MCP's resource not found).
     pub const INVALID_PARAMS: i64 = -32602;
+    /// JSON-RPC: internal error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP 2026-07-28: a header disagrees with the body.
     pub const HEADER_MISMATCH: i64 = -32020;
+    /// MCP 2026-07-28: the request needs a capability the client lacks.
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    /// MCP 2026-07-28: the protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
     /// The name of a code that MCP defines, for messages.
@@ -175,12 +208,17 @@ pub mod code {
 
 /// The `_meta` keys of the 2026-07-28 envelope.
 pub mod meta {
+    /// The revision a request speaks.
     pub const PROTOCOL_VERSION: &str =
         "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities, sent on every request.
     pub const CLIENT_CAPABILITIES: &str =
         "io.modelcontextprotocol/clientCapabilities";
+    /// The client's name and version.
     pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The server's name and version, in a result's `_meta`.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The logging level the client asks for.
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 }
 
@@ -228,12 +266,15 @@ impl Capabilities {
 /// on the stream or a 2026-07-28 `inputRequests` entry.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ask {
+    /// `ping`.
     Ping,
     /// `elicitation/create` in form mode.
     Form,
     /// `elicitation/create` in URL mode.
     Url,
+    /// `sampling/createMessage`.
     Sampling,
+    /// `roots/list`.
     Roots,
 }
 
@@ -296,13 +337,18 @@ pub fn ask(
 /// A paged list and the key of its items in each page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum List {
+    /// `tools/list`.
     Tools,
+    /// `resources/list`.
     Resources,
+    /// `resources/templates/list`.
     ResourceTemplates,
+    /// `prompts/list`.
     Prompts,
 }
 
 impl List {
+    /// The method that fetches a page of this list.
     pub fn method(self) -> &'static str {
         match self {
             List::Tools => method::TOOLS_LIST,
@@ -336,20 +382,29 @@ impl List {
 pub enum Call<'a> {
     /// `headers`: the parameters the tool designated with `x-mcp-header`.
     Tool {
+        /// The tool's name.
         name: &'a str,
+        /// The tool's arguments.
         arguments: &'a Map<String, Value>,
+        /// The tool's designated parameter headers.
         headers: &'a [ParamHeader],
     },
+    /// `resources/read`.
     Read {
+        /// The resource's URI.
         uri: &'a str,
     },
+    /// `prompts/get`.
     Prompt {
+        /// The prompt's name.
         name: &'a str,
+        /// The prompt's arguments.
         arguments: &'a Map<String, Value>,
     },
 }
 
 impl Call<'_> {
+    /// The method of the request.
     pub fn method(&self) -> &'static str {
         match self {
             Call::Tool { .. } => method::TOOLS_CALL,
@@ -358,6 +413,7 @@ impl Call<'_> {
         }
     }
 
+    /// The params of the request.
     pub fn params(&self) -> Value {
         match self {
             Call::Tool { name, arguments, .. }
@@ -431,9 +487,13 @@ pub fn with_modern_meta(
 /// What a 2026-07-28 server said about itself in `server/discover`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Discovered {
+    /// The versions the server supports, as it spells them.
     pub supported: Vec<String>,
+    /// The server's capabilities (`{}` when absent).
     pub capabilities: Value,
+    /// The server's instructions, if any.
     pub instructions: Option<String>,
+    /// The server's `serverInfo` (`null` when absent).
     pub server_info: Value,
 }
 
@@ -478,11 +538,15 @@ pub fn server_info(result: &Value) -> Option<Value> {
 /// `resultType` and are complete).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResultType {
+    /// The result is final.
     Complete,
+    /// The server needs input before it can finish.
     InputRequired,
+    /// A `resultType` this client does not know, as sent.
     Unknown(String),
 }
 
+/// The kind of a result, from its `resultType`.
 pub fn result_type(result: &Value) -> ResultType {
     match result.get("resultType") {
         None => ResultType::Complete,
@@ -508,8 +572,11 @@ pub fn may_require_input(method: &str) -> bool {
 /// One thing an `input_required` result asks of the client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InputRequest {
+    /// The key to answer under in `inputResponses`.
     pub key: String,
+    /// The method the request stands for (`elicitation/create`, ...).
     pub method: String,
+    /// Its params.
     pub params: Value,
 }
 
@@ -636,7 +703,9 @@ pub fn is_initialized(m: &Value) -> bool {
 pub struct RpcError {
     /// `None` when the error object has no integer `code`.
     pub code: Option<i64>,
+    /// The error's message (as sent).
     pub message: String,
+    /// The error's `data`, if any.
     pub data: Option<Value>,
 }
 
@@ -760,11 +829,28 @@ fn record_field_order(schema: &jsonpos::Node, v: &mut Value) {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Incoming {
     /// A response to one of our requests.
-    Response { id: Value, outcome: Outcome },
+    Response {
+        /// The id of our request.
+        id: Value,
+        /// Its result or error.
+        outcome: Outcome,
+    },
     /// A request the server makes of us; it wants an answer.
-    Request { id: Value, method: String, params: Value },
+    Request {
+        /// The server's id, echoed in our answer.
+        id: Value,
+        /// The method asked for.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
     /// A notification; it wants no answer.
-    Notification { method: String, params: Value },
+    Notification {
+        /// The notification's method.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
     /// Anything else, with the reason (for `-v`).
     Invalid(&'static str),
 }
@@ -772,7 +858,9 @@ pub enum Incoming {
 /// How a response ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// A result object.
     Result(Value),
+    /// An error object.
     Error(RpcError),
     /// A `result` that is not an object.
     BadResult,
