@@ -759,6 +759,8 @@ impl Session {
         let mut l = Listing::default();
         let mut cursor: Option<String> = None;
         let mut seen = BTreeSet::new();
+        // What the items kept so far take, held to one message's bound.
+        let (mut kept, budget) = (0usize, self.transport.tree_budget());
         for page in 1..=MAX_PAGES {
             let params = mcp::List::page_params(cursor.as_deref());
             let what = format!("{method} (page {page})");
@@ -770,7 +772,23 @@ impl Session {
             match r.get(key) {
                 Some(Value::Array(a)) => {
                     let room = MAX_ITEMS - l.items.len();
-                    l.items.extend(a.iter().take(room).cloned());
+                    for item in a.iter().take(room) {
+                        kept =
+                            kept.saturating_add(mcp::size::value_size(item));
+                        if kept > budget {
+                            self.incomplete(
+                                method,
+                                &format!(
+                                    "its pages would take more than {} MiB \
+                                     of memory ({} × --max-message)",
+                                    budget.div_ceil(1 << 20),
+                                    crate::transport::TREE_PER_MESSAGE
+                                ),
+                            );
+                            return Ok(l);
+                        }
+                        l.items.push(item.clone());
+                    }
                     if a.len() > room {
                         self.incomplete(
                             method,

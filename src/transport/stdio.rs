@@ -95,6 +95,8 @@ pub(crate) struct StdioTransport {
     closed: Option<Closed>,
     /// Non-JSON lines skipped so far, and their bytes.
     skipped: (usize, usize),
+    /// What one parsed message may take ([`super::tree_budget`]).
+    budget: usize,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -229,6 +231,7 @@ impl StdioTransport {
             tail,
             closed: None,
             skipped: (0, 0),
+            budget: super::tree_budget(max_line),
         };
         if let Err(e) = started {
             t.close();
@@ -703,11 +706,19 @@ impl Transport for StdioTransport {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match crate::mcp::parse_message(line) {
-                Ok(v) => return Ok(v),
-                Err(_) => self.skip(line)?,
+            match super::parse(line, self.budget) {
+                Ok(Some(v)) => return Ok(v),
+                Ok(None) => self.skip(line)?,
+                Err(e) => {
+                    self.close();
+                    return Err(e);
+                }
             }
         }
+    }
+
+    fn tree_budget(&self) -> usize {
+        self.budget
     }
 
     fn close(&mut self) -> Closed {

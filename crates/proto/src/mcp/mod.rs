@@ -15,6 +15,9 @@
 //! is unit-tested on values.
 
 pub mod headers;
+pub mod size;
+
+use std::fmt;
 
 use serde_json::{Map, Value, json};
 
@@ -770,16 +773,53 @@ pub const FIELD_ORDER: &str = "x-rivumi-field-order";
 
 /// Messages longer than this are not read a second time for field order
 /// (a form is small; a large tool result that merely quotes one is not a
-/// form).
-const MAX_ORDERED: usize = 1 << 20;
+/// form). The second reading's tree is bounded by it too.
+const MAX_ORDERED: usize = 256 << 10;
 
-/// Parses one message from a server. A form (`elicitation/create`) is
+/// Why a server's message was not parsed.
+#[derive(Debug)]
+pub enum Unparsed {
+    /// The text is not JSON.
+    Json(serde_json::Error),
+    /// JSON whose tree would take more memory than allowed
+    /// ([`size::parsed_size`]); nothing was built.
+    TooLarge {
+        /// The estimate, in bytes.
+        estimate: usize,
+        /// The bound, in bytes.
+        budget: usize,
+    },
+}
+
+impl fmt::Display for Unparsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unparsed::Json(e) => write!(f, "{e}"),
+            Unparsed::TooLarge { estimate, budget } => write!(
+                f,
+                "a message that would take about {} MiB of memory once \
+                 parsed (many small values), more than the {} MiB allowed",
+                estimate.div_ceil(1 << 20),
+                budget.div_ceil(1 << 20)
+            ),
+        }
+    }
+}
+
+/// Parses one message from a server, refusing one whose tree would take
+/// more than `budget` bytes ([`size::parsed_size`]) before building it.
+/// A form (`elicitation/create`) is
 /// asked in the order its schema lists its fields, which serde_json does
 /// not keep: where the text holds a `requestedSchema`, its `properties`
 /// are read again with [`jsonpos`] (which keeps order) and their names
 /// are put into that schema as [`FIELD_ORDER`]. Nothing else changes.
-pub fn parse_message(bytes: &[u8]) -> serde_json::Result<Value> {
-    let mut v: Value = serde_json::from_slice(bytes)?;
+pub fn parse_message(bytes: &[u8], budget: usize) -> Result<Value, Unparsed> {
+    let estimate = size::parsed_size(bytes);
+    if estimate > budget {
+        return Err(Unparsed::TooLarge { estimate, budget });
+    }
+    let mut v: Value =
+        serde_json::from_slice(bytes).map_err(Unparsed::Json)?;
     let holds_form = bytes.len() <= MAX_ORDERED
         && bytes.windows(17).any(|w| w == b"\"requestedSchema\"");
     if holds_form
@@ -1139,6 +1179,18 @@ mod tests {
     }
 
     #[test]
+    fn a_message_that_would_expand_past_the_budget_is_refused_unbuilt() {
+        let block = r#"{"type":"text","text":""}"#;
+        let text =
+            format!(r#"{{"content":[{}]}}"#, vec![block; 1000].join(","));
+        let need = size::parsed_size(text.as_bytes());
+        assert!(parse_message(text.as_bytes(), need).is_ok());
+        let e = parse_message(text.as_bytes(), need - 1).unwrap_err();
+        assert!(matches!(e, Unparsed::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("MiB of memory once parsed"), "{e}");
+    }
+
+    #[test]
     fn forms_keep_the_order_of_their_fields() {
         // A 2025 request and a 2026-07-28 input request, fields out of
         // alphabetical order.
@@ -1146,30 +1198,30 @@ mod tests {
             "params":{"message":"m","requestedSchema":{"type":"object",
             "properties":{"zeta":{"type":"string"},"alpha":{"type":"string"},
             "mid":{"type":"integer"}}}}}"#;
-        let v = parse_message(text).unwrap();
+        let v = parse_message(text, usize::MAX).unwrap();
         let order = &v["params"]["requestedSchema"][FIELD_ORDER];
         assert_eq!(order, &json!(["zeta", "alpha", "mid"]));
         let text = br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":
             "input_required","inputRequests":{"k":{"method":
             "elicitation/create","params":{"requestedSchema":{"properties":
             {"b":{"type":"string"},"a":{"type":"string"}}}}}}}}"#;
-        let v = parse_message(text).unwrap();
+        let v = parse_message(text, usize::MAX).unwrap();
         let schema =
             &v["result"]["inputRequests"]["k"]["params"]["requestedSchema"];
         assert_eq!(schema[FIELD_ORDER], json!(["b", "a"]));
         // Other messages are what serde_json reads, nothing added.
         let plain = br#"{"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2}}"#;
         assert_eq!(
-            parse_message(plain).unwrap(),
+            parse_message(plain, usize::MAX).unwrap(),
             serde_json::from_slice::<Value>(plain).unwrap()
         );
-        assert!(parse_message(b"{nope").is_err());
+        assert!(parse_message(b"{nope", usize::MAX).is_err());
         // Too large to be a form: not read twice.
         let pad = "x".repeat(MAX_ORDERED);
         let big = format!(
             r#"{{"p":"{pad}","requestedSchema":{{"properties":{{"b":{{}},"a":{{}}}}}}}}"#
         );
-        let v = parse_message(big.as_bytes()).unwrap();
+        let v = parse_message(big.as_bytes(), usize::MAX).unwrap();
         assert!(v["requestedSchema"].get(FIELD_ORDER).is_none());
     }
 }
