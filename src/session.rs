@@ -86,6 +86,9 @@ pub(crate) struct ServerAsk<'a> {
     pub(crate) params: &'a Value,
     /// A `batch` line's `answers`, which replace `--answer` for its forms.
     pub(crate) answers: Option<&'a Map<String, Value>>,
+    /// When the request this serves times out (`--timeout`): a question
+    /// or a command waits no longer.
+    pub(crate) until: std::time::Instant,
 }
 
 /// What answers a server's requests: the operator's options, fixed before
@@ -98,6 +101,9 @@ pub(crate) trait Client: Send + Sync {
     /// The result for one request of a declared kind; `Err` is sent as an
     /// error answer.
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+    /// A new round of requests begins (a 2026-07-28 `input_required`
+    /// result, or one 2025-era request): a person's Ctrl-C ends a round.
+    fn begin_round(&self) {}
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -476,11 +482,19 @@ impl Session {
             }
             let (requests, state) = mcp::input_requests(&result)
                 .map_err(|why| Error::server(format!("{method}: {why}")))?;
+            drop(result);
             let mut responses = Map::new();
+            self.client.begin_round();
             for r in &requests {
-                let answer = self
-                    .serve(&r.method, &r.params)
-                    .map_err(|why| Error::server(term::line(&why)))?;
+                // The request's deadline holds between answers too.
+                d.remaining()?;
+                let answer = self.serve(&r.method, &r.params, d).map_err(
+                    // An answer cut short by the deadline is the deadline's.
+                    |why| match d.remaining() {
+                        Err(late) => late,
+                        Ok(_) => Error::server(term::line(&why)),
+                    },
+                )?;
                 responses.insert(r.key.clone(), answer);
             }
             params = mcp::retry_params(&original, responses, state.as_ref());
@@ -630,7 +644,8 @@ impl Session {
         id: Value,
         d: &Deadline,
     ) -> Result<()> {
-        let reply = match self.serve(method, params) {
+        self.client.begin_round();
+        let reply = match self.serve(method, params, d) {
             Ok(result) => mcp::response(id, result),
             Err(why) => {
                 let code = if mcp::ask(method, params, self.caps()).is_ok() {
@@ -650,6 +665,7 @@ impl Session {
         &mut self,
         method: &str,
         params: &Value,
+        d: &Deadline,
     ) -> std::result::Result<Value, String> {
         let ask = match mcp::ask(method, params, self.caps()) {
             Ok(a) => a,
@@ -674,6 +690,8 @@ impl Session {
             ask,
             params,
             answers: self.answers.as_ref(),
+            until: std::time::Instant::now()
+                + d.remaining().unwrap_or(Duration::ZERO),
         };
         let r = self.client.serve(&q);
         if let Err(why) = &r {

@@ -15,7 +15,8 @@
 mod tty;
 
 use std::path::Path;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -55,6 +56,9 @@ pub(crate) struct Operator {
     yes: bool,
     read_only: bool,
     log_level: Option<String>,
+    /// A person pressed Ctrl-C at a question of this round: the rest of
+    /// the round is not asked.
+    round_cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl Operator {
@@ -103,6 +107,7 @@ impl Operator {
             yes,
             read_only,
             log_level: o.log_level.clone(),
+            round_cancelled: Default::default(),
         })
     }
 
@@ -146,12 +151,15 @@ impl Operator {
         let (content, missing) = form.fill(&given, defaults);
         let asking = matches!(self.elicit, None | Some(Elicit::Ask))
             || !missing.is_empty();
-        let tty = if asking { Tty::open() } else { None };
+        let tty = if asking { Tty::open(q.until) } else { None };
         if let Some(mut tty) = tty {
             return match ask_form(&mut tty, q.server, &form, content) {
                 Asked::Accept(content) => note.accept(content),
                 Asked::Decline => note.decline(),
-                Asked::Cancel => note.cancel(),
+                Asked::Cancel(by_person) => {
+                    self.cancelled_by(by_person);
+                    note.cancel()
+                }
             };
         }
         if !missing.is_empty() {
@@ -202,7 +210,7 @@ impl Operator {
             Some(Elicit::Cancel) => return note.cancel(),
             _ => {}
         }
-        let Some(mut tty) = Tty::open() else {
+        let Some(mut tty) = Tty::open(q.until) else {
             msg::line(&format!(
                 "rivumi-mcp: server '{}' asks you to open {} ({}); declined: \
                  no terminal to ask",
@@ -226,7 +234,10 @@ impl Operator {
         }
         match tty.read_line() {
             Typed::Line(l) if yes(&l) => {}
-            Typed::Cancel => return note.cancel(),
+            Typed::Cancel => {
+                self.cancelled_by(true);
+                return note.cancel();
+            }
             _ => return note.decline(),
         }
         drop(tty);
@@ -254,7 +265,7 @@ impl Operator {
                 .into());
         }
         if !self.yes {
-            let Some(mut tty) = Tty::open() else {
+            let Some(mut tty) = Tty::open(q.until) else {
                 return Err("sampling needs approval, but there is no \
                             terminal to ask; pass --yes to approve it"
                     .into());
@@ -271,15 +282,20 @@ impl Operator {
             }
             match tty.read_line() {
                 Typed::Line(l) if yes(&l) => {}
+                Typed::Cancel => {
+                    self.cancelled_by(true);
+                    return Err("sampling was not approved".into());
+                }
                 _ => return Err("sampling was not approved".into()),
             }
         }
-        match executor::run_bounded(
-            argv,
-            q.params,
-            self.sampling_timeout,
-            SAMPLING_STDOUT,
-        ) {
+        // Never past the request's own deadline.
+        let left = q.until.saturating_duration_since(Instant::now());
+        let timeout = self.sampling_timeout.min(left);
+        if timeout.is_zero() {
+            return Err("the request's deadline has passed".into());
+        }
+        match executor::run_bounded(argv, q.params, timeout, SAMPLING_STDOUT) {
             executor::Ended::Done { status, stdout, stderr } => {
                 if !status.success() {
                     let why = String::from_utf8_lossy(&stderr);
@@ -303,7 +319,7 @@ impl Operator {
             )),
             executor::Ended::TimedOut { exited } => Err(format!(
                 "the sampling command {}",
-                executor::timed_out(self.sampling_timeout, exited)
+                executor::timed_out(timeout, exited)
             )),
         }
     }
@@ -312,6 +328,10 @@ impl Operator {
 impl Client for Operator {
     fn capabilities(&self) -> mcp::Capabilities {
         self.caps
+    }
+
+    fn begin_round(&self) {
+        self.round_cancelled.store(false, Ordering::SeqCst);
     }
 
     fn log_level(&self) -> Option<&str> {
@@ -323,8 +343,16 @@ impl Client for Operator {
         // One question on the terminal at a time, even when several
         // servers (list) ask at once.
         let _turn = ASKING.lock().unwrap_or_else(|e| e.into_inner());
+        let cancelled = self.round_cancelled.load(Ordering::SeqCst);
         let answer = match q.ask {
             Ask::Ping => return Ok(json!({})),
+            // Ctrl-C at an earlier question of this round: nothing more is
+            // asked or run in it.
+            Ask::Form | Ask::Url if cancelled => Ok(note.cancel()),
+            Ask::Sampling if cancelled => {
+                note.action = "refused";
+                Err("cancelled at the terminal".into())
+            }
             Ask::Form => Ok(self.form(q, &mut note)),
             Ask::Url => Ok(self.url(q, &mut note)),
             Ask::Roots => {
@@ -343,6 +371,15 @@ impl Client for Operator {
                    "action": note.action, "fields": note.fields}),
         );
         answer
+    }
+}
+
+impl Operator {
+    /// Notes a cancel; one a person typed (Ctrl-C) ends the round.
+    fn cancelled_by(&self, person: bool) {
+        if person {
+            self.round_cancelled.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -375,7 +412,8 @@ impl Note {
 enum Asked {
     Accept(Map<String, Value>),
     Decline,
-    Cancel,
+    /// Cancelled; `true` when a person typed Ctrl-C (or Ctrl-D).
+    Cancel(bool),
 }
 
 /// Asks a form on the terminal: each field not answered yet, in order,
@@ -399,7 +437,7 @@ fn ask_form(
     }
     text.push_str("(Enter takes the default; Ctrl-C cancels)\n");
     if !tty.write(&text) {
-        return Asked::Cancel;
+        return Asked::Cancel(false);
     }
     for f in &form.fields {
         if content.contains_key(&f.name) {
@@ -443,11 +481,12 @@ fn ask_form(
         q.push_str("\n> ");
         loop {
             if !tty.write(&q) {
-                return Asked::Cancel;
+                return Asked::Cancel(false);
             }
             let line = match tty.read_line() {
                 Typed::Line(l) => l,
-                Typed::Cancel | Typed::Timeout => return Asked::Cancel,
+                Typed::Cancel => return Asked::Cancel(true),
+                Typed::Timeout => return Asked::Cancel(false),
             };
             if line.trim().is_empty() {
                 match default {
@@ -483,12 +522,13 @@ fn ask_form(
     }
     summary.push_str("[y/N] ");
     if !tty.write(&summary) {
-        return Asked::Cancel;
+        return Asked::Cancel(false);
     }
     match tty.read_line() {
         Typed::Line(l) if yes(&l) => Asked::Accept(content),
         Typed::Line(_) => Asked::Decline,
-        _ => Asked::Cancel,
+        Typed::Cancel => Asked::Cancel(true),
+        Typed::Timeout => Asked::Cancel(false),
     }
 }
 

@@ -583,13 +583,21 @@ pub struct InputRequest {
     pub params: Value,
 }
 
-/// The input requests of an `input_required` result, and the opaque
+/// The most input requests one `input_required` result may hold: each is
+/// answered (a form asked, a command run) before the retry.
+pub const MAX_INPUT_REQUESTS: usize = 32;
+
+/// The input requests of an `input_required` result (at most
+/// [`MAX_INPUT_REQUESTS`]), and the opaque
 /// `requestState` to echo (absent when the server gave none).
 pub fn input_requests(
     result: &Value,
 ) -> Result<(Vec<InputRequest>, Option<Value>), &'static str> {
     let requests = match result.get("inputRequests") {
         None | Some(Value::Null) => vec![],
+        Some(Value::Object(m)) if m.len() > MAX_INPUT_REQUESTS => {
+            return Err("more than 32 input requests in one round");
+        }
         Some(Value::Object(m)) => {
             let mut out = vec![];
             for (key, r) in m {
@@ -1176,6 +1184,20 @@ mod tests {
         assert!(!is_list_changed(method::PROGRESS));
         let c = cancelled(4, "timed out");
         assert_eq!(c["params"]["requestId"], 4);
+    }
+
+    #[test]
+    fn input_requests_per_round_are_bounded() {
+        let round = |n: usize| {
+            let m: Map<String, Value> = (0..n)
+                .map(|i| (format!("k{i}"), json!({"method": "ping"})))
+                .collect();
+            json!({"resultType": "input_required", "inputRequests": m})
+        };
+        let (ok, _) = input_requests(&round(MAX_INPUT_REQUESTS)).unwrap();
+        assert_eq!(ok.len(), MAX_INPUT_REQUESTS);
+        let e = input_requests(&round(MAX_INPUT_REQUESTS + 1)).unwrap_err();
+        assert!(e.contains(&MAX_INPUT_REQUESTS.to_string()), "{e}");
     }
 
     #[test]

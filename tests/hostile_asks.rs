@@ -1,0 +1,171 @@
+//! Hostile server requests (issue #22, third pass): `input_required`
+//! rounds that ask too much or too long, sampling requests that hide what
+//! reaches the command, URLs with fragments, `--answer NAME=@FILE` naming
+//! what is not a regular file, and `serverInfo` of megabytes.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::util::http::{HttpFixture, McpScript};
+use crate::util::oauth::write_script;
+use crate::util::{
+    ALLOWLIST, Dir, TestCommand, assert_contains, bin, quote, write_mcp_json,
+};
+
+/// A directory whose `.mcp.json` names the modern fixture as `web`.
+fn modern(test: &str, fx: &HttpFixture) -> Dir {
+    let dir = Dir::new(test);
+    write_mcp_json(&dir, &[("web", json!({ "url": fx.url() }))]);
+    dir
+}
+
+fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut c = dir.command(args);
+    c.env(ALLOWLIST, "web").timeout(Duration::from_secs(60));
+    c
+}
+
+/// `n` input requests of `method` with `params`, keyed `k0`, `k1`, …
+fn round(n: usize, method: &str, params: Value) -> Value {
+    let m: Map<String, Value> = (0..n)
+        .map(|i| {
+            (format!("k{i}"), json!({"method": method, "params": params}))
+        })
+        .collect();
+    Value::Object(m)
+}
+
+fn form(message: &str) -> Value {
+    json!({"message": message, "requestedSchema":
+        {"type": "object", "properties": {"a": {"type": "string"}}}})
+}
+
+#[test]
+fn an_input_round_is_bounded_in_requests() {
+    // 33 pings: more than a round may hold; refused, nothing answered.
+    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        33,
+        "ping",
+        json!({}),
+    )));
+    let dir = modern("asks_round_bound", &fx);
+    let out = cmd(&dir, &["call", "mcp__web__confirm"]).assert_exit(4);
+    assert_contains(&out.stderr, "more than 32 input requests in one round");
+    assert_eq!(fx.posts_of("tools/call").len(), 1, "{}", fx.summary());
+    // 32 are answered.
+    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        32,
+        "ping",
+        json!({}),
+    )));
+    let dir = modern("asks_round_32", &fx);
+    let out = cmd(&dir, &["call", "mcp__web__confirm"]).assert_exit(0);
+    assert_contains(&out.stdout, "\"k31\":{}");
+}
+
+#[test]
+fn an_input_round_of_100000_requests_is_refused_unbuilt() {
+    // 3 MB on the wire, some 70 MB once parsed: refused before it is
+    // built (with --max-message 1M the tree may take 3 MiB).
+    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        100_000,
+        "roots/list",
+        json!({}),
+    )));
+    let dir = modern("asks_round_huge", &fx);
+    let out = cmd(&dir, &["call", "mcp__web__confirm", "--root", "/"])
+        .assert_exit(4);
+    assert_contains(&out.stderr, "MiB of memory once parsed");
+}
+
+#[test]
+fn the_request_deadline_holds_between_input_requests() {
+    // 30 sampling requests, each run of the command takes 1 s: under
+    // --timeout 4 the round stops at the deadline, not after 30 s.
+    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        30,
+        "sampling/createMessage",
+        json!({"messages": [{"role": "user",
+            "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}),
+    )));
+    let dir = modern("asks_round_deadline", &fx);
+    let model = write_script(
+        &dir,
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 1\nprintf '%s' \
+         '{\"role\":\"assistant\",\"model\":\"m\",\"content\":{\"type\":\
+         \"text\",\"text\":\"x\"}}'\n",
+    );
+    let started = Instant::now();
+    let out =
+        cmd(&dir, &["call", "-y", "mcp__web__confirm", "--timeout", "4"])
+            .args(["--sampling-command", model.to_str().unwrap()])
+            .assert_exit(5);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(9), "took {took:?}: {out:?}");
+    assert_contains(&out.stderr, "timed out after 4s");
+}
+
+/// The modern fixture asks `forms` forms in one round; the command runs
+/// on a pseudo-terminal fed by `feed` (a shell pipeline's output).
+fn forms_on_a_terminal(
+    test: &str,
+    forms: usize,
+    feed: &str,
+    extra: &str,
+) -> (String, Duration) {
+    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        forms,
+        "elicitation/create",
+        form("Fill me"),
+    )));
+    let dir = modern(test, &fx);
+    // The feed writes into a FIFO in the background, so that the run
+    // ends when the command does, not when the feed does.
+    let fifo = dir.path("typed");
+    let line = format!(
+        "mkfifo {f}; ({feed}) > {f} 2>/dev/null & feeder=$!; \
+         script -qec {} /dev/null < {f}; kill $feeder 2>/dev/null; true",
+        quote(&format!(
+            "{} call mcp__web__confirm {extra}",
+            bin().to_str().unwrap()
+        )),
+        f = quote(fifo.to_str().unwrap()),
+    );
+    let mut c = dir.program("sh");
+    c.args(["-c", &line])
+        .env(ALLOWLIST, "web")
+        .timeout(Duration::from_secs(60));
+    let started = Instant::now();
+    let out = c.run();
+    (out.stdout.replace("\r\n", "\n"), started.elapsed())
+}
+
+#[test]
+fn one_ctrl_c_ends_the_whole_round() {
+    // Ctrl-C once the first form is up; the terminal stays open after.
+    let (stdout, _) = forms_on_a_terminal(
+        "asks_round_ctrl_c",
+        5,
+        "sleep 2; printf '\\003'; sleep 3",
+        "",
+    );
+    assert_eq!(stdout.matches("Fill me").count(), 1, "{stdout}");
+    for i in 0..5 {
+        assert_contains(&stdout, &format!(r#""k{i}":{{"action":"cancel"}}"#));
+    }
+}
+
+#[test]
+fn timeout_applies_while_a_form_waits() {
+    // Nobody types; the form waits no longer than --timeout.
+    let (stdout, took) = forms_on_a_terminal(
+        "asks_round_form_timeout",
+        1,
+        "sleep 40",
+        "--timeout 3",
+    );
+    assert!(took < Duration::from_secs(20), "took {took:?}: {stdout}");
+    assert_contains(&stdout, "Fill me");
+}
