@@ -169,3 +169,73 @@ fn timeout_applies_while_a_form_waits() {
     assert!(took < Duration::from_secs(20), "took {took:?}: {stdout}");
     assert_contains(&stdout, "Fill me");
 }
+
+/// A directory whose fixture server `demo` asks `asks` at every tool call
+/// (answered with the client's responses, as tests/ask.rs does).
+fn asking(test: &str, asks: &[Value]) -> Dir {
+    let dir = Dir::new(test);
+    let file = dir.write("asks.json", Value::from(asks.to_vec()).to_string());
+    let server = crate::util::fixture_server(&[
+        "--ask-at-call",
+        file.to_str().unwrap(),
+    ]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    dir
+}
+
+fn call_demo(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut all = vec!["call", "-y", "demo", "echo", "text=x"];
+    all.extend_from_slice(args);
+    let mut c = dir.command(&all);
+    c.env(ALLOWLIST, "demo").timeout(Duration::from_secs(30));
+    c
+}
+
+#[test]
+fn an_answer_file_must_be_a_regular_file_within_the_bound() {
+    let ask = json!({"method": "elicitation/create", "params": form("File?")});
+    let dir = asking("asks_answer_file", &[ask]);
+    let fifo = dir.path("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let big = dir.write("big.txt", "x".repeat((4 << 20) + 1));
+    let fine = dir.write("fine.txt", "from a file");
+    for (path, why) in [
+        ("/dev/zero", "not a regular file"),
+        (fifo.to_str().unwrap(), "not a regular file"),
+        (big.to_str().unwrap(), "the limit is 4194304"),
+    ] {
+        let started = Instant::now();
+        let answer = format!("a=@{path}");
+        let out = call_demo(&dir, &["--answer", &answer]).assert_exit(0);
+        assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+        assert_contains(&out.stdout, r#"{"action":"decline"}"#);
+        assert_contains(&out.stderr, why);
+    }
+    let answer = format!("a=@{}", fine.display());
+    let out = call_demo(&dir, &["--answer", &answer]).assert_exit(0);
+    assert_contains(&out.stdout, "from a file");
+}
+
+#[test]
+fn a_url_with_a_fragment_is_refused_before_anyone_is_asked() {
+    let url = json!({"method": "elicitation/create", "params": {
+        "mode": "url", "message": "Log in", "elicitationId": "e1",
+        "url": "https://example.com/login#token=x"}});
+    let dir = asking("asks_url_fragment", &[url]);
+    // Without a terminal: refused for what it is, not "no terminal".
+    let out = call_demo(&dir, &[]).assert_exit(0);
+    assert_contains(&out.stdout, r#"[{"action":"decline"}]"#);
+    assert_contains(&out.stderr, "has a fragment");
+    assert!(!out.stderr.contains("no terminal"), "{}", out.stderr);
+    // On a terminal: never asked, and never "authorization URL".
+    let out = crate::util::on_terminal(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=x"],
+        "y\r",
+    );
+    assert!(!out.stdout.contains("Open it in the browser?"), "{out:?}");
+    assert!(!out.stdout.contains("authorization URL"), "{out:?}");
+    assert_contains(&out.stdout, "has a fragment");
+    assert_contains(&out.stdout, r#"[{"action":"decline"}]"#);
+}

@@ -553,13 +553,11 @@ fn message_note(m: &str) -> String {
     }
 }
 
-/// `--answer NAME=@FILE`: the file's text, bounded like a tool argument.
+/// `--answer NAME=@FILE`: the file's text, by the rule of a tool
+/// argument's `key=@file` (a regular file, bounded, opened without
+/// blocking, so `/dev/zero` or a FIFO is refused at once).
 fn read_answer_file(path: &str) -> std::result::Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
-    if meta.len() > 1 << 20 {
-        return Err(format!("{path}: larger than 1 MiB"));
-    }
-    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+    crate::cmd::call::read_value(path)
 }
 
 /// Checks a URL a server wants opened: https, or http to a loopback
@@ -571,7 +569,14 @@ pub(crate) fn check_url(raw: &str) -> std::result::Result<String, String> {
     if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("the URL holds spaces or control characters".into());
     }
-    let base = raw.split(['?', '#']).next().unwrap_or(raw);
+    // Refused before anyone is asked: the browser would not be started
+    // for it after consent either.
+    if raw.contains('#') {
+        return Err("the URL has a fragment ('#…'), which a page a server \
+                    asks to open may not have"
+            .into());
+    }
+    let base = raw.split('?').next().unwrap_or(raw);
     let url = urlcheck::Url::parse(base).map_err(|e| e.to_string())?;
     Ok(url.host_str())
 }
@@ -701,6 +706,8 @@ mod tests {
         assert!(check_url("javascript:alert(1)").is_err());
         assert!(check_url("https://example.com/\u{1b}[2J").is_err());
         assert!(check_url("").is_err());
+        let e = check_url("https://example.com/x#frag").unwrap_err();
+        assert!(e.contains("fragment"), "{e}");
     }
 
     #[test]
