@@ -197,7 +197,8 @@ impl Session {
         crate::journal::event(
             "initialized",
             json!({"server": name, "protocol": s.server.protocol,
-                   "serverInfo": s.server.info, "chosen": s.server.chosen}),
+                   "serverInfo": mcp::bounded_server_info(&s.server.info),
+                   "chosen": s.server.chosen}),
         );
         s.set_log_level(startup);
         Ok(s)

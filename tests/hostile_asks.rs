@@ -239,3 +239,41 @@ fn a_url_with_a_fragment_is_refused_before_anyone_is_asked() {
     assert_contains(&out.stdout, "has a fragment");
     assert_contains(&out.stdout, r#"[{"action":"decline"}]"#);
 }
+
+#[test]
+fn server_info_is_clipped_in_the_journal_and_on_screen() {
+    // name, version and title of 1 MB each, with an escape sequence.
+    let dir = Dir::new("asks_long_server_info");
+    let server =
+        crate::util::fixture_server(&["--long-server-info", "1000000"]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    let journal = dir.path("j.jsonl");
+    let j = journal.to_str().unwrap();
+    for json in [false, true] {
+        let mut args = vec!["list", "demo", "--journal", j];
+        if json {
+            args.push("--json");
+        }
+        let mut c = dir.command(&args);
+        c.env(ALLOWLIST, "demo");
+        let out = c.assert_exit(0);
+        assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
+        assert_contains(&out.stdout, "more bytes");
+    }
+    let events = std::fs::read_to_string(&journal).unwrap();
+    let init: Vec<&str> =
+        events.lines().filter(|l| l.contains("\"initialized\"")).collect();
+    assert_eq!(init.len(), 2, "{}", events.len());
+    for line in init {
+        assert!(line.len() < 5_000, "a journal line of {} bytes", line.len());
+        assert_contains(line, "more bytes");
+    }
+    for line in events.lines() {
+        assert!(line.len() < 20_000, "a journal line of {} bytes", line.len());
+    }
+    // On a terminal, sanitised as well as clipped.
+    let out = crate::util::on_terminal(&dir, &["list", "demo"], "");
+    assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
+    assert!(!out.stdout.contains('\u{1b}'), "raw escape on screen");
+    assert_contains(&out.stdout, "more bytes");
+}

@@ -537,6 +537,45 @@ pub fn server_info(result: &Value) -> Option<Value> {
     result.get("_meta")?.get(meta::SERVER_INFO).cloned()
 }
 
+/// The longest `serverInfo` string member kept for the journal and the
+/// screen (`name`, `version`, `title`, …), in bytes.
+pub const SERVER_INFO_TEXT: usize = 200;
+/// The longest other `serverInfo` member kept, as JSON text, in bytes.
+const SERVER_INFO_OTHER: usize = 2000;
+
+/// A server's `serverInfo` bounded for the journal and the screen, like
+/// other server text: every string member clipped to
+/// [`SERVER_INFO_TEXT`] bytes (with a marker), any other member longer
+/// than 2,000 bytes of JSON left out. A value that is not an object is
+/// kept only when short.
+pub fn bounded_server_info(info: &Value) -> Value {
+    let short = |v: &Value| v.to_string().len() <= SERVER_INFO_OTHER;
+    match info {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter_map(|(k, v)| {
+                    let k = term::clip(k, SERVER_INFO_TEXT).into_owned();
+                    match v {
+                        Value::String(s) => Some((
+                            k,
+                            Value::String(
+                                term::clip(s, SERVER_INFO_TEXT).into_owned(),
+                            ),
+                        )),
+                        v if short(v) => Some((k, v.clone())),
+                        _ => None,
+                    }
+                })
+                .collect(),
+        ),
+        Value::String(s) => {
+            Value::String(term::clip(s, SERVER_INFO_TEXT).into_owned())
+        }
+        v if short(v) => v.clone(),
+        _ => Value::Null,
+    }
+}
+
 /// What kind of result a server sent (2026-07-28; older results have no
 /// `resultType` and are complete).
 #[derive(Clone, Debug, PartialEq)]
@@ -1184,6 +1223,21 @@ mod tests {
         assert!(!is_list_changed(method::PROGRESS));
         let c = cancelled(4, "timed out");
         assert_eq!(c["params"]["requestId"], 4);
+    }
+
+    #[test]
+    fn server_info_is_bounded() {
+        let long = "n".repeat(5 << 20);
+        let info = json!({"name": long, "version": "1", "title": long,
+            "icons": vec![json!({"src": "x"}); 10_000], "websiteUrl": "u"});
+        let b = bounded_server_info(&info);
+        assert!(b.to_string().len() < 1000, "{}", b.to_string().len());
+        assert_eq!(b["version"], "1");
+        assert_eq!(b["websiteUrl"], "u");
+        assert!(b.get("icons").is_none());
+        assert!(b["name"].as_str().unwrap().contains("more bytes"));
+        let short = bounded_server_info(&json!(long));
+        assert!(short.as_str().unwrap().len() < 300);
     }
 
     #[test]
