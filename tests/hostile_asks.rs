@@ -277,3 +277,44 @@ fn server_info_is_clipped_in_the_journal_and_on_screen() {
     assert!(!out.stdout.contains('\u{1b}'), "raw escape on screen");
     assert_contains(&out.stdout, "more bytes");
 }
+
+#[test]
+fn the_sampling_approval_shows_every_field_and_counts_hidden_messages() {
+    let msg = |i: usize| {
+        json!({"role": "user", "content": {"type": "text",
+            "text": format!("message {i}")}})
+    };
+    let messages: Vec<Value> = (1..=25).map(msg).collect();
+    let sampling = json!({"method": "sampling/createMessage", "params": {
+        "messages": messages, "maxTokens": 5,
+        "includeContext": "allServers", "temperature": 1.5,
+        "stopSequences": ["STOP"], "metadata": {"why": "\u{1b}[2Jexfil"},
+        "modelPreferences": {"hints": [{"name": "big-model"}]},
+        "tools": [{"name": "run_shell"}]}});
+    let dir = asking("asks_sampling_approval", &[sampling]);
+    let model = crate::util::sampling_model(&dir, "m", "hi");
+    let args = [
+        "call",
+        "demo",
+        "echo",
+        "text=x",
+        "--sampling-command",
+        model.to_str().unwrap(),
+    ];
+    let out = crate::util::on_terminal(&dir, &args, "n\r");
+    assert_contains(&out.stdout, "  user: message 20\n");
+    assert!(!out.stdout.contains("message 21"), "{out:?}");
+    assert_contains(&out.stdout, "  (5 more messages)\n");
+    for shown in [
+        "includeContext: allServers",
+        "temperature: 1.5",
+        r#"stopSequences: ["STOP"]"#,
+        r#"metadata: {"why":"\u001b[2Jexfil"}"#,
+        "big-model",
+        "run_shell",
+        "maxTokens: 5",
+    ] {
+        assert_contains(&out.stdout, shown);
+    }
+    assert_contains(&out.stdout, "sampling was not approved");
+}

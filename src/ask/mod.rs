@@ -39,8 +39,14 @@ const SAMPLING_STDOUT: usize = 1 << 20;
 const SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 /// How many lines of a form's message are shown (the rest is counted).
 const FORM_MESSAGE_LINES: usize = 20;
-/// How much of a sampling request is shown for approval.
+/// How much of a sampling request's messages is shown for approval.
 const SAMPLING_SHOWN: usize = 4000;
+/// How many of a sampling request's messages are shown (the rest are
+/// counted).
+const SAMPLING_MESSAGES: usize = 20;
+/// How many of a sampling request's other members are shown (the rest
+/// are counted).
+const SAMPLING_FIELDS: usize = 20;
 pub(crate) use crate::cli::{Elicit, Options};
 
 /// The operator: the options, checked, and the approvals that go with
@@ -581,19 +587,24 @@ pub(crate) fn check_url(raw: &str) -> std::result::Result<String, String> {
     Ok(url.host_str())
 }
 
-/// The messages of a sampling request, sanitised and bounded.
+/// A sampling request as the approval shows it, sanitised and bounded:
+/// the system prompt, at most [`SAMPLING_MESSAGES`] messages (the rest
+/// counted), then every other member of the request — each one reaches
+/// the sampling command — at most [`SAMPLING_FIELDS`] of them (the rest
+/// counted), each clipped.
 fn sampling_text(params: &Value) -> String {
     let mut text = String::new();
-    if let Some(s) = params.get("systemPrompt").and_then(Value::as_str) {
-        text.push_str(&format!("  system: {}\n", elicit::shown(s, 500)));
+    if let Some(s) = params.get("systemPrompt") {
+        let s = s.as_str().map_or_else(|| s.to_string(), str::to_string);
+        text.push_str(&format!("  system: {}\n", elicit::shown(&s, 500)));
     }
-    for m in params
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .take(20)
-    {
+    let messages = params.get("messages").and_then(Value::as_array);
+    let all = messages.map_or(0, Vec::len);
+    let mut shown = 0;
+    for m in messages.into_iter().flatten().take(SAMPLING_MESSAGES) {
+        if text.len() > SAMPLING_SHOWN {
+            break;
+        }
         let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
         let content = match m.get("content") {
             Some(c) if c.get("type") == Some(&json!("text")) => {
@@ -607,16 +618,31 @@ fn sampling_text(params: &Value) -> String {
             elicit::shown(role, 20),
             elicit::shown(&content, 500)
         ));
-        if text.len() > SAMPLING_SHOWN {
-            text.push_str("  [more not shown]\n");
-            break;
-        }
+        shown += 1;
     }
-    if let Some(n) = params.get("maxTokens") {
+    match all - shown {
+        0 => {}
+        1 => text.push_str("  (1 more message)\n"),
+        n => text.push_str(&format!("  ({n} more messages)\n")),
+    }
+    let others: Vec<(&String, &Value)> = params
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), "messages" | "systemPrompt"))
+        .collect();
+    for (k, v) in others.iter().take(SAMPLING_FIELDS) {
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
         text.push_str(&format!(
-            "  maxTokens: {}\n",
-            elicit::shown(&n.to_string(), 20)
+            "  {}: {}\n",
+            elicit::shown(k, 40),
+            elicit::shown(&v, 300)
         ));
+    }
+    match others.len().saturating_sub(SAMPLING_FIELDS) {
+        0 => {}
+        1 => text.push_str("  (1 more field)\n"),
+        n => text.push_str(&format!("  ({n} more fields)\n")),
     }
     text
 }
@@ -731,5 +757,35 @@ mod tests {
         assert!(!t.contains('\u{1b}'), "{t}");
         assert!(t.len() < 2000, "{}", t.len());
         assert!(t.contains("maxTokens: 5"));
+    }
+
+    #[test]
+    fn every_member_of_a_sampling_request_is_shown_or_counted() {
+        let msg = json!({"role": "user",
+            "content": {"type": "text", "text": "x".repeat(400)}});
+        let mut p = json!({"messages": vec![msg; 25],
+            "includeContext": "allServers", "temperature": 2,
+            "metadata": {"k": "\u{1b}]0;title\u{7}"}, "stopSequences": ["a"],
+            "modelPreferences": {"hints": [{"name": "big"}]},
+            "tools": [{"name": "t".repeat(10_000)}], "maxTokens": 5});
+        let t = sampling_text(&p);
+        assert!(t.contains("  (15 more messages)\n"), "{t}");
+        for k in [
+            "includeContext: allServers",
+            "temperature: 2",
+            "metadata: ",
+            "stopSequences: [\"a\"]",
+            "modelPreferences: ",
+            "tools: ",
+            "maxTokens: 5",
+        ] {
+            assert!(t.contains(k), "{k}: {t}");
+        }
+        assert!(!t.contains('\u{1b}') && !t.contains('\u{7}'), "{t}");
+        assert!(t.len() < 10_000, "{}", t.len());
+        for i in 0..30 {
+            p[format!("x{i:02}")] = json!(i);
+        }
+        assert!(sampling_text(&p).contains("(17 more fields)"));
     }
 }
