@@ -66,17 +66,36 @@ fn an_input_round_is_bounded_in_requests() {
 
 #[test]
 fn an_input_round_of_100000_requests_is_refused_unbuilt() {
-    // 3 MB on the wire, some 70 MB once parsed: refused before it is
-    // built (with --max-message 1M the tree may take 3 MiB).
-    let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
-        100_000,
-        "roots/list",
-        json!({}),
-    )));
-    let dir = modern("asks_round_huge", &fx);
-    let out = cmd(&dir, &["call", "mcp__web__confirm", "--root", "/"])
-        .assert_exit(4);
-    assert_contains(&out.stderr, "MiB of memory once parsed");
+    // Roots answers that repeat a long root (some 3.8 KB, nested
+    // directories of 250-byte names): 100,000 roots/list requests are
+    // 3 MB on the wire, some 70 MB once parsed and 380 MB of answers.
+    // The message is refused before it is built; 40,000 fit the memory
+    // bound and are refused by the bound on a round.
+    let mut root = std::path::PathBuf::new();
+    for i in 0..15 {
+        root.push(format!("{i:02}{}", "r".repeat(248)));
+    }
+    for (n, why) in [
+        (100_000, "MiB of memory once parsed"),
+        (40_000, "more than 32 input requests in one round"),
+    ] {
+        let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+            n,
+            "roots/list",
+            json!({}),
+        )));
+        let dir = modern("asks_round_huge", &fx);
+        let long = dir.path(root.to_str().unwrap());
+        std::fs::create_dir_all(&long).unwrap();
+        let c = cmd(
+            &dir,
+            &["call", "mcp__web__confirm", "--root", long.to_str().unwrap()],
+        );
+        let out = crate::hostile_stdio::within_the_ceiling(&c, 16 << 20);
+        assert_eq!(out.code, Some(4), "{}", c.report(&out));
+        assert_contains(&out.stderr, why);
+        assert_eq!(fx.posts_of("tools/call").len(), 1, "{}", fx.summary());
+    }
 }
 
 #[test]

@@ -334,7 +334,7 @@ fn a_flooding_http_stream_cannot_push_memory_past_the_ceiling() {
 /// Runs `cmd` (spawned with stdin closed) to its end and returns its
 /// output and its peak RSS, asserting the documented ceiling for one
 /// running server with `--max-message` of `max_message` bytes.
-fn within_the_ceiling(
+pub(crate) fn within_the_ceiling(
     cmd: &crate::util::TestCommand,
     max_message: u64,
 ) -> crate::util::Output {
@@ -362,7 +362,7 @@ fn within_the_ceiling(
 fn a_message_of_many_tiny_values_cannot_push_memory_past_the_ceiling() {
     // 500,000 empty text blocks: 13.5 MB on the wire, within the default
     // --max-message (16 MiB), but some 400 MB once parsed as it stood.
-    // Refused before it is built, through call and read alike.
+    // Refused before it is built, through call, read and prompt alike.
     let dir = Dir::new("hostile_tiny_blocks");
     write_mcp_json(
         &dir,
@@ -371,6 +371,7 @@ fn a_message_of_many_tiny_values_cannot_push_memory_past_the_ceiling() {
     for args in [
         &["call", "-y", "demo", "echo", "text=x"][..],
         &["read", "demo", "fixture://docs/readme"][..],
+        &["prompt", "demo", "plain"][..],
     ] {
         let mut cmd = dir.command(args);
         cmd.env(ALLOWLIST, "demo");
@@ -380,6 +381,20 @@ fn a_message_of_many_tiny_values_cannot_push_memory_past_the_ceiling() {
         assert_contains(&out.stderr, "MiB of memory once parsed");
         assert_contains(&out.stderr, "raise --max-message");
     }
+    // list runs three such servers in parallel: within the sum.
+    let three: Vec<(&str, Value)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|n| (n, fixture_server(&["--tiny-tools", "500000"])))
+        .collect();
+    write_mcp_json(&dir, &three);
+    let mut cmd = dir.command(["list"]);
+    cmd.env(ALLOWLIST, "a,b,c");
+    let out = within_the_ceiling(&cmd, 3 * (16 << 20));
+    assert_ne!(out.code, Some(0), "{}", cmd.report(&out));
+    for name in ["a", "b", "c"] {
+        assert_contains(&out.stderr, &format!("server '{name}'"));
+    }
+    assert_contains(&out.stderr, "MiB of memory once parsed");
     // The bound scales with --max-message: 2,000 blocks fit in 1M, 5,000
     // do not.
     for (n, code) in [("2000", 0), ("5000", 4)] {
