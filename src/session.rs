@@ -902,6 +902,7 @@ mod tests {
         queue: VecDeque<Value>,
         seen: Arc<Mutex<Seen>>,
         wire: crate::transport::Wire,
+        budget: usize,
     }
 
     impl Transport for Fake {
@@ -947,6 +948,10 @@ mod tests {
         fn close(&mut self) -> Closed {
             self.seen.lock().unwrap().closed = true;
             Closed::Eof
+        }
+
+        fn tree_budget(&self) -> usize {
+            self.budget
         }
     }
 
@@ -994,12 +999,23 @@ mod tests {
         script: Script,
         client: Arc<dyn Client>,
     ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_budget(wire, choice, script, client, usize::MAX)
+    }
+
+    fn start_budget(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+        client: Arc<dyn Client>,
+        budget: usize,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
             script,
             queue: VecDeque::new(),
             seen: Arc::clone(&seen),
             wire,
+            budget,
         };
         let d = Deadline::new("initialize", Duration::from_secs(5));
         let s = Session::open(
@@ -1159,6 +1175,27 @@ mod tests {
         let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
         assert!(!l.complete);
         assert_eq!(l.items.len(), MAX_ITEMS);
+    }
+
+    #[test]
+    fn paging_is_bounded_in_memory_kept() {
+        // Each page is small; what the list keeps of them is held to the
+        // transport's budget for one message.
+        let script = server("2025-11-25", move |_, id, _| {
+            let tools = vec![json!({"name": "t"}); 100];
+            vec![ok(id, json!({"tools": tools, "nextCursor": id.to_string()}))]
+        });
+        let one = mcp::size::value_size(&json!({"name": "t"}));
+        let (s, _) = start_budget(
+            crate::transport::Wire::Stdio,
+            Choice::Auto,
+            script,
+            Arc::new(Declines),
+            one * 250,
+        );
+        let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
+        assert!(!l.complete);
+        assert_eq!(l.items.len(), 250);
     }
 
     #[test]

@@ -75,11 +75,15 @@ fn an_input_round_of_100000_requests_is_refused_unbuilt() {
     for i in 0..15 {
         root.push(format!("{i:02}{}", "r".repeat(248)));
     }
-    for (n, why) in [
-        (100_000, "MiB of memory once parsed"),
-        (40_000, "more than 32 input requests in one round"),
+    // As a JSON body, as an SSE event, and within the memory bound.
+    for (n, sse, why) in [
+        (100_000, false, "MiB of memory once parsed"),
+        (100_000, true, "MiB of memory once parsed"),
+        (40_000, false, "more than 32 input requests in one round"),
     ] {
-        let fx = HttpFixture::mcp(McpScript::new().confirm_asks(round(
+        let script =
+            if sse { McpScript::new().sse() } else { McpScript::new() };
+        let fx = HttpFixture::mcp(script.confirm_asks(round(
             n,
             "roots/list",
             json!({}),
