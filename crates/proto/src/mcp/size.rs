@@ -148,6 +148,69 @@ mod tests {
         assert!(parsed_size(long.as_bytes()) < (1 << 20) + 64);
     }
 
+    /// The next number of a small xorshift generator.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// A short string with escapes, non-ASCII and JSON punctuation.
+    fn text(n: u64) -> String {
+        let parts = [
+            "",
+            "a",
+            "é\"\\\n",
+            "\u{1f600}",
+            ":,{}[]",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ];
+        parts[(n % 6) as usize].repeat((n % 3) as usize + 1)
+    }
+
+    /// A random JSON value.
+    fn random(state: &mut u64, depth: u32) -> Value {
+        let pick = next(state) % if depth > 4 { 4 } else { 6 };
+        match pick {
+            0 => Value::Null,
+            1 => Value::from(next(state) as i64),
+            2 => Value::from(text(next(state))),
+            3 => Value::from(-1.5e-3),
+            4 => {
+                let n = next(state) % 14;
+                Value::Array(
+                    (0..n).map(|_| random(state, depth + 1)).collect(),
+                )
+            }
+            _ => {
+                let n = next(state) % 14;
+                let mut m = serde_json::Map::new();
+                for _ in 0..n {
+                    let k = text(next(state));
+                    m.insert(k, random(state, depth + 1));
+                }
+                Value::Object(m)
+            }
+        }
+    }
+
+    #[test]
+    fn the_estimate_before_parsing_never_falls_below_the_tree() {
+        let mut state = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..2000 {
+            let v = random(&mut state, 0);
+            for text in
+                [v.to_string(), serde_json::to_string_pretty(&v).unwrap()]
+            {
+                let parsed: Value = serde_json::from_str(&text).unwrap();
+                let (before, built) =
+                    (parsed_size(text.as_bytes()), value_size(&parsed));
+                assert!(before >= built, "{before} < {built}: {text}");
+            }
+        }
+    }
+
     #[test]
     fn text_that_is_not_json_still_ends() {
         for text in ["{", "[[[", "\"abc", "\"a\\", "}}]]", ",,::", "x"] {
