@@ -69,7 +69,7 @@ fn an_input_round_of_100000_requests_is_refused_unbuilt() {
     // Roots answers that repeat a long root (some 3.8 KB, nested
     // directories of 250-byte names): 100,000 roots/list requests are
     // 3 MB on the wire, some 70 MB once parsed and 380 MB of answers.
-    // The message is refused before it is built; 40,000 fit the memory
+    // The message is refused before it is built; 30,000 fit the memory
     // bound and are refused by the bound on a round.
     let mut root = std::path::PathBuf::new();
     for i in 0..15 {
@@ -79,7 +79,7 @@ fn an_input_round_of_100000_requests_is_refused_unbuilt() {
     for (n, sse, why) in [
         (100_000, false, "MiB of memory once parsed"),
         (100_000, true, "MiB of memory once parsed"),
-        (40_000, false, "more than 32 input requests in one round"),
+        (30_000, false, "more than 32 input requests in one round"),
     ] {
         let script =
             if sse { McpScript::new().sse() } else { McpScript::new() };

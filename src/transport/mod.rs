@@ -51,9 +51,11 @@ pub(crate) enum Wire {
 
 /// How many times `--max-message` one message may take in memory once
 /// parsed ([`crate::mcp::size`]); the same bound holds what a list keeps
-/// across its pages. With the queues, this keeps the documented ceiling
-/// (64 MiB + 6 × `--max-message` per running server) whatever the shape.
-pub(crate) const TREE_PER_MESSAGE: usize = 3;
+/// across its pages. The tree, its copy bounded for `--max-output` and
+/// the raw line can be alive at once (2 + 2 + 1), which keeps the
+/// documented ceiling (64 MiB + 6 × `--max-message` per running server)
+/// whatever the shape.
+pub(crate) const TREE_PER_MESSAGE: usize = 2;
 
 /// The memory one parsed message (or a list's pages) may take.
 pub(crate) fn tree_budget(max_message: usize) -> usize {
