@@ -86,16 +86,7 @@ fn two_calls_across_a_flood(
     drop(stdout);
     let out = wait_with_timeout(child, &cmd);
     stop.store(true, Ordering::Relaxed);
-    let peak = peak.join().unwrap();
-    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
-    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
-    assert!(peak > 0, "no VmHWM sample");
-    assert!(
-        peak < ceiling,
-        "peak RSS {} MiB is past the ceiling {} MiB",
-        peak >> 20,
-        ceiling >> 20
-    );
+    assert_under_ceiling(peak.join().unwrap(), 1 << 20, &cmd.report(&out));
     let first: Value = serde_json::from_str(&first).unwrap();
     let second: Value = serde_json::from_str(&second).unwrap();
     (first, second, took, out, cmd)
@@ -344,18 +335,23 @@ pub(crate) fn within_the_ceiling(
     let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
     let out = wait_with_timeout(child, cmd);
     stop.store(true, Ordering::Relaxed);
-    let peak = peak.join().unwrap();
-    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * max_message;
+    assert_under_ceiling(peak.join().unwrap(), max_message, &cmd.report(&out));
+    out
+}
+
+/// Asserts a peak RSS under the documented ceiling for `per_message`
+/// bytes of `--max-message` (summed over the servers running at once).
+#[track_caller]
+fn assert_under_ceiling(peak: u64, per_message: u64, report: &str) {
+    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * per_message;
     eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
     assert!(peak > 0, "no VmHWM sample");
     assert!(
         peak < ceiling,
-        "peak RSS {} MiB is past the ceiling {} MiB: {}",
+        "peak RSS {} MiB is past the ceiling {} MiB: {report}",
         peak >> 20,
         ceiling >> 20,
-        cmd.report(&out)
     );
-    out
 }
 
 #[test]
