@@ -86,6 +86,9 @@ pub(crate) struct ServerAsk<'a> {
     pub(crate) params: &'a Value,
     /// A `batch` line's `answers`, which replace `--answer` for its forms.
     pub(crate) answers: Option<&'a Map<String, Value>>,
+    /// When the request this serves times out (`--timeout`): a question
+    /// or a command waits no longer.
+    pub(crate) until: std::time::Instant,
 }
 
 /// What answers a server's requests: the operator's options, fixed before
@@ -98,6 +101,9 @@ pub(crate) trait Client: Send + Sync {
     /// The result for one request of a declared kind; `Err` is sent as an
     /// error answer.
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+    /// A new round of requests begins (a 2026-07-28 `input_required`
+    /// result, or one 2025-era request): a person's Ctrl-C ends a round.
+    fn begin_round(&self) {}
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -191,7 +197,8 @@ impl Session {
         crate::journal::event(
             "initialized",
             json!({"server": name, "protocol": s.server.protocol,
-                   "serverInfo": s.server.info, "chosen": s.server.chosen}),
+                   "serverInfo": mcp::bounded_server_info(&s.server.info),
+                   "chosen": s.server.chosen}),
         );
         s.set_log_level(startup);
         Ok(s)
@@ -476,11 +483,19 @@ impl Session {
             }
             let (requests, state) = mcp::input_requests(&result)
                 .map_err(|why| Error::server(format!("{method}: {why}")))?;
+            drop(result);
             let mut responses = Map::new();
+            self.client.begin_round();
             for r in &requests {
-                let answer = self
-                    .serve(&r.method, &r.params)
-                    .map_err(|why| Error::server(term::line(&why)))?;
+                // The request's deadline holds between answers too.
+                d.remaining()?;
+                let answer = self.serve(&r.method, &r.params, d).map_err(
+                    // An answer cut short by the deadline is the deadline's.
+                    |why| match d.remaining() {
+                        Err(late) => late,
+                        Ok(_) => Error::server(term::line(&why)),
+                    },
+                )?;
                 responses.insert(r.key.clone(), answer);
             }
             params = mcp::retry_params(&original, responses, state.as_ref());
@@ -630,7 +645,8 @@ impl Session {
         id: Value,
         d: &Deadline,
     ) -> Result<()> {
-        let reply = match self.serve(method, params) {
+        self.client.begin_round();
+        let reply = match self.serve(method, params, d) {
             Ok(result) => mcp::response(id, result),
             Err(why) => {
                 let code = if mcp::ask(method, params, self.caps()).is_ok() {
@@ -650,6 +666,7 @@ impl Session {
         &mut self,
         method: &str,
         params: &Value,
+        d: &Deadline,
     ) -> std::result::Result<Value, String> {
         let ask = match mcp::ask(method, params, self.caps()) {
             Ok(a) => a,
@@ -674,6 +691,8 @@ impl Session {
             ask,
             params,
             answers: self.answers.as_ref(),
+            until: std::time::Instant::now()
+                + d.remaining().unwrap_or(Duration::ZERO),
         };
         let r = self.client.serve(&q);
         if let Err(why) = &r {
@@ -759,6 +778,8 @@ impl Session {
         let mut l = Listing::default();
         let mut cursor: Option<String> = None;
         let mut seen = BTreeSet::new();
+        // What the items kept so far take, held to one message's bound.
+        let (mut kept, budget) = (0usize, self.transport.tree_budget());
         for page in 1..=MAX_PAGES {
             let params = mcp::List::page_params(cursor.as_deref());
             let what = format!("{method} (page {page})");
@@ -770,7 +791,23 @@ impl Session {
             match r.get(key) {
                 Some(Value::Array(a)) => {
                     let room = MAX_ITEMS - l.items.len();
-                    l.items.extend(a.iter().take(room).cloned());
+                    for item in a.iter().take(room) {
+                        kept =
+                            kept.saturating_add(mcp::size::value_size(item));
+                        if kept > budget {
+                            self.incomplete(
+                                method,
+                                &format!(
+                                    "its pages would take more than {} MiB \
+                                     of memory ({} × --max-message)",
+                                    budget.div_ceil(1 << 20),
+                                    crate::transport::TREE_PER_MESSAGE
+                                ),
+                            );
+                            return Ok(l);
+                        }
+                        l.items.push(item.clone());
+                    }
                     if a.len() > room {
                         self.incomplete(
                             method,
@@ -865,6 +902,7 @@ mod tests {
         queue: VecDeque<Value>,
         seen: Arc<Mutex<Seen>>,
         wire: crate::transport::Wire,
+        budget: usize,
     }
 
     impl Transport for Fake {
@@ -910,6 +948,10 @@ mod tests {
         fn close(&mut self) -> Closed {
             self.seen.lock().unwrap().closed = true;
             Closed::Eof
+        }
+
+        fn tree_budget(&self) -> usize {
+            self.budget
         }
     }
 
@@ -957,12 +999,23 @@ mod tests {
         script: Script,
         client: Arc<dyn Client>,
     ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_budget(wire, choice, script, client, usize::MAX)
+    }
+
+    fn start_budget(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+        client: Arc<dyn Client>,
+        budget: usize,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
             script,
             queue: VecDeque::new(),
             seen: Arc::clone(&seen),
             wire,
+            budget,
         };
         let d = Deadline::new("initialize", Duration::from_secs(5));
         let s = Session::open(
@@ -1122,6 +1175,27 @@ mod tests {
         let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
         assert!(!l.complete);
         assert_eq!(l.items.len(), MAX_ITEMS);
+    }
+
+    #[test]
+    fn paging_is_bounded_in_memory_kept() {
+        // Each page is small; what the list keeps of them is held to the
+        // transport's budget for one message.
+        let script = server("2025-11-25", move |_, id, _| {
+            let tools = vec![json!({"name": "t"}); 100];
+            vec![ok(id, json!({"tools": tools, "nextCursor": id.to_string()}))]
+        });
+        let one = mcp::size::value_size(&json!({"name": "t"}));
+        let (s, _) = start_budget(
+            crate::transport::Wire::Stdio,
+            Choice::Auto,
+            script,
+            Arc::new(Declines),
+            one * 250,
+        );
+        let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
+        assert!(!l.complete);
+        assert_eq!(l.items.len(), 250);
     }
 
     #[test]

@@ -44,6 +44,9 @@ mod executor;
 mod batch;
 // What a server may ask: forms, URL consent, sampling, roots, log levels.
 mod ask;
+// Hostile server requests: input rounds, sampling approval, URL fragments,
+// --answer files, serverInfo.
+mod hostile_asks;
 // OAuth: login, logout, status, discover and the credential file.
 mod login;
 // Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.

@@ -35,7 +35,7 @@ use serde_json::Value;
 use ureq::http::Response;
 use ureq::{Agent, Body};
 
-use super::{Closed, Transport, Wire};
+use super::{Closed, Transport, Wire, too_large};
 use crate::auth::Authorization;
 use crate::config::Http;
 use crate::deadline::Deadline;
@@ -559,9 +559,16 @@ impl HttpTransport {
                     .limit(self.limits.message as u64)
                     .read_to_vec()
                     .map_err(|e| self.ureq_error(e, deadline))?;
-                let v: Value = mcp::parse_message(&bytes).map_err(|e| {
-                    Error::server(format!("the JSON response is invalid: {e}"))
-                })?;
+                let budget = super::tree_budget(self.limits.message);
+                let v: Value = match mcp::parse_message(&bytes, budget) {
+                    Ok(v) => v,
+                    Err(mcp::Unparsed::Json(e)) => {
+                        return Err(Error::server(format!(
+                            "the JSON response is invalid: {e}"
+                        )));
+                    }
+                    Err(_) => return Err(too_large(&bytes, budget)),
+                };
                 self.pending.push_back(v);
                 Ok(())
             }
@@ -791,11 +798,14 @@ impl HttpTransport {
             match (source, item) {
                 (_, Pumped::Data(data)) => {
                     self.inflight.fetch_sub(data.len(), Ordering::SeqCst);
-                    return mcp::parse_message(data.as_bytes()).map_err(|e| {
-                        Error::server(format!(
-                            "an SSE event holds invalid JSON: {e}"
-                        ))
-                    });
+                    let budget = super::tree_budget(self.limits.message);
+                    return match mcp::parse_message(data.as_bytes(), budget) {
+                        Ok(v) => Ok(v),
+                        Err(mcp::Unparsed::Json(e)) => Err(Error::server(
+                            format!("an SSE event holds invalid JSON: {e}"),
+                        )),
+                        Err(_) => Err(too_large(data.as_bytes(), budget)),
+                    };
                 }
                 (Source::Get, Pumped::End { .. } | Pumped::Failed(_)) => {
                     msg::debug(&format!(
@@ -1022,6 +1032,10 @@ impl Transport for HttpTransport {
         let m = self.next_message(deadline)?;
         self.observe(&m);
         Ok(m)
+    }
+
+    fn tree_budget(&self) -> usize {
+        super::tree_budget(self.limits.message)
     }
 
     fn close(&mut self) -> Closed {
