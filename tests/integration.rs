@@ -38,6 +38,9 @@ mod call;
 mod args;
 // The Streamable HTTP transport against an in-process scripted server.
 mod http;
+// Answers from the wild over HTTP: odd probe answers under auto, the old
+// HTTP+SSE transport, a log line just before the result.
+mod http_answers;
 // The executor: hooks, approval, bounded output, sanitising, the journal.
 mod executor;
 // `batch`: JSON Lines requests over reused sessions.

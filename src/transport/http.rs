@@ -74,6 +74,27 @@ const GET_STREAM_WAIT: Duration = Duration::from_secs(2);
 const MAX_HELD: usize = 1000;
 /// How long the closing DELETE may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Before closing, what the standalone stream delivers is still read
+/// until it has been quiet this long ([`HttpTransport::drain`]) ...
+const DRAIN_QUIET: Duration = Duration::from_millis(50);
+/// ... but no longer than this in all, and at most this many messages.
+const DRAIN_MAX: Duration = Duration::from_millis(250);
+const DRAIN_MESSAGES: usize = 100;
+/// The most of the old transport's first events read when telling it
+/// apart, and the longest line or event.
+const LEGACY_EVENTS: usize = 4;
+const LEGACY_LIMIT: usize = 4096;
+
+/// What a GET at the URL said about the deprecated HTTP+SSE transport
+/// (2024-11-05), looked at once, after a POST was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Legacy {
+    NotLooked,
+    /// The GET does not stream: not that transport (as far as we know).
+    No,
+    /// The GET streams, naming (or not) the path it wants POSTs at.
+    Yes(Option<String>),
+}
 
 type Reader = sse::EventReader<ureq::BodyReader<'static>>;
 
@@ -183,12 +204,20 @@ pub(crate) struct HttpTransport {
     held: VecDeque<(Source, Pumped)>,
     /// Whether the standalone GET stream was asked for.
     get_stream: bool,
+    /// Whether the standalone GET stream is being read.
+    get_live: bool,
+    /// Whether the URL looked like the deprecated HTTP+SSE transport.
+    legacy: Legacy,
     /// Id of the request whose response has not arrived yet.
     awaiting: Option<Value>,
     resumes: usize,
     /// Whether the server has answered any request of ours, in either
     /// era: the legacy-transport hint is given only when nothing did.
     answered: bool,
+    /// The HTTP status of the latest request's answer: an error in what
+    /// followed it (a stream without the response) carries it, so that
+    /// `auto` knows the server answered with something that is not MCP.
+    status: u16,
     /// The 2026-07-28 headers of the latest POST (a request's, or a
     /// reply's own); `None` in the handshake era (then the session id and
     /// negotiated version go out instead).
@@ -275,9 +304,12 @@ impl HttpTransport {
             held: VecDeque::new(),
             inflight: Arc::new(AtomicUsize::new(0)),
             get_stream: false,
+            get_live: false,
+            legacy: Legacy::NotLooked,
             awaiting: None,
             resumes: 0,
             answered: false,
+            status: 0,
             modern: None,
             limits,
             closed: false,
@@ -543,8 +575,9 @@ impl HttpTransport {
         deadline: &Deadline,
     ) -> Result<()> {
         let status = resp.status().as_u16();
+        self.status = status;
         if !(200..300).contains(&status) {
-            return self.error_answer(resp, initialize);
+            return self.error_answer(resp, initialize, deadline);
         }
         self.answered = true;
         if initialize {
@@ -561,6 +594,7 @@ impl HttpTransport {
                     .map_err(|e| self.ureq_error(e, deadline))?;
                 let v: Value = mcp::parse_message(&bytes).map_err(|e| {
                     Error::server(format!("the JSON response is invalid: {e}"))
+                        .with_http_status(status)
                 })?;
                 self.pending.push_back(v);
                 Ok(())
@@ -576,7 +610,8 @@ impl HttpTransport {
                 Err(Error::server(format!(
                     "unexpected content type '{}' (HTTP {status}){body}",
                     term::clip(&term::line(other), 100)
-                )))
+                ))
+                .with_http_status(status))
             }
         }
     }
@@ -589,12 +624,13 @@ impl HttpTransport {
         &mut self,
         mut resp: Response<Body>,
         initialize: bool,
+        deadline: &Deadline,
     ) -> Result<()> {
         let status = resp.status().as_u16();
         let refused =
             matches!(status, 401 | 403) || (300..400).contains(&status);
         if refused || Self::media_type(&resp) != "application/json" {
-            return Err(self.status_error(&mut resp, initialize, None));
+            return Err(self.refused(&mut resp, initialize, None, deadline));
         }
         let body = Self::error_body(&mut resp);
         if let Ok(v) = serde_json::from_slice::<Value>(&body)
@@ -607,7 +643,86 @@ impl HttpTransport {
             self.pending.push_back(v);
             return Ok(());
         }
-        Err(self.status_error(&mut resp, initialize, Some(&body)))
+        Err(self.refused(&mut resp, initialize, Some(&body), deadline))
+    }
+
+    /// A request's POST refused with an HTTP error. A 404 or 405 before
+    /// anything was answered, at a URL whose GET streams, is the
+    /// deprecated HTTP+SSE transport: named as such.
+    fn refused(
+        &mut self,
+        resp: &mut Response<Body>,
+        initialize: bool,
+        body: Option<&[u8]>,
+        deadline: &Deadline,
+    ) -> Error {
+        let status = resp.status().as_u16();
+        if matches!(status, 404 | 405) && !self.answered {
+            if self.legacy == Legacy::NotLooked {
+                self.legacy = self.look_for_legacy(deadline);
+            }
+            if let Legacy::Yes(endpoint) = &self.legacy {
+                let names = endpoint
+                    .as_ref()
+                    .map(|p| format!(", which names '{p}' for its POSTs"))
+                    .unwrap_or_default();
+                return Error::server(format!(
+                    "HTTP {status} to POST, and a GET at this URL opens an \
+                     event stream{names}: the server speaks the deprecated \
+                     HTTP+SSE transport (2024-11-05), which is not supported; \
+                     use its Streamable HTTP endpoint if it has one (MCP \
+                     2025-03-26 and later), or run it over stdio"
+                ))
+                .with_http_status(status);
+            }
+        }
+        self.status_error(resp, initialize, body)
+    }
+
+    /// GETs the URL as the deprecated HTTP+SSE transport's client would,
+    /// within [`GET_STREAM_WAIT`]: an event stream means that transport;
+    /// its first `endpoint` event names where it wants POSTs (the path
+    /// only: the query holds the stream's session id).
+    fn look_for_legacy(&self, deadline: &Deadline) -> Legacy {
+        let wait =
+            deadline.remaining().unwrap_or_default().min(GET_STREAM_WAIT);
+        let req =
+            self.agent.get(&self.target).header("accept", "text/event-stream");
+        let resp = self
+            .add_headers(req, "GET", false)
+            .config()
+            .timeout_global(Some(wait))
+            .build()
+            .call();
+        let Ok(resp) = resp else { return Legacy::No };
+        if resp.status().as_u16() != 200
+            || Self::media_type(&resp) != "text/event-stream"
+        {
+            return Legacy::No;
+        }
+        let body = resp
+            .into_body()
+            .into_with_config()
+            .limit(LEGACY_LIMIT as u64 * LEGACY_EVENTS as u64)
+            .reader();
+        let mut r = sse::EventReader::new(
+            body,
+            sse::Limits { max_line: LEGACY_LIMIT, max_event: LEGACY_LIMIT },
+        );
+        for _ in 0..LEGACY_EVENTS {
+            match r.next_event() {
+                Ok(Some(ev)) if ev.event == "endpoint" => {
+                    let path = ev.data.trim().split(['?', '#']).next();
+                    let path = path.unwrap_or("");
+                    return Legacy::Yes((!path.is_empty()).then(|| {
+                        term::clip(&term::line(path), 100).to_string()
+                    }));
+                }
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        Legacy::Yes(None)
     }
 
     /// The most bytes of unread message data the stream threads may hold:
@@ -667,6 +782,7 @@ impl HttpTransport {
                 std::thread::spawn(move || {
                     pump(reader, Source::Get, tx, inflight, budget)
                 });
+                self.get_live = true;
                 return;
             }
             Ok(r) => format!("HTTP {}", r.status().as_u16()),
@@ -760,7 +876,8 @@ impl HttpTransport {
             let Some(current) = self.stream else {
                 return Err(Error::server(
                     "the server accepted the request but sent no response",
-                ));
+                )
+                .with_http_status(self.status));
             };
             let mine =
                 |s: &Source| *s == Source::Get || *s == Source::Post(current);
@@ -798,6 +915,7 @@ impl HttpTransport {
                     });
                 }
                 (Source::Get, Pumped::End { .. } | Pumped::Failed(_)) => {
+                    self.get_live = false;
                     msg::debug(&format!(
                         "server '{}': the standalone stream ended",
                         self.name
@@ -805,25 +923,34 @@ impl HttpTransport {
                 }
                 (Source::Post(_), Pumped::Failed(e)) => {
                     self.stream = None;
-                    return Err(self.read_error(e, deadline));
+                    let e = self.read_error(e, deadline);
+                    return Err(if e.kind() == Kind::Server {
+                        e.with_http_status(self.status)
+                    } else {
+                        e
+                    });
                 }
                 (Source::Post(_), Pumped::End { last, retry, resumable }) => {
                     self.stream = None;
+                    let status = self.status;
                     if self.awaiting.is_none() {
-                        return Err(Error::server("the stream ended"));
+                        return Err(Error::server("the stream ended")
+                            .with_http_status(status));
                     }
                     if self.modern.is_some() {
                         // 2026-07-28 has no resumption: a broken stream
                         // is a failed request.
                         return Err(Error::server(
                             "the event stream ended before the response",
-                        ));
+                        )
+                        .with_http_status(status));
                     }
                     if !resumable {
                         return Err(Error::server(
                             "the event stream ended before the response (and \
                              cannot be resumed: no event ids)",
-                        ));
+                        )
+                        .with_http_status(status));
                     }
                     self.resume(&last, retry, deadline)?;
                 }
@@ -1022,6 +1149,44 @@ impl Transport for HttpTransport {
         let m = self.next_message(deadline)?;
         self.observe(&m);
         Ok(m)
+    }
+
+    /// What the standalone stream delivers until it has been quiet for
+    /// [`DRAIN_QUIET`], within [`DRAIN_MAX`]: a server's log line sent
+    /// just before the result races it on another connection, and would
+    /// be lost to the closing DELETE.
+    fn drain(&mut self) -> Vec<Value> {
+        let mut out = vec![];
+        if self.closed || !self.get_live {
+            return out;
+        }
+        let end = std::time::Instant::now() + DRAIN_MAX;
+        while out.len() < DRAIN_MESSAGES {
+            let left =
+                end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let Ok((source, item)) =
+                self.rx.recv_timeout(left.min(DRAIN_QUIET))
+            else {
+                break;
+            };
+            match (source, item) {
+                (Source::Get, Pumped::Data(data)) => {
+                    self.inflight.fetch_sub(data.len(), Ordering::SeqCst);
+                    if let Ok(v) = mcp::parse_message(data.as_bytes()) {
+                        out.push(v);
+                    }
+                }
+                (Source::Get, _) => {
+                    self.get_live = false;
+                    break;
+                }
+                (_, other) => self.release(&other),
+            }
+        }
+        out
     }
 
     fn close(&mut self) -> Closed {
