@@ -192,12 +192,13 @@ impl Failure {
 
     /// Whether the wording shows the start of the answer's body.
     pub fn shows_body(&self) -> bool {
-        matches!(
-            self,
+        match self {
             Failure::MaybeOldTransport { .. }
-                | Failure::Status { .. }
-                | Failure::UnexpectedType { .. }
-        )
+            | Failure::Status { .. }
+            | Failure::UnexpectedType { .. } => true,
+            Failure::Resuming(inner) => inner.shows_body(),
+            _ => false,
+        }
     }
 }
 
@@ -373,6 +374,17 @@ impl Session {
     pub fn standalone_asked(&mut self, open: bool) {
         self.standalone =
             if open { Standalone::Open } else { Standalone::Asked };
+    }
+
+    /// The standalone stream's GET was answered with `head` (`None`: not
+    /// at all, within the caller's bound): whether it is open, which only
+    /// a 200 event stream is. A refusal (a 405) is no error.
+    pub fn standalone_answered(&mut self, head: Option<&Head>) -> bool {
+        let open = head.is_some_and(|h| {
+            h.status == 200 && h.media_type == "text/event-stream"
+        });
+        self.standalone_asked(open);
+        open
     }
 
     /// The standalone stream ended (or broke).
@@ -1278,6 +1290,22 @@ mod tests {
         assert!(!s.drains());
         assert_eq!(s.standalone(), Standalone::Ended);
         assert!(!s.wants_standalone());
+    }
+
+    #[test]
+    fn only_a_200_event_stream_opens_the_standalone_stream() {
+        for (head, open) in [
+            (Some(sse_head()), true),
+            (Some(Head::new(405, None)), false),
+            (Some(json_head(200)), false),
+            (Some(Head::new(201, Some("text/event-stream"))), false),
+            (None, false),
+        ] {
+            let mut s = super::tests::open();
+            assert_eq!(s.standalone_answered(head.as_ref()), open);
+            assert_eq!(s.drains(), open);
+            assert!(!s.wants_standalone());
+        }
     }
 
     #[test]
