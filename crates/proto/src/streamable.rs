@@ -103,6 +103,22 @@ pub fn media_type(content_type: &str) -> String {
     content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
 }
 
+/// Whether an answer is an event stream to read: a 200
+/// `text/event-stream` (the standalone GET's, the old transport's).
+pub fn streams(head: &Head) -> bool {
+    head.status == 200 && head.media_type == "text/event-stream"
+}
+
+/// Whether an event carries a JSON-RPC message: a `message` event with
+/// data (a priming event, with an id and empty data, does not; other
+/// event types are ignored).
+pub fn carries_message(ev: &sse::Event) -> bool {
+    ev.event == "message" && !ev.data.trim().is_empty()
+}
+
+/// The event of the old HTTP+SSE transport that names its POST URL.
+pub const OLD_ENDPOINT_EVENT: &str = "endpoint";
+
 /// How an event stream ended, as its SSE parser saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamEnd {
@@ -341,6 +357,13 @@ impl Session {
         out
     }
 
+    /// Whether a request in flight is cancelled with a notification POST
+    /// (`notifications/cancelled`); on the 2026-07-28 wire closing its
+    /// stream is the cancellation.
+    pub fn cancels_by_notification(&self) -> bool {
+        self.modern.is_none()
+    }
+
     /// Whether the latest message went out on the 2026-07-28 wire.
     pub fn modern(&self) -> bool {
         self.modern.is_some()
@@ -380,9 +403,7 @@ impl Session {
     /// at all, within the caller's bound): whether it is open, which only
     /// a 200 event stream is. A refusal (a 405) is no error.
     pub fn standalone_answered(&mut self, head: Option<&Head>) -> bool {
-        let open = head.is_some_and(|h| {
-            h.status == 200 && h.media_type == "text/event-stream"
-        });
+        let open = head.is_some_and(streams);
         self.standalone_asked(open);
         open
     }
@@ -1456,6 +1477,28 @@ mod tests {
         let d = format!("{s:?}");
         assert!(!d.contains("sess-1"), "{d}");
         assert!(d.contains("(set)"), "{d}");
+    }
+
+    #[test]
+    fn only_message_events_with_data_carry_messages() {
+        let ev = |event: &str, data: &str| sse::Event {
+            event: event.into(),
+            data: data.into(),
+            id: String::new(),
+        };
+        assert!(carries_message(&ev("message", "{}")));
+        assert!(!carries_message(&ev("message", " \n")));
+        assert!(!carries_message(&ev("ping", "{}")));
+        assert!(!carries_message(&ev(OLD_ENDPOINT_EVENT, "/messages")));
+    }
+
+    #[test]
+    fn cancellation_is_a_notification_only_in_the_handshake_era() {
+        let mut s = open();
+        assert!(s.cancels_by_notification());
+        let h = pairs(&[("MCP-Protocol-Version", "2026-07-28")]);
+        let _ = s.send(&request(4), Some(&h));
+        assert!(!s.cancels_by_notification());
     }
 
     #[test]

@@ -38,7 +38,7 @@ use crate::auth::Authorization;
 use crate::config::Http;
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
-use crate::streamable::{Call, Failure, Head, Posted, Session, state};
+use crate::streamable::{self, Call, Failure, Head, Posted, Session, state};
 use crate::{journal, mcp, msg, sse, term, vars};
 
 /// Caps on what a server may send.
@@ -409,16 +409,14 @@ impl HttpTransport {
             .build()
             .call()
             .ok()?;
-        if resp.status().as_u16() != 200
-            || status::media_type(&resp) != "text/event-stream"
-        {
+        if !streamable::streams(&status::head(&resp)) {
             return None;
         }
         let limits = sse::Limits { max_line: OLD_LIMIT, max_event: OLD_LIMIT };
         let mut r = self.endpoint.reader(resp, limits);
         for _ in 0..OLD_EVENTS {
             match r.next_event() {
-                Ok(Some(ev)) if ev.event == "endpoint" => {
+                Ok(Some(ev)) if ev.event == streamable::OLD_ENDPOINT_EVENT => {
                     return Some(Some(ev.data));
                 }
                 Ok(Some(_)) => {}
@@ -599,8 +597,7 @@ impl Transport for HttpTransport {
     }
 
     fn canceller(&self) -> Option<super::Canceller> {
-        // 2026-07-28 over HTTP: closing the stream is the cancellation.
-        if self.session.modern() {
+        if !self.session.cancels_by_notification() {
             return None;
         }
         let endpoint = &self.endpoint;

@@ -8,7 +8,7 @@ use ureq::http::Response;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind};
-use crate::streamable::{self, Failure, Head, MAX_RESUMES};
+use crate::streamable::{Failure, Head, MAX_RESUMES};
 use crate::{sse, term, www_auth};
 
 /// The most of an error body read, for its snippet or to see whether it
@@ -27,12 +27,6 @@ pub(super) fn head(resp: &Response<Body>) -> Head {
     head.location = header("location");
     head.www_authenticate = header("www-authenticate");
     head
-}
-
-/// The media type of an answer, lowercased, without parameters.
-pub(super) fn media_type(resp: &Response<Body>) -> String {
-    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok());
-    streamable::media_type(ct.unwrap_or(""))
 }
 
 /// Reads an error body, bounded.

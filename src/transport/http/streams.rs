@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::sse;
-use crate::streamable::{Call, StreamEnd, state::Streaming};
+use crate::streamable::{self, Call, StreamEnd, state::Streaming};
 
 /// How many items of streams that are not current are kept.
 const MAX_HELD: usize = 1000;
@@ -62,7 +62,7 @@ fn pump(
     loop {
         let item = match r.next_event() {
             Ok(Some(ev)) => {
-                if ev.event != "message" || ev.data.trim().is_empty() {
+                if !streamable::carries_message(&ev) {
                     continue;
                 }
                 let n = ev.data.len();
