@@ -130,17 +130,6 @@ impl Endpoint {
             .map_err(|e| self.ureq_error(e, deadline))
     }
 
-    /// A GET asking for an event stream.
-    fn get_stream(
-        &self,
-        auth: Vec<(&'static str, String)>,
-        era: &[(String, String)],
-    ) -> RequestBuilder<ureq::typestate::WithoutBody> {
-        let req =
-            self.agent.get(&self.target).header("accept", "text/event-stream");
-        self.with(req, auth, era)
-    }
-
     fn ureq_error(&self, e: ureq::Error, deadline: &Deadline) -> Error {
         status::ureq_error(e, &self.target, deadline)
     }
@@ -209,6 +198,12 @@ pub(crate) fn headers(
     Ok(out)
 }
 
+/// How long a GET's answer is waited for: [`GET_STREAM_WAIT`], within
+/// the deadline.
+fn get_wait(deadline: &Deadline) -> Duration {
+    deadline.remaining().unwrap_or_default().min(GET_STREAM_WAIT)
+}
+
 fn encode(m: &Value) -> Result<Vec<u8>> {
     serde_json::to_vec(m)
         .map_err(|e| Error::server(format!("cannot encode: {e}")))
@@ -268,6 +263,22 @@ impl HttpTransport {
         let body =
             if f.shows_body() { status::error_body(resp) } else { vec![] };
         self.failed(f, &body)
+    }
+
+    /// A GET asking for an event stream, with the credentials and the
+    /// era's headers (`with_session`: the session id too).
+    fn get_stream(
+        &self,
+        with_session: bool,
+    ) -> RequestBuilder<ureq::typestate::WithoutBody> {
+        let target = &self.endpoint.target;
+        let req = self
+            .endpoint
+            .agent
+            .get(target)
+            .header("accept", "text/event-stream");
+        let auth = self.auth.headers("GET", target);
+        self.endpoint.with(req, auth, &self.session.headers(with_session))
     }
 
     /// POSTs `body` with the session's headers, credentials composed
@@ -398,14 +409,10 @@ impl HttpTransport {
         &self,
         deadline: &Deadline,
     ) -> Option<Option<String>> {
-        let wait =
-            deadline.remaining().unwrap_or_default().min(GET_STREAM_WAIT);
-        let auth = self.auth.headers("GET", &self.endpoint.target);
         let resp = self
-            .endpoint
-            .get_stream(auth, &self.session.headers(false))
+            .get_stream(false)
             .config()
-            .timeout_global(Some(wait))
+            .timeout_global(Some(get_wait(deadline)))
             .build()
             .call()
             .ok()?;
@@ -435,15 +442,11 @@ impl HttpTransport {
         if !self.session.wants_standalone() {
             return;
         }
-        let wait =
-            deadline.remaining().unwrap_or_default().min(GET_STREAM_WAIT);
-        let auth = self.auth.headers("GET", &self.endpoint.target);
         let resp = self
-            .endpoint
-            .get_stream(auth, &self.session.headers(true))
+            .get_stream(true)
             .config()
             .timeout_global(None)
-            .timeout_recv_response(Some(wait))
+            .timeout_recv_response(Some(get_wait(deadline)))
             .build()
             .call();
         let why = match resp {
@@ -556,10 +559,8 @@ impl HttpTransport {
             wait.as_millis()
         ));
         let left = deadline.remaining()?;
-        let auth = self.auth.headers("GET", &self.endpoint.target);
         let mut resp = self
-            .endpoint
-            .get_stream(auth, &self.session.headers(true))
+            .get_stream(true)
             .header("last-event-id", call.last_event_id())
             .config()
             .timeout_global(Some(left))

@@ -1,4 +1,4 @@
-//! HTTP answers as [`streamable`] reads them, and the words for what
+//! HTTP answers as [`crate::streamable`] reads them, and the words for what
 //! went wrong: every [`Failure`] becomes one error line (with the HTTP
 //! status that caused it, when the era probe should know), a body shown
 //! only as a bounded one-line snippet, transport errors named.
