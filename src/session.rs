@@ -460,10 +460,9 @@ impl Session {
                     let mut text = e.describe();
                     if e.wants_handshake_era() {
                         text.push_str(
-                            "; the handshake era would carry the server's \
-                             question on its stream: try --protocol legacy \
-                             (or \"protocol\": \"legacy\" in the server's \
-                             entry)",
+                            "; in the handshake era the server can ask this \
+                             while the call runs: try --protocol legacy (or \
+                             \"protocol\": \"legacy\" in the server's entry)",
                         );
                     }
                     Error::server(text)

@@ -3,14 +3,18 @@
 //! 2026-07-28 probe with HTTP 500), spoken to with `--protocol auto`; and
 //! the TypeScript SDK's `simpleSseServer.js` (the deprecated HTTP+SSE
 //! transport), which gets a hint that names that transport. Both on
-//! 127.0.0.1 only (see fixtures/interop/README.md).
+//! 127.0.0.1 only (see fixtures/interop/README.md). And the Python SDK,
+//! whose error for a question it cannot ask in the 2026-07-28 era
+//! suggests the handshake era.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::util::interop::{ServerProcess, Turn, node_and};
+use crate::util::interop::{
+    FASTMCP_LIMIT, ServerProcess, Turn, installed, node_and,
+};
 use crate::util::{assert_absent, assert_contains, repo_root, write_mcp_json};
 
 /// Where scripts/interop-setup.sh puts git-mcp-server.
@@ -21,6 +25,9 @@ const GIT_SERVER: &str = ".interop/git-node/node_modules/@cyanheads/\
 const SSE_EXAMPLE: &str = ".interop/node/node_modules/@modelcontextprotocol/\
                            sdk/dist/esm/examples/server/simpleSseServer.js";
 const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
+/// A Python SDK server whose tools ask the client (`roots` asks
+/// `roots/list`).
+const PY_ELICIT: &str = "fixtures/interop/py_elicit.py";
 const FREE_PORT: &str = "fixtures/interop/free-port.cjs";
 
 /// Waits for the line on the server's stderr that holds
@@ -135,4 +142,38 @@ fn interop_legacy_sse_example_gets_the_transport_hint() {
         assert_absent(line, "sessionId");
     }
     server.stop("the simpleSseServer.js test");
+}
+
+#[test]
+fn interop_python_sdk_modern_error_suggests_the_handshake_era() {
+    // The Python SDK cannot send its client a request from a tool in the
+    // 2026-07-28 era; in the handshake era it can.
+    let test = "interop_python_sdk_modern_error_suggests_the_handshake_era";
+    let Some(s) = installed(test, &[PY_ELICIT]) else { return };
+    let turn = Turn::take("interop_wild", test);
+    let entry = json!({"command": s.python,
+        "args": [repo_root().join(PY_ELICIT), &turn.marker]});
+    write_mcp_json(&turn.dir, &[("py", entry)]);
+    let root = turn.dir.root().display().to_string();
+    let run = |protocol: &str, code: i32| {
+        let args = [
+            "call",
+            "mcp__py__roots",
+            "--yes",
+            "--root",
+            &root,
+            "--protocol",
+            protocol,
+        ];
+        let cmd = turn.command("py", &args);
+        turn.run_within(&cmd, &args, code, FASTMCP_LIMIT, String::new)
+    };
+    let out = run("modern", 4);
+    let line = out.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{}", out.stderr);
+    assert_contains(line, "no back-channel for server-initiated requests");
+    assert_contains(line, "try --protocol legacy");
+    let out = run("legacy", 0);
+    assert_eq!(out.stdout.trim_end(), format!("file://{root}"));
+    assert_absent(&out.stderr, "--protocol legacy");
 }
