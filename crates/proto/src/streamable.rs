@@ -103,6 +103,18 @@ pub fn media_type(content_type: &str) -> String {
     content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
 }
 
+/// The headers of every POST: a JSON body, and either a JSON answer or
+/// an event stream accepted.
+pub const POST_HEADERS: [(&str, &str); 2] = [
+    ("content-type", "application/json"),
+    ("accept", "application/json, text/event-stream"),
+];
+
+/// The header of every GET for an event stream (the standalone stream, a
+/// resumption, the look for the old transport).
+pub const STREAM_HEADERS: [(&str, &str); 1] =
+    [("accept", "text/event-stream")];
+
 /// Whether an answer is an event stream to read: a 200
 /// `text/event-stream` (the standalone GET's, the old transport's).
 pub fn streams(head: &Head) -> bool {
@@ -808,6 +820,12 @@ impl Call<Resuming> {
         &self.last_event_id
     }
 
+    /// The GET's own headers, besides [`STREAM_HEADERS`] and the
+    /// session's.
+    pub fn headers(&self) -> [(&'static str, &str); 1] {
+        [("last-event-id", &self.last_event_id)]
+    }
+
     /// The resuming GET was answered with `head`: its stream, or what
     /// failed.
     pub fn answered(
@@ -1367,6 +1385,7 @@ mod tests {
         let c = streaming(&mut s, 2);
         let r = c.ended(&s, end("7", Some(0))).unwrap();
         assert_eq!(r.last_event_id(), "7");
+        assert_eq!(r.headers(), [("last-event-id", "7")]);
         // retry: 0 cannot make the client spin.
         assert_eq!(r.wait(), sse::reconnect_delay(Some(0)));
         assert!(r.wait() > Duration::ZERO);

@@ -117,17 +117,25 @@ impl Endpoint {
         deadline: &Deadline,
     ) -> Result<Response<Body>> {
         let left = deadline.remaining()?;
-        let req = self
-            .agent
-            .post(&self.target)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        self.with(req, auth, era)
+        self.post_request(auth, era)
             .config()
             .timeout_global(Some(left))
             .build()
             .send(body)
             .map_err(|e| self.ureq_error(e, deadline))
+    }
+
+    /// A POST with its own headers, the credentials' and the era's.
+    fn post_request(
+        &self,
+        auth: Vec<(&'static str, String)>,
+        era: &[(String, String)],
+    ) -> RequestBuilder<ureq::typestate::WithBody> {
+        let mut req = self.agent.post(&self.target);
+        for (k, v) in streamable::POST_HEADERS {
+            req = req.header(k, v);
+        }
+        self.with(req, auth, era)
     }
 
     fn ureq_error(&self, e: ureq::Error, deadline: &Deadline) -> Error {
@@ -272,11 +280,10 @@ impl HttpTransport {
         with_session: bool,
     ) -> RequestBuilder<ureq::typestate::WithoutBody> {
         let target = &self.endpoint.target;
-        let req = self
-            .endpoint
-            .agent
-            .get(target)
-            .header("accept", "text/event-stream");
+        let mut req = self.endpoint.agent.get(target);
+        for (k, v) in streamable::STREAM_HEADERS {
+            req = req.header(k, v);
+        }
         let auth = self.auth.headers("GET", target);
         self.endpoint.with(req, auth, &self.session.headers(with_session))
     }
@@ -559,9 +566,11 @@ impl HttpTransport {
             wait.as_millis()
         ));
         let left = deadline.remaining()?;
-        let mut resp = self
-            .get_stream(true)
-            .header("last-event-id", call.last_event_id())
+        let mut req = self.get_stream(true);
+        for (k, v) in call.headers() {
+            req = req.header(k, v);
+        }
+        let mut resp = req
             .config()
             .timeout_global(Some(left))
             .build()
@@ -602,14 +611,9 @@ impl Transport for HttpTransport {
             return None;
         }
         let endpoint = &self.endpoint;
-        let req = endpoint
-            .agent
-            .post(&endpoint.target)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
         let auth = self.auth.headers("POST", &endpoint.target);
         let req = endpoint
-            .with(req, auth, &self.session.headers(true))
+            .post_request(auth, &self.session.headers(true))
             .config()
             .timeout_global(Some(CLOSE_TIMEOUT))
             .build();
