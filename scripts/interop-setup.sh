@@ -131,3 +131,27 @@ fi
 [ -f "$sandbox_node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] ||
   die "server-filesystem missing in .interop/sandbox-node"
 step "ok: sandbox servers (server-filesystem, mcp-server-fetch $SANDBOX_FETCH_VERSION)"
+# ---- 4. git-node: @cyanheads/git-mcp-server (a 2025 server over HTTP; its 500 to the 2026-07-28 probe) ----
+# Pinned in fixtures/interop/git-node/package.json + package-lock.json; installed into .interop/git-node.
+GIT_SERVER_VERSION="2.15.3" # @cyanheads/git-mcp-server; the version the second real-server trial met
+GIT_FIX="$FIX/git-node"
+GIT_DIR_="$DEST/git-node"
+git_stamp="$(hash_of "$GIT_FIX/package.json" "$GIT_FIX/package-lock.json")"
+installed_git() {
+  local pkg="$GIT_DIR_/node_modules/@cyanheads/git-mcp-server/package.json"
+  [ -f "$pkg" ] && node -p "require('$pkg').version"
+}
+if [ "$(installed_git)" = "$GIT_SERVER_VERSION" ] && [ "$(cat "$GIT_DIR_/.stamp" 2>/dev/null)" = "$git_stamp" ]; then
+  step "git-node: git-mcp-server $GIT_SERVER_VERSION already installed, skipping"
+else
+  step "git-node: installing git-mcp-server $GIT_SERVER_VERSION into .interop/git-node (npm ci, locked tree)"
+  mkdir -p "$GIT_DIR_"
+  rm -f "$GIT_DIR_/.stamp"
+  cp "$GIT_FIX/package.json" "$GIT_FIX/package-lock.json" "$GIT_DIR_/"
+  # In the directory itself: `npm ci --prefix` through a symlinked .interop misreads the project.
+  (cd "$GIT_DIR_" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  got="$(installed_git)"
+  [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
+  echo "$git_stamp" >"$GIT_DIR_/.stamp"
+  step "git-node: installed git-mcp-server $GIT_SERVER_VERSION"
+fi

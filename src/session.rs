@@ -382,12 +382,18 @@ impl Session {
                 "server/discover refused: {}",
                 term::clip(&e.describe(), 120)
             ),
+            // An HTTP answer that is no MCP answer (a 4xx or 5xx, a web
+            // page, a stream that ends without the response): a 2025
+            // server's way of saying it does not know the request. Not
+            // reaching the server, a deadline, a refused credential or a
+            // redirect stay errors: no other era would fare better.
             Err(e)
-                if e.http_status()
-                    .is_some_and(|s| (400..500).contains(&s)) =>
+                if e.kind() == Kind::Server && e.http_status().is_some() =>
             {
+                let refused = e.http_status().is_some_and(|s| s >= 400);
                 format!(
-                    "server/discover refused: {}",
+                    "server/discover {}: {}",
+                    if refused { "refused" } else { "answered" },
                     term::clip(e.message(), 120)
                 )
             }
@@ -456,9 +462,18 @@ impl Session {
         self.modern_meta(&mut params);
         let original = params.clone();
         for round in 0.. {
-            let result = self
-                .exchange(method, params, headers, d)?
-                .map_err(|e| Error::server(e.describe()))?;
+            let result =
+                self.exchange(method, params, headers, d)?.map_err(|e| {
+                    let mut text = e.describe();
+                    if e.wants_handshake_era() {
+                        text.push_str(
+                            "; in the handshake era the server can ask this \
+                             while the call runs: try --protocol legacy (or \
+                             \"protocol\": \"legacy\" in the server's entry)",
+                        );
+                    }
+                    Error::server(text)
+                })?;
             match mcp::result_type(&result) {
                 ResultType::Complete => return Ok(result),
                 ResultType::Unknown(t) => {
@@ -856,6 +871,12 @@ impl Session {
     pub(crate) fn close(&mut self) -> Closed {
         if let Some(c) = self.closed {
             return c;
+        }
+        for m in self.transport.drain() {
+            if let Incoming::Notification { method, params } = mcp::classify(m)
+            {
+                self.notification(&method, &params);
+            }
         }
         let c = self.transport.close();
         self.closed = Some(c);

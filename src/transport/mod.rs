@@ -112,6 +112,13 @@ pub(crate) trait Transport: Send {
     fn canceller(&self) -> Option<Canceller> {
         None
     }
+    /// Before closing: the messages the server already sent on a stream
+    /// that belongs to no request (HTTP's standalone stream), read within
+    /// a small bound, so that a log line sent just before the last result
+    /// is not lost. Only HTTP has such a stream.
+    fn drain(&mut self) -> Vec<Value> {
+        vec![]
+    }
     /// Ends the connection and everything it started. Idempotent.
     fn close(&mut self) -> Closed;
     /// The memory a parsed message may take ([`tree_budget`]); what a

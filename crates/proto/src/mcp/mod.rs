@@ -807,6 +807,17 @@ impl RpcError {
 }
 
 impl RpcError {
+    /// Whether the error is one the handshake era would have avoided: a
+    /// server that cannot send its client a request in the 2026-07-28 era
+    /// (the Python SDK's "no back-channel for server-initiated requests",
+    /// raised when a tool asks something over a transport that has no
+    /// stream for it), where the handshake era's streams carry it.
+    pub fn wants_handshake_era(&self) -> bool {
+        self.message
+            .to_ascii_lowercase()
+            .contains("no back-channel for server-initiated requests")
+    }
+
     /// The versions a `-32022` UnsupportedProtocolVersion error says the
     /// server supports.
     pub fn supported_versions(&self) -> Option<Vec<String>> {
@@ -1159,6 +1170,16 @@ mod tests {
             classify(json!({"id": 1.5, "method": "ping"})),
             Incoming::Invalid(_)
         ));
+    }
+
+    #[test]
+    fn an_error_without_a_back_channel_wants_the_handshake_era() {
+        let e = RpcError::parse(&json!({"code": -32600, "message":
+            "Cannot send 'elicitation/create': this transport context has \
+             no back-channel for server-initiated requests."}));
+        assert!(e.wants_handshake_era());
+        let e = RpcError::parse(&json!({"code": -32600, "message": "boom"}));
+        assert!(!e.wants_handshake_era());
     }
 
     #[test]
