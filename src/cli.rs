@@ -45,6 +45,9 @@ pub(crate) struct Global {
     pub(crate) raw: bool,
     /// Log in inline when a server asks for (more) authorization.
     pub(crate) step_up: bool,
+    /// `--refresh` on a command that speaks to servers: redeem the refresh
+    /// token of an expired or refused token (as `"refresh": "auto"`).
+    pub(crate) refresh: bool,
     /// `--protocol`: overrides every server's `protocol` key.
     pub(crate) protocol: Option<crate::mcp::Choice>,
     /// `--lock PATH`: the lock file (default: beside the config file).
@@ -130,6 +133,7 @@ pub(crate) enum Command {
         server: String,
         no_browser: bool,
         refresh: bool,
+        device: bool,
     },
     Logout {
         server: String,
@@ -422,6 +426,7 @@ pub(crate) enum Flag {
     StepUp,
     Protocol,
     NoBrowser,
+    Device,
     Save,
     Lock,
     Unlocked,
@@ -494,7 +499,8 @@ impl Flag {
             | Flag::StepUp
             | Flag::Unlocked
             | Flag::Check
-            | Flag::NoBrowser => ValueKind::None,
+            | Flag::NoBrowser
+            | Flag::Device => ValueKind::None,
         }
     }
 }
@@ -582,10 +588,11 @@ const OPTS: &[Opt] = &[
     valued(Flag::MaxOutput, "max-output", Applies::Execs),
     valued(Flag::Journal, "journal", Applies::Runs),
     opt(Flag::Raw, "raw", Applies::Every),
-    opt(Flag::Refresh, "refresh", Applies::Only(&[Cmd::Login])),
+    opt(Flag::Refresh, "refresh", Applies::Only(REFRESHED)),
     opt(Flag::StepUp, "step-up", Applies::Mcp),
     valued(Flag::Protocol, "protocol", Applies::Mcp),
     opt(Flag::NoBrowser, "no-browser", Applies::Only(&[Cmd::Login])),
+    opt(Flag::Device, "device", Applies::Only(&[Cmd::Login])),
     valued(Flag::Save, "save", Applies::Only(&[Cmd::Call, Cmd::Read])),
     valued(Flag::Lock, "lock", Applies::Only(LOCKED)),
     opt(Flag::Unlocked, "unlocked", Applies::Only(LOCKED.split_at(1).1)),
@@ -598,6 +605,20 @@ const OPTS: &[Opt] = &[
     valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
+];
+
+/// The commands `--refresh` applies to: `login` (redeem now) and those
+/// that speak to servers (redeem when the token expired or was refused).
+const REFRESHED: &[Cmd] = &[
+    Cmd::Login,
+    Cmd::Lock,
+    Cmd::List,
+    Cmd::Call,
+    Cmd::Resources,
+    Cmd::Read,
+    Cmd::Prompts,
+    Cmd::Prompt,
+    Cmd::Batch,
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -628,6 +649,9 @@ OPTIONS of the commands that speak to servers (list, call, resources, read,
 prompts, prompt, batch, lock):
         --step-up       When a server asks for (more) authorization, log in
                         there and then
+        --refresh       When the stored OAuth token expired or is refused,
+                        redeem its refresh token once (under the credential
+                        file's lock) and retry once
         --protocol auto|modern|legacy
                         Which MCP era to speak, for every server: auto
                         (default) finds out; modern is 2026-07-28 only;
@@ -815,6 +839,7 @@ OPTIONS:
         --lock PATH                The lock file (default: beside config)
         --unlocked                 Do not refuse items that drifted
         --step-up                  Log in when a server asks for more
+        --refresh                  Refresh an expired or refused token
         --protocol auto|modern|legacy  Which MCP era to speak
         --stdio CMDLINE            One server typed here, no config file
         --http URL                 One HTTP server typed here
@@ -830,13 +855,19 @@ rivumi-mcp login: log in to an OAuth-protected HTTP server
 
 USAGE:
     rivumi-mcp login <SERVER> [--no-browser] [--timeout SECS]
+    rivumi-mcp login <SERVER> --device [--timeout SECS]
     rivumi-mcp login <SERVER> --refresh
 
 Runs the authorization-code flow with PKCE (S256) and state through a
 loopback callback on 127.0.0.1, for the client configured in the server's
 \"oauth\" block, and stores the token in the credential file (0600).
 The URL is always printed; the browser is RIVUMI_MCP_BROWSER, else
-xdg-open (open on macOS), run without a shell.
+xdg-open (open on macOS), run without a shell. With --no-browser, paste
+the address the browser ended at (or the code) on stdin instead.
+
+With --device (or \"grant\": \"device_code\"), the device authorization
+grant (RFC 8628): open the printed URL on any device and enter the code;
+no listener is opened.
 
 Without a browser, as the \"oauth\" block says: client_credentials (a
 secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"
@@ -845,10 +876,12 @@ secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"
 \"dpop\" binds the token to a key (RFC 9449).
 
 OPTIONS:
-        --no-browser      Only print the URL
+        --no-browser      Only print the URL; read the redirect address
+                          (or the code) pasted on stdin, or the callback
+        --device          Log in with a code entered on another device
         --refresh         Exchange the stored refresh token (never done
                           silently), storing the rotated one first
-        --timeout SECS    How long to wait for the browser (default 300)
+        --timeout SECS    How long to wait for the login (default 300)
         --json            Print the outcome as JSON
 ";
 
@@ -1141,6 +1174,7 @@ fn build(
     let mut yes = false;
     let mut no_browser = false;
     let mut refresh = false;
+    let mut device = false;
     let mut check = false;
     let mut adhoc_name = None;
 
@@ -1202,7 +1236,11 @@ fn build(
             Flag::Journal => g.journal = Some(PathBuf::from(value)),
             Flag::Raw => g.raw = true,
             Flag::NoBrowser => no_browser = true,
-            Flag::Refresh => refresh = true,
+            Flag::Refresh => {
+                refresh = true;
+                g.refresh = true;
+            }
+            Flag::Device => device = true,
             Flag::StepUp => g.step_up = true,
             Flag::Protocol => g.protocol =
                 Some(crate::mcp::Choice::parse(&value).ok_or_else(|| {
@@ -1333,9 +1371,12 @@ fn build(
         }
         Cmd::Prompts => Command::Prompts { server: need("SERVER")? },
         Cmd::Batch => Command::Batch,
-        Cmd::Login => {
-            Command::Login { server: need("SERVER")?, no_browser, refresh }
-        }
+        Cmd::Login => Command::Login {
+            server: need("SERVER")?,
+            no_browser,
+            refresh,
+            device,
+        },
         Cmd::Logout => Command::Logout { server: need("SERVER")? },
         Cmd::Discover => Command::Discover { server: need("SERVER")? },
         Cmd::Status => Command::Status,

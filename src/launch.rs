@@ -38,6 +38,8 @@ pub(crate) struct Context {
     max_message: usize,
     lookup: fn(&str) -> Option<String>,
     step_up: bool,
+    /// `--refresh`: refresh an expired or refused OAuth token.
+    refresh: bool,
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.
     adhoc: Option<String>,
@@ -123,6 +125,7 @@ impl Context {
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
             step_up: g.step_up,
+            refresh: g.refresh,
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
@@ -306,7 +309,10 @@ impl Context {
                     name,
                     spec,
                     self.lookup,
-                    self.step_up,
+                    crate::auth::Inline {
+                        step_up: self.step_up,
+                        refresh: self.refresh,
+                    },
                 )
                 .map_err(|e| e.for_server(name))?;
                 let limits = http::Limits::new(self.max_message);
@@ -354,6 +360,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
                 url_text: raw.clone(),
                 headers: vec![],
                 bearer_token_env_var: None,
+                token_command: None,
                 oauth: None,
             }))
         }

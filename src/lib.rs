@@ -136,17 +136,20 @@ fn run(args: cli::Args) -> Result<()> {
             cmd::list::run(&ctx, servers, *show, json, exec.lock.as_ref())
         }
         Command::Batch => cmd::batch::run(&ctx, &exec),
-        Command::Login { server, no_browser, refresh } => cmd::auth::login(
-            &ctx,
-            server,
-            cmd::auth::LoginOptions {
-                no_browser: *no_browser,
-                refresh: *refresh,
-                timeout: g.timeout,
-            },
-            json,
-            &setup::lookup,
-        ),
+        Command::Login { server, no_browser, refresh, device } => {
+            cmd::auth::login(
+                &ctx,
+                server,
+                cmd::auth::LoginOptions {
+                    no_browser: *no_browser,
+                    refresh: *refresh,
+                    device: *device,
+                    timeout: g.timeout,
+                },
+                json,
+                &setup::lookup,
+            )
+        }
         Command::Logout { .. } | Command::Status => unreachable!("above"),
         Command::Discover { server } => {
             cmd::auth::discover(&ctx, server, json)

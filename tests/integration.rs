@@ -51,6 +51,9 @@ mod auth_paths;
 // The machine grants: private_key_jwt, workload identity, enterprise-managed
 // authorization, DPoP.
 mod machine_auth;
+// Logging in without a browser here (device grant, paste-back), refresh
+// the operator opted in to, credentials from a command.
+mod headless_auth;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;

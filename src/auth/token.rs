@@ -123,8 +123,33 @@ pub(crate) fn request(
     dpop: Option<&Dpop>,
     deadline: &Deadline,
 ) -> Result<Tokens> {
-    let what = format!("token endpoint {endpoint}");
     let m = post(endpoint, client, params, dpop, deadline)?;
+    tokens_of(&m, endpoint, dpop)
+}
+
+/// [`request`], with an error answer handed back as it is, so that the
+/// caller can act on its `error` code (the polling of the device grant).
+pub(crate) fn attempt(
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
+    deadline: &Deadline,
+) -> Result<std::result::Result<Tokens, Refusal>> {
+    let what = format!("token endpoint {endpoint}");
+    match send(&what, endpoint, client, params, dpop, deadline)? {
+        Ok(m) => Ok(Ok(tokens_of(&m, endpoint, dpop)?)),
+        Err(r) => Ok(Err(r)),
+    }
+}
+
+/// The tokens of a successful answer `m` from `endpoint`.
+fn tokens_of(
+    m: &Map<String, Value>,
+    endpoint: &Url,
+    dpop: Option<&Dpop>,
+) -> Result<Tokens> {
+    let what = format!("token endpoint {endpoint}");
     let token_type = m.get("token_type").and_then(Value::as_str).unwrap_or("");
     let bound = dpop.is_some() && token_type.eq_ignore_ascii_case("dpop");
     if !bound && !token_type.eq_ignore_ascii_case("bearer") {
@@ -135,7 +160,7 @@ pub(crate) fn request(
         )));
     }
     Ok(Tokens {
-        access_token: access_token(&m, &what)?,
+        access_token: access_token(m, &what)?,
         refresh_token: m
             .get("refresh_token")
             .and_then(Value::as_str)
@@ -183,9 +208,15 @@ fn access_token(m: &Map<String, Value>, what: &str) -> Result<Secret> {
         })
 }
 
-/// The token request itself: the form, the client's authentication, a
-/// DPoP proof (sent once more, with the nonce, after `use_dpop_nonce`),
-/// and the answer's JSON object (an error answer is an error).
+/// An error answer of an OAuth endpoint: its `error` code, and the error
+/// to report (the code and description sanitised, or a snippet).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) code: Option<String>,
+    pub(crate) error: Error,
+}
+
+/// The token request itself, [`send`] with an error answer as an error.
 fn post(
     endpoint: &Url,
     client: &Client<'_>,
@@ -194,6 +225,21 @@ fn post(
     deadline: &Deadline,
 ) -> Result<Map<String, Value>> {
     let what = format!("token endpoint {endpoint}");
+    send(&what, endpoint, client, params, dpop, deadline)?.map_err(|r| r.error)
+}
+
+/// A form POST of `params` to an OAuth endpoint (`what` names it in
+/// errors) with the client's authentication and a DPoP proof (sent once
+/// more, with the nonce, after `use_dpop_nonce`): the answer's JSON
+/// object, or the endpoint's refusal.
+pub(crate) fn send(
+    what: &str,
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
+    deadline: &Deadline,
+) -> Result<std::result::Result<Map<String, Value>, Refusal>> {
     let mut retried = false;
     loop {
         let mut pairs: Vec<(&str, &str)> = params.to_vec();
@@ -238,11 +284,11 @@ fn post(
             Some(("application/x-www-form-urlencoded", body)),
             deadline,
         )?;
-        if let Some(e) = a.redirect_error(&what) {
+        if let Some(e) = a.redirect_error(what) {
             return Err(e);
         }
         if a.status == 200 {
-            return a.json_object(&what);
+            return a.json_object(what).map(Ok);
         }
         let error = serde_json::from_slice::<Value>(&a.body).ok();
         let code = error.as_ref().and_then(|v| v.get("error")?.as_str());
@@ -269,10 +315,13 @@ fn post(
             })
             .map(|t| format!(": {}", term::clip(&term::line(&t), 300)))
             .unwrap_or_else(|| a.snippet());
-        return Err(Error::new(
-            Kind::Auth,
-            format!("{what} answered HTTP {}{detail}", a.status),
-        ));
+        return Ok(Err(Refusal {
+            code: code.map(str::to_string),
+            error: Error::new(
+                Kind::Auth,
+                format!("{what} answered HTTP {}{detail}", a.status),
+            ),
+        }));
     }
 }
 

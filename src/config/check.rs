@@ -716,6 +716,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
             }
         }
         let oauth = node.get("oauth").and_then(|m| self.oauth(m));
+        let token_command = self.token_command(node, bearer.is_some());
         let auth_header = headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("authorization"));
@@ -731,7 +732,14 @@ impl<'c, 'a> Cursor<'c, 'a> {
         if let Some((k, v)) = auth_header {
             let p = format!("/headers/{}", jsonpos::pointer_escape(k));
             let pos = node.get("headers").map_or(node.pos, |m| m.value.pos);
-            if bearer.is_some() || node.get("oauth").is_some() {
+            if node.get("token_command").is_some() {
+                self.error(
+                    &p,
+                    pos,
+                    "an 'Authorization' header conflicts with \
+                     'token_command'",
+                );
+            } else if bearer.is_some() || node.get("oauth").is_some() {
                 self.error(
                     &p,
                     pos,
@@ -756,8 +764,45 @@ impl<'c, 'a> Cursor<'c, 'a> {
             url_text,
             headers,
             bearer_token_env_var: bearer,
+            token_command,
             oauth,
         })
+    }
+
+    /// `token_command`: a non-empty argv whose program is named, the one
+    /// way the server authenticates (`bearer` says whether
+    /// `bearer_token_env_var` is set).
+    fn token_command(
+        &mut self,
+        node: &Node,
+        bearer: bool,
+    ) -> Option<Vec<String>> {
+        let m = node.get("token_command")?;
+        let p = "/token_command";
+        let argv = self.string_array(node, "token_command", "");
+        if !matches!(m.value.kind, J::Array(_)) {
+            return None;
+        }
+        if argv.first().is_none_or(|c| c.is_empty()) {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' must be a non-empty argv array (no shell): \
+                 [\"program\", \"arg\", ...]",
+            );
+            return None;
+        }
+        if bearer || node.get("oauth").is_some() {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' conflicts with \
+                 'bearer_token_env_var'/'oauth'; choose one way to \
+                 authenticate",
+            );
+            return None;
+        }
+        Some(argv)
     }
 
     /// `url`: a template, checked like the others, then expanded and
