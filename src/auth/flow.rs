@@ -39,6 +39,7 @@ use super::dpop::Dpop;
 use super::keys::{self, SigningKey};
 use super::pkce::{self, Secret};
 use super::store::{self, Credential};
+use super::token::AuthMethod;
 use super::{callback, device, machine, token};
 use crate::config::{DpopMode, Grant, Http, OAuth};
 use crate::deadline::Deadline;
@@ -272,7 +273,7 @@ pub(crate) struct ClientIdentity {
     pub(crate) id: String,
     pub(crate) secret: Option<Secret>,
     /// The one method to use at the token endpoint.
-    pub(crate) method: String,
+    pub(crate) method: AuthMethod,
     /// A dynamic registration to store with the credential.
     pub(crate) registration: Option<Value>,
     /// `private_key_jwt`: the key, and the assertion's audience.
@@ -281,13 +282,13 @@ pub(crate) struct ClientIdentity {
 
 /// The method for a client with a secret: what the registration said, else
 /// what the server supports, preferring `client_secret_basic`.
-fn secret_method(methods: &[String]) -> String {
-    if methods.iter().any(|m| m == "client_secret_basic") {
-        "client_secret_basic".into()
-    } else if methods.iter().any(|m| m == "client_secret_post") {
-        "client_secret_post".into()
+fn secret_method(methods: &[String]) -> AuthMethod {
+    if AuthMethod::ClientSecretBasic.listed_in(methods) {
+        AuthMethod::ClientSecretBasic
+    } else if AuthMethod::ClientSecretPost.listed_in(methods) {
+        AuthMethod::ClientSecretPost
     } else {
-        "client_secret_basic".into()
+        AuthMethod::ClientSecretBasic
     }
 }
 
@@ -315,7 +316,7 @@ fn client(
             return Ok(ClientIdentity {
                 id: id.clone(),
                 secret: None,
-                method: "none".into(),
+                method: AuthMethod::None,
                 registration: None,
                 key: None,
             });
@@ -328,7 +329,7 @@ fn client(
         let method = if secret.is_some() {
             secret_method(&ep.methods)
         } else {
-            "none".into()
+            AuthMethod::None
         };
         return Ok(ClientIdentity {
             id: id.clone(),
@@ -344,9 +345,23 @@ fn client(
              not enabled)",
         ));
     }
+    if let Some(c) = reuse_registration(req, ep, redirect_uri, stored) {
+        return Ok(c);
+    }
+    register(req, ep, redirect_uri, d)
+}
+
+/// A stored dynamic registration made where this login goes (and for its
+/// redirect URI), to present again. Registrations are kept per
+/// authorization server: no other is ever presented here (a warning says
+/// when the stored one was made elsewhere).
+fn reuse_registration(
+    req: &Request<'_>,
+    ep: &Endpoints,
+    redirect_uri: Option<&str>,
+    stored: Option<&Credential>,
+) -> Option<ClientIdentity> {
     let issuer = ep.issuer.as_deref();
-    // Registrations are kept per authorization server: the one made where
-    // this login goes is reused, no other is ever presented here.
     let kept = stored.into_iter().flat_map(|c| {
         c.registration.iter().chain(c.other_registrations.iter())
     });
@@ -367,7 +382,7 @@ fn client(
             && let Some(c) = registration_identity(reg, &ep.methods)
         {
             msg::debug("reusing the stored dynamic registration");
-            return Ok(c);
+            return Some(c);
         }
         made_elsewhere = None;
         break;
@@ -381,6 +396,19 @@ fn client(
             term::line(issuer.unwrap_or(&ep.token.to_string()))
         ));
     }
+    None
+}
+
+/// RFC 7591: registers rivumi-mcp at the authorization server, for the
+/// grant of `req` (and `redirect_uri`, when it has one), binding the
+/// registration to where it was made (see [`bound_to`]).
+fn register(
+    req: &Request<'_>,
+    ep: &Endpoints,
+    redirect_uri: Option<&str>,
+    d: &Deadline,
+) -> Result<ClientIdentity> {
+    let issuer = ep.issuer.as_deref();
     let Some(endpoint) = &ep.registration else {
         return Err(Error::new(
             Kind::Auth,
@@ -388,10 +416,15 @@ fn client(
              has no registration_endpoint",
         ));
     };
-    let method = ["none", "client_secret_post", "client_secret_basic"]
-        .into_iter()
-        .find(|m| ep.methods.iter().any(|x| x == m))
-        .unwrap_or("client_secret_basic");
+    let method = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::ClientSecretBasic,
+    ]
+    .into_iter()
+    .find(|m| m.listed_in(&ep.methods))
+    .unwrap_or(AuthMethod::ClientSecretBasic)
+    .name();
     // `refresh_token` always goes with a person's grant, so that the
     // tokens an `offline_access` request earns can be used (SEP-2207).
     let grants: &[&str] = match req.grant {
@@ -544,9 +577,10 @@ fn registration_identity(
         .map(|s| Secret::new(s.to_string()));
     let method =
         match reg.get("token_endpoint_auth_method").and_then(Value::as_str) {
-            Some(m) => m.to_string(),
+            // A method rivumi-mcp does not speak: the client id alone.
+            Some(m) => AuthMethod::parse(m).unwrap_or(AuthMethod::None),
             None if secret.is_some() => secret_method(methods),
-            None => "none".into(),
+            None => AuthMethod::None,
         };
     Some(ClientIdentity {
         id,
@@ -584,7 +618,7 @@ fn key_identity(
     Ok(ClientIdentity {
         id: id.to_string(),
         secret: None,
-        method: "private_key_jwt".into(),
+        method: AuthMethod::PrivateKeyJwt,
         registration: None,
         key: Some((Arc::new(key), audience)),
     })
@@ -1004,7 +1038,7 @@ fn keep(
             identity.registration.as_ref(),
         ),
         registration: identity.registration.clone(),
-        auth_method: Some(identity.method.clone()),
+        auth_method: Some(identity.method.name().to_string()),
         dpop_key: dpop.filter(|_| tokens.dpop).map(|(k, _)| k),
     };
     store::put(&store_path, req.server, cred.clone())?;
@@ -1022,7 +1056,7 @@ impl ClientIdentity {
         token::Client {
             id: &self.id,
             secret: self.secret.as_ref(),
-            method: &self.method,
+            method: self.method,
             key: self.key.as_ref().map(|(k, _)| k.as_ref()),
             audience: self.key.as_ref().map(|(_, a)| a.as_str()),
         }
@@ -1190,10 +1224,11 @@ fn stored_identity(
         Some(var) => lookup(var).filter(|v| !v.is_empty()).map(Secret::new),
         None => None,
     };
+    let stored_method = c.auth_method.as_deref().and_then(AuthMethod::parse);
     let public = || ClientIdentity {
         id: c.client_id.clone(),
         secret: None,
-        method: "none".into(),
+        method: AuthMethod::None,
         registration: None,
         key: None,
     };
@@ -1209,7 +1244,7 @@ fn stored_identity(
             ));
         }
         Some(reg) => registration_identity(reg, &[]).unwrap_or_else(public),
-        None if c.auth_method.as_deref() == Some("private_key_jwt") => {
+        None if stored_method == Some(AuthMethod::PrivateKeyJwt) => {
             let path =
                 oauth.machine.client_key_file.as_ref().ok_or_else(|| {
                     Error::usage(
@@ -1223,10 +1258,10 @@ fn stored_identity(
         }
         None => ClientIdentity {
             // The method the login used; older entries: Basic.
-            method: match (&secret, &c.auth_method) {
-                (None, _) => "none".into(),
-                (Some(_), Some(m)) => m.clone(),
-                (Some(_), None) => "client_secret_basic".into(),
+            method: match (&secret, stored_method) {
+                (None, _) => AuthMethod::None,
+                (Some(_), Some(m)) => m,
+                (Some(_), None) => AuthMethod::ClientSecretBasic,
             },
             secret,
             ..public()

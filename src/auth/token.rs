@@ -62,14 +62,58 @@ fn expires_in(v: Option<&Value>) -> Option<i64> {
     }
 }
 
+/// How a client authenticates at the token endpoint (the
+/// `token_endpoint_auth_method` names of RFC 7591 and RFC 8414). Each
+/// place that acts on the method matches on this, so a new method is a
+/// compile error until each says what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AuthMethod {
+    /// A public client: its `client_id` only.
+    None,
+    /// The secret in HTTP Basic (RFC 6749 §2.3.1).
+    ClientSecretBasic,
+    /// The secret as a form field.
+    ClientSecretPost,
+    /// A signed client assertion (RFC 7523).
+    PrivateKeyJwt,
+}
+
+impl AuthMethod {
+    const ALL: [AuthMethod; 4] = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretBasic,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::PrivateKeyJwt,
+    ];
+
+    /// The method's registered name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+
+    /// The method of a registered name; `None` for one rivumi-mcp does
+    /// not speak.
+    pub(crate) fn parse(s: &str) -> Option<AuthMethod> {
+        AuthMethod::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// Whether `listed` (a metadata list of names) has this method.
+    pub(crate) fn listed_in(self, listed: &[String]) -> bool {
+        listed.iter().any(|m| m == self.name())
+    }
+}
+
 /// How the client authenticates at the token endpoint.
 #[derive(Debug)]
 pub(crate) struct Client<'a> {
     pub(crate) id: &'a str,
     pub(crate) secret: Option<&'a Secret>,
-    /// `none`, `client_secret_basic`, `client_secret_post` or
-    /// `private_key_jwt`.
-    pub(crate) method: &'a str,
+    pub(crate) method: AuthMethod,
     /// For `private_key_jwt`: the key that signs the client assertion.
     pub(crate) key: Option<&'a SigningKey>,
     /// The assertion's audience: the authorization server's issuer, else
@@ -82,7 +126,7 @@ impl<'a> Client<'a> {
     pub(crate) fn new(
         id: &'a str,
         secret: Option<&'a Secret>,
-        method: &'a str,
+        method: AuthMethod,
     ) -> Client<'a> {
         Client { id, secret, method, key: None, audience: None }
     }
@@ -246,7 +290,7 @@ pub(crate) fn send(
         let mut headers = vec![("accept", "application/json".to_string())];
         let assertion;
         match (client.secret, client.method) {
-            (Some(secret), "client_secret_basic") => {
+            (Some(secret), AuthMethod::ClientSecretBasic) => {
                 // RFC 6749 §2.3.1: form-encode both parts, then Basic.
                 let raw = format!(
                     "{}:{}",
@@ -257,11 +301,11 @@ pub(crate) fn send(
                     base64::engine::general_purpose::STANDARD.encode(raw);
                 headers.push(("authorization", format!("Basic {b64}")));
             }
-            (Some(secret), "client_secret_post") => {
+            (Some(secret), AuthMethod::ClientSecretPost) => {
                 pairs.push(("client_id", client.id));
                 pairs.push(("client_secret", secret.expose()));
             }
-            (_, "private_key_jwt") => {
+            (_, AuthMethod::PrivateKeyJwt) => {
                 // A new assertion each time: its jti is single-use.
                 assertion = client_assertion(client, endpoint)?;
                 pairs.push(("client_id", client.id));
@@ -269,8 +313,15 @@ pub(crate) fn send(
                 pairs.push(("client_assertion", &assertion));
             }
             // Without a client id (an IdP that needs none), nothing.
-            _ if client.id.is_empty() => {}
-            _ => pairs.push(("client_id", client.id)),
+            (_, AuthMethod::None)
+            | (None, AuthMethod::ClientSecretBasic)
+            | (None, AuthMethod::ClientSecretPost)
+                if client.id.is_empty() => {}
+            (_, AuthMethod::None)
+            | (None, AuthMethod::ClientSecretBasic)
+            | (None, AuthMethod::ClientSecretPost) => {
+                pairs.push(("client_id", client.id))
+            }
         }
         if let Some(d) = dpop {
             headers

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::auth::token::AuthMethod;
 use crate::auth::{DEFAULT_CALLBACK_TIMEOUT, discovery, flow, store};
 use crate::config::{Grant, Http, OAuth, Transport};
 use crate::deadline::Deadline;
@@ -322,14 +323,14 @@ fn method<'a>(
     c: Option<&'a store::Credential>,
 ) -> (&'static str, Option<&'a str>, bool) {
     let Some(o) = &h.oauth else { return ("-", None, false) };
-    let configured = if o.machine.client_key_file.is_some() {
-        Some("private_key_jwt")
-    } else {
-        None
-    };
+    let configured = o
+        .machine
+        .client_key_file
+        .is_some()
+        .then_some(AuthMethod::PrivateKeyJwt.name());
     let client_auth = c
         .and_then(|c| c.auth_method.as_deref())
-        .filter(|m| *m != "none")
+        .filter(|m| *m != AuthMethod::None.name())
         .or(configured);
     let dpop = c.is_some_and(|c| c.dpop_key.is_some());
     (o.grant.name(), client_auth, dpop)
