@@ -22,6 +22,8 @@ mod interop;
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
 mod interop_oauth;
+// The device grant against a real authorization server (node-oidc-provider).
+mod interop_device;
 // A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
 mod interop_modern;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
