@@ -243,13 +243,21 @@ fn classes(server: &Server) -> [Value; 4] {
 }
 
 /// How an HTTP server authenticates, for its fingerprint: the mode, the
-/// bearer variable, and the credential command's argv (when there is one:
-/// it runs on this machine, so changing it needs a new approval).
+/// bearer variable, and the credential commands' argvs (when there are
+/// any: they run on this machine, so changing one needs a new approval).
 fn auth_class(server: &Server, h: &crate::config::Http) -> Value {
     let mut v = json!({"mode": server.auth_mode(),
                        "bearer_var": h.bearer_token_env_var});
     if let Some(argv) = &h.token_command {
         v["token_command"] = json!(argv);
+    }
+    if !h.headers_command.is_empty() {
+        let mut cmds = h.headers_command.clone();
+        for (k, _) in &mut cmds {
+            k.make_ascii_lowercase();
+        }
+        cmds.sort();
+        v["headers_command"] = json!(cmds);
     }
     v
 }
@@ -326,17 +334,7 @@ mod tests {
 
     /// The server of a one-server config whose `oauth` block is `oauth`.
     fn with_oauth(oauth: &str) -> Server {
-        let text = format!(
-            r#"{{"mcpServers": {{"a": {{"url": "https://x.example/mcp", "oauth": {oauth}}}}}}}"#
-        );
-        let c = crate::config::validate(
-            &text,
-            std::path::Path::new("t.json"),
-            std::path::Path::new("/"),
-            false,
-            &|_| Some("v".into()),
-        );
-        c.entries[0].server.clone().expect("a valid entry")
+        http_with(&format!(r#""oauth": {oauth}"#))
     }
 
     /// Where an assertion is sent (the IdP) and read from are part of
@@ -390,6 +388,14 @@ mod tests {
         let op = cmd(r#"["op", "read", "op://v/i/token"]"#);
         assert_ne!(op, cmd(r#"["op", "read", "op://v/other/token"]"#));
         assert_ne!(op, cmd(r#"["/tmp/op", "read", "op://v/i/token"]"#));
+        let header = |argv: &str| {
+            fingerprint(&http_with(&format!(
+                r#""headers_command": {{"X-Api-Key": {argv}}}"#
+            )))
+        };
+        let key = header(r#"["pass", "show", "k"]"#);
+        assert_ne!(key, header(r#"["pass", "show", "other"]"#));
+        assert_ne!(key, fingerprint(&http_with(r#""headers": {}"#)));
         let plain = fingerprint(&with_oauth(r#"{"client_id": "c"}"#));
         assert_eq!(plain, "02886da123d923564401");
         let device = fingerprint(&with_oauth(

@@ -303,8 +303,12 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let headers = http::headers(spec, &self.lookup)
+                let mut headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                for (k, argv) in &spec.headers_command {
+                    let v = crate::auth::command::header(name, k, argv)?;
+                    headers.push((k.to_ascii_lowercase(), v.expose().into()));
+                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
@@ -361,6 +365,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
                 headers: vec![],
                 bearer_token_env_var: None,
                 token_command: None,
+                headers_command: vec![],
                 oauth: None,
             }))
         }

@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use crate::util::http::Request;
 use crate::util::oauth::{
     CLIENT, DeviceScript, LIST_OUT, LOGIN_ARGS, OAuthSite, SiteOptions,
-    USER_CODE, config, creds, form_decode, last_line, param, read_json, s256,
-    web_command, write_browser,
+    USER_CODE, config, creds, expire_stored_token, form_decode, last_line,
+    param, read_json, s256, web_command, write_browser,
 };
 use crate::util::{
     Dir, Output, TestCommand, assert_absent, wait_with_timeout,
@@ -399,18 +399,6 @@ fn logged_in(test: &str, oauth: Value) -> (Dir, OAuthSite, OAuthSite) {
     logged_in_with(test, oauth, |m| m)
 }
 
-/// Makes the stored token expired (a minute ago).
-fn expire(dir: &Dir) {
-    let p = creds(dir);
-    let mut v = read_json(&p);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    v["servers"]["web"]["expires_at"] = json!(now - 60);
-    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
-}
-
 /// The `Authorization` of every MCP POST from index `from` on.
 fn bearers_from(mcp: &OAuthSite, from: usize) -> Vec<String> {
     mcp.mcp_requests()[from..]
@@ -422,7 +410,7 @@ fn bearers_from(mcp: &OAuthSite, from: usize) -> Vec<String> {
 #[test]
 fn twelve_commands_with_an_expired_token_refresh_it_once() {
     let (dir, auth, mcp) = logged_in("headless_refresh_twelve", bare());
-    expire(&dir);
+    expire_stored_token(&dir);
     let seen = mcp.mcp_requests().len();
     let cmds: Vec<TestCommand> = (0..12)
         .map(|_| web_command(&dir, &["list", "web", "--refresh"]))
@@ -486,7 +474,7 @@ fn a_token_refused_after_its_refresh_is_not_refreshed_again() {
 #[test]
 fn a_failed_refresh_leaves_the_credential_file_byte_identical() {
     let (dir, auth, mcp) = logged_in("headless_refresh_fails", bare());
-    expire(&dir);
+    expire_stored_token(&dir);
     // A refresh token the server does not know (revoked).
     let p = creds(&dir);
     let mut v = read_json(&p);
@@ -597,4 +585,54 @@ fn a_failing_token_command_names_the_exit_status_only() {
         last_line(&out).contains("printed more than one token"),
         "{out:?}"
     );
+}
+
+#[test]
+fn a_headers_command_supplies_a_header_value_never_shown() {
+    let fx = crate::util::http::HttpFixture::mcp(
+        crate::util::http::McpScript::new(),
+    );
+    let dir = Dir::new("headless_headers_command");
+    crate::util::write_mcp_json(
+        &dir,
+        &[(
+            "web",
+            json!({"url": fx.url(), "headers_command": {
+                "X-Api-Key": ["printf", "%s\\n", "Key vault-5ec2"],
+            }}),
+        )],
+    );
+    let journal = dir.path("j.jsonl");
+    let j = journal.to_str().unwrap();
+    let out = web_command(&dir, &["-v", "list", "web", "--journal", j])
+        .assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    let posts: Vec<Request> =
+        fx.requests().into_iter().filter(|r| r.method == "POST").collect();
+    assert!(!posts.is_empty());
+    for r in &posts {
+        assert_eq!(r.header("x-api-key"), Some("Key vault-5ec2"));
+    }
+    assert_absent(&out.all(), "vault-5ec2");
+    assert_absent(&std::fs::read_to_string(&journal).unwrap(), "vault-5ec2");
+
+    // A failure names the header and the exit status; nothing is sent.
+    let seen = fx.requests().len();
+    crate::util::write_mcp_json(
+        &dir,
+        &[(
+            "web",
+            json!({"url": fx.url(), "headers_command": {
+                "X-Api-Key": ["sh", "-c", "echo vault-5ec2; exit 4"],
+            }}),
+        )],
+    );
+    let out = web_command(&dir, &["list", "web"]).assert_exit(6);
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': the headers_command 'sh' (header \
+         'X-Api-Key') failed (exit status 4); no header"
+    );
+    assert_absent(&out.all(), "vault-5ec2");
+    assert_eq!(fx.requests().len(), seen);
 }

@@ -12,6 +12,10 @@
 //! server and the exit status only. The token is kept in memory for the
 //! one invocation (a `batch` that starts the server twice runs the
 //! command once) and never stored.
+//!
+//! `headers_command` is the same for other header values (an API key
+//! header): each value is what its command prints, one line of visible
+//! ASCII (spaces inside allowed), never shown either.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -51,28 +55,67 @@ fn cache() -> &'static Cache {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// What a command's output must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A bearer token: one word.
+    Token,
+    /// A header value: one line (spaces and tabs inside allowed).
+    Header,
+}
+
 /// The token `argv` prints for `server`: from this invocation's cache, or
 /// by running it.
 pub(crate) fn token(server: &str, argv: &[String]) -> Result<Secret> {
+    cached(server, ("token_command", String::new()), argv, Shape::Token)
+}
+
+/// The value of header `name` of `server` that `argv` prints, likewise.
+pub(crate) fn header(
+    server: &str,
+    name: &str,
+    argv: &[String],
+) -> Result<Secret> {
+    let detail = format!(" (header '{}')", term::line(name));
+    cached(server, ("headers_command", detail), argv, Shape::Header)
+}
+
+/// The output of `argv` (the server's `what`: the key, and what the
+/// messages add after the program), from the cache or run.
+fn cached(
+    server: &str,
+    what: (&str, String),
+    argv: &[String],
+    shape: Shape,
+) -> Result<Secret> {
     let key = (server.to_string(), argv.to_vec());
     if let Some(t) =
         cache().lock().unwrap_or_else(|p| p.into_inner()).get(&key)
     {
         return Ok(t.clone());
     }
-    let t = run(server, argv)?;
+    let t = run(server, &what, argv, shape)?;
     cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key, t.clone());
     Ok(t)
 }
 
-/// Runs `argv` once and judges its output.
-fn run(server: &str, argv: &[String]) -> Result<Secret> {
+/// Runs `argv` (the server's `what`) once and judges its output.
+fn run(
+    server: &str,
+    what: &(&str, String),
+    argv: &[String],
+    shape: Shape,
+) -> Result<Secret> {
     let program = argv.first().map(|p| term::line(p).into_owned());
     let program = program.unwrap_or_default();
+    let missing = match shape {
+        Shape::Token => "no token",
+        Shape::Header => "no header",
+    };
     let fail = |why: String| {
         Error::new(
             Kind::Auth,
-            format!("the token_command '{program}' {why}; no token"),
+            format!("the {} '{program}'{} {why}; {missing}", what.0, what.1),
         )
         .for_server(server)
     };
@@ -86,7 +129,7 @@ fn run(server: &str, argv: &[String]) -> Result<Secret> {
         Ended::TimedOut { .. } => "timed_out".into(),
     };
     journal::event(
-        "token_command",
+        what.0,
         json!({"server": server, "program": program, "outcome": outcome}),
     );
     let stdout = match ended {
@@ -107,7 +150,7 @@ fn run(server: &str, argv: &[String]) -> Result<Secret> {
             return Err(fail(timed_out(DEADLINE, exited)));
         }
     };
-    judge(stdout).map_err(fail)
+    judge(stdout, shape).map_err(fail)
 }
 
 /// "exit status 3", or "killed by signal 9".
@@ -122,7 +165,10 @@ fn exit_text(status: &std::process::ExitStatus) -> String {
 
 /// The token of a successful command's stdout, or why there is none
 /// (which never quotes the output).
-fn judge(stdout: Vec<u8>) -> std::result::Result<Secret, String> {
+fn judge(
+    stdout: Vec<u8>,
+    shape: Shape,
+) -> std::result::Result<Secret, String> {
     let mut out = stdout;
     if out.ends_with(b"\n") {
         out.pop();
@@ -133,10 +179,21 @@ fn judge(stdout: Vec<u8>) -> std::result::Result<Secret, String> {
     if out.is_empty() {
         return Err("printed nothing".into());
     }
-    if !out.iter().all(|b| (0x21..0x7f).contains(b)) {
-        return Err("printed more than one token (spaces, line breaks or \
-                    control characters)"
-            .into());
+    let fits = |b: &u8| match shape {
+        Shape::Token => (0x21..0x7f).contains(b),
+        Shape::Header => (0x20..0x7f).contains(b) || *b == b'\t',
+    };
+    if !out.iter().all(fits) {
+        return Err(match shape {
+            Shape::Token => {
+                "printed more than one token (spaces, line breaks or \
+                 control characters)"
+            }
+            Shape::Header => {
+                "printed more than one line (or control characters)"
+            }
+        }
+        .into());
     }
     // Visible ASCII is UTF-8.
     Ok(Secret::new(String::from_utf8(out).unwrap_or_default()))
@@ -148,7 +205,9 @@ mod tests {
 
     #[test]
     fn the_token_is_one_word_of_visible_ascii() {
-        let ok = |b: &[u8]| judge(b.to_vec()).map(|s| s.expose().to_string());
+        let ok = |b: &[u8]| {
+            judge(b.to_vec(), Shape::Token).map(|s| s.expose().to_string())
+        };
         assert_eq!(ok(b"abc\n").unwrap(), "abc");
         assert_eq!(ok(b"abc\r\n").unwrap(), "abc");
         assert_eq!(ok(b"abc").unwrap(), "abc");
@@ -156,6 +215,10 @@ mod tests {
         {
             assert!(ok(bad).is_err(), "{bad:?}");
         }
+        let header = |b: &[u8]| judge(b.to_vec(), Shape::Header);
+        assert_eq!(header(b"Token a b\n").unwrap().expose(), "Token a b");
+        assert!(header(b"a\nb\n").is_err());
+        assert!(header(b"a\x1b[2J").is_err());
     }
 
     #[test]
@@ -165,7 +228,8 @@ mod tests {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-        let e = run("web", &argv).unwrap_err();
+        let what = ("token_command", String::new());
+        let e = run("web", &what, &argv, Shape::Token).unwrap_err();
         let text = e.to_string();
         assert!(text.contains("exit status 3"), "{text}");
         assert!(!text.contains("SECRET"), "{text}");

@@ -133,6 +133,9 @@ pub struct Http {
     /// `token_command`: the argv (no shell) whose stdout is the bearer
     /// token, run once per invocation.
     pub token_command: Option<Vec<String>>,
+    /// `headers_command`: header names, each with the argv (no shell)
+    /// whose stdout is its value, run once per invocation.
+    pub headers_command: Vec<(String, Vec<String>)>,
     pub oauth: Option<OAuth>,
 }
 

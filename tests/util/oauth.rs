@@ -87,6 +87,19 @@ pub fn last_line(out: &Output) -> String {
     out.stderr.lines().last().unwrap_or("").to_string()
 }
 
+/// Makes the stored token of `web` expired (a minute ago), in the file
+/// (its mode and link count unchanged).
+pub fn expire_stored_token(dir: &Dir) {
+    let p = creds(dir);
+    let mut v = read_json(&p);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    v["servers"]["web"]["expires_at"] = json!(now - 60);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
 /// What the `iss` parameter of the authorization response is (RFC 9207).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Iss {
