@@ -636,3 +636,23 @@ fn a_headers_command_supplies_a_header_value_never_shown() {
     assert_absent(&out.all(), "vault-5ec2");
     assert_eq!(fx.requests().len(), seen);
 }
+
+#[test]
+fn an_expired_token_without_a_refresh_token_says_to_log_in() {
+    let (auth, mcp) = pair(SiteOptions {
+        expires_in: Some(3600),
+        ..SiteOptions::auth_server()
+    });
+    let dir = web_dir("headless_refresh_none", &mcp, bare());
+    web_command(&dir, LOGIN_ARGS).assert_exit(0);
+    expire_stored_token(&dir);
+    let seen = mcp.requests().len();
+    let out = web_command(&dir, &["list", "web", "--refresh"]).assert_exit(6);
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': the stored token has expired and no \
+         refresh token is stored; run 'rivumi-mcp login web'"
+    );
+    assert_eq!(grants(&auth, "refresh_token").len(), 0);
+    assert_eq!(mcp.requests().len(), seen);
+}

@@ -434,6 +434,16 @@ fn stored_bearer(
             .map_err(|e| refresh_failed(e, server))?;
         return Ok(Some(c));
     }
+    if c.expired(store::now()) && refresh {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the stored token has expired and no refresh token is \
+                 stored; run 'rivumi-mcp login {server}'"
+            ),
+        )
+        .for_server(server));
+    }
     if c.expired(store::now()) {
         return Err(Error::new(
             Kind::Auth,
