@@ -155,3 +155,26 @@ else
   echo "$git_stamp" >"$GIT_DIR_/.stamp"
   step "git-node: installed git-mcp-server $GIT_SERVER_VERSION"
 fi
+
+# ---- auth: node-oidc-provider, a real authorization server with a device endpoint ----------
+# For tests/interop_device.rs (fixtures/interop/device_as.mjs). Pinned by
+# fixtures/interop/auth-node/package.json + package-lock.json; installed into .interop/auth-node.
+OIDC_PROVIDER_VERSION="9.13.3"        # oidc-provider (npm): RFC 8628 device flow, PKCE, resource indicators
+AUTH_NODE_DIR="$DEST/auth-node"
+[ "$(node -p "require('$FIX/auth-node/package.json').dependencies['oidc-provider']")" = "$OIDC_PROVIDER_VERSION" ] ||
+  die "fixtures/interop/auth-node/package.json does not pin oidc-provider $OIDC_PROVIDER_VERSION"
+auth_stamp="$(hash_of "$FIX/auth-node/package.json" "$FIX/auth-node/package-lock.json")"
+auth_pkg="$AUTH_NODE_DIR/node_modules/oidc-provider/package.json"
+if [ -f "$auth_pkg" ] && [ "$(node -p "require('$auth_pkg').version")" = "$OIDC_PROVIDER_VERSION" ] &&
+  [ "$(cat "$AUTH_NODE_DIR/.stamp" 2>/dev/null)" = "$auth_stamp" ]; then
+  step "auth-node: oidc-provider $OIDC_PROVIDER_VERSION already installed, skipping"
+else
+  step "auth-node: installing oidc-provider $OIDC_PROVIDER_VERSION into .interop/auth-node (npm ci, locked tree)"
+  mkdir -p "$AUTH_NODE_DIR"
+  rm -f "$AUTH_NODE_DIR/.stamp"
+  cp "$FIX/auth-node/package.json" "$FIX/auth-node/package-lock.json" "$AUTH_NODE_DIR/"
+  (cd "$AUTH_NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  [ "$(node -p "require('$auth_pkg').version")" = "$OIDC_PROVIDER_VERSION" ] || die "npm installed another oidc-provider"
+  echo "$auth_stamp" >"$AUTH_NODE_DIR/.stamp"
+  step "auth-node: installed oidc-provider $OIDC_PROVIDER_VERSION"
+fi

@@ -47,6 +47,8 @@ pub(crate) struct Settings {
     pub(crate) roots: Vec<std::path::PathBuf>,
     /// `--no-sandbox SERVER`: sandboxes the operator lifts for this run.
     pub(crate) no_sandbox: Vec<String>,
+    /// `--refresh`: refresh an expired or refused OAuth token.
+    pub(crate) refresh: bool,
 }
 
 /// A server the operator typed on the command line.
@@ -79,6 +81,8 @@ pub(crate) struct Context {
     max_message: usize,
     pub(crate) lookup: fn(&str) -> Option<String>,
     step_up: bool,
+    /// `--refresh`: refresh an expired or refused OAuth token.
+    refresh: bool,
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.
     adhoc: Option<String>,
@@ -169,6 +173,7 @@ impl Context {
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
             step_up: g.step_up,
+            refresh: g.refresh,
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
@@ -387,13 +392,20 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let headers = http::headers(spec, &self.lookup)
+                let mut headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                for (k, argv) in &spec.headers_command {
+                    let v = crate::auth::command::header(name, k, argv)?;
+                    headers.push((k.to_ascii_lowercase(), v.expose().into()));
+                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
                     self.lookup,
-                    self.step_up,
+                    crate::auth::Inline {
+                        step_up: self.step_up,
+                        refresh: self.refresh,
+                    },
                 )
                 .map_err(|e| e.for_server(name))?;
                 let limits = http::Limits::new(self.max_message);
@@ -441,6 +453,8 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
                 url_text: raw.clone(),
                 headers: vec![],
                 bearer_token_env_var: None,
+                token_command: None,
+                headers_command: vec![],
                 oauth: None,
             }))
         }

@@ -139,17 +139,20 @@ fn run_set_up(
             cmd::list::run(ctx, servers, *show, json, exec.lock.as_ref())
         }
         Command::Batch => cmd::batch::run(ctx, exec),
-        Command::Login { server, no_browser, refresh } => cmd::auth::login(
-            ctx,
-            server,
-            cmd::auth::LoginOptions {
-                no_browser: *no_browser,
-                refresh: *refresh,
-                timeout: g.timeout,
-            },
-            json,
-            &setup::lookup,
-        ),
+        Command::Login { server, no_browser, refresh, device } => {
+            cmd::auth::login(
+                ctx,
+                server,
+                cmd::auth::LoginOptions {
+                    no_browser: *no_browser,
+                    refresh: *refresh,
+                    device: *device,
+                    timeout: g.timeout,
+                },
+                json,
+                &setup::lookup,
+            )
+        }
         Command::Discover { server } => cmd::auth::discover(ctx, server, json),
         Command::Call { target, pairs, args, save } => cmd::call::run(
             ctx,

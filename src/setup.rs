@@ -64,6 +64,7 @@ fn settings(g: &cli::Global) -> launch::Settings {
         protocol: g.protocol,
         roots: g.client.roots.clone(),
         no_sandbox: g.no_sandbox.clone(),
+        refresh: g.refresh,
     }
 }
 

@@ -22,6 +22,8 @@ mod interop;
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
 mod interop_oauth;
+// The device grant against a real authorization server (node-oidc-provider).
+mod interop_device;
 // A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
 mod interop_modern;
 // Real servers that answer oddly over HTTP: git-mcp-server's 500 to the
@@ -60,6 +62,9 @@ mod auth_paths;
 // The machine grants: private_key_jwt, workload identity, enterprise-managed
 // authorization, DPoP.
 mod machine_auth;
+// Logging in without a browser here (device grant, paste-back), refresh
+// the operator opted in to, credentials from a command.
+mod headless_auth;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;

@@ -437,6 +437,7 @@ to the whole batch.",
             Cmd::Login => Doc {
                 usage: &[
                     "login <SERVER> [--no-browser] [--timeout SECS]",
+                    "login <SERVER> --device [--timeout SECS]",
                     "login <SERVER> --refresh",
                 ],
                 about: "\
@@ -444,7 +445,12 @@ Runs the authorization-code flow with PKCE (S256) and state through a
 loopback callback on 127.0.0.1, for the client configured in the server's
 \"oauth\" block, and stores the token in the credential file (0600).
 The URL is always printed; the browser is RIVUMI_MCP_BROWSER, else
-xdg-open (open on macOS), run without a shell.
+xdg-open (open on macOS), run without a shell. With --no-browser, paste
+the address the browser ended at (or the code) on stdin instead.
+
+With --device (or \"grant\": \"device_code\"), the device authorization
+grant (RFC 8628): open the printed URL on any device and enter the code;
+no listener is opened.
 
 Without a browser, as the \"oauth\" block says: client_credentials (a
 secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"

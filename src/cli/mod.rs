@@ -58,6 +58,9 @@ pub(crate) struct Global {
     pub(crate) timeout: Option<Duration>,
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) max_message: Option<usize>,
+    /// `--refresh` on a command that speaks to servers: redeem the refresh
+    /// token of an expired or refused token (as `"refresh": "auto"`).
+    pub(crate) refresh: bool,
     /// Approve calls classified execute (`--yes`, `--approve execute`).
     pub(crate) yes: bool,
     pub(crate) read_only: bool,
@@ -115,6 +118,8 @@ pub(crate) enum Command {
         server: String,
         no_browser: bool,
         refresh: bool,
+        /// `--device`: the device authorization grant (RFC 8628).
+        device: bool,
     },
     Logout {
         server: String,

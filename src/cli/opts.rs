@@ -27,6 +27,7 @@ pub(crate) enum Flag {
     Approve,
     Save,
     NoBrowser,
+    Device,
     Refresh,
     Lock,
     Unlocked,
@@ -153,6 +154,20 @@ pub(crate) struct Opt {
 }
 
 /// The defaults a table row starts from: a flag of the command's own.
+/// The commands `--refresh` applies to: `login` (redeem now) and those
+/// that speak to servers (redeem when a token expired or is refused).
+const REFRESHED: &[Cmd] = &[
+    Cmd::Login,
+    Cmd::Lock,
+    Cmd::List,
+    Cmd::Call,
+    Cmd::Resources,
+    Cmd::Read,
+    Cmd::Prompts,
+    Cmd::Prompt,
+    Cmd::Batch,
+];
+
 pub(crate) const BASE: Opt = Opt {
     flag: Flag::Json,
     long: "",
@@ -417,9 +432,12 @@ const OPTS: &[Opt] = &[
     Opt {
         flag: Flag::Refresh,
         long: "refresh",
-        applies: Applies::Only(&[Cmd::Login]),
-        help: "Exchange the stored refresh token (never done silently), \
-               storing the rotated one first",
+        applies: Applies::Only(REFRESHED),
+        help: "login: exchange the stored refresh token now, storing the \
+               rotated one first; other commands: when the stored OAuth \
+               token expired or is refused, redeem its refresh token once \
+               (under the credential file's lock) and retry once, as \
+               \"refresh\": \"auto\" does",
         ..BASE
     },
     Opt {
@@ -447,7 +465,15 @@ const OPTS: &[Opt] = &[
         flag: Flag::NoBrowser,
         long: "no-browser",
         applies: Applies::Only(&[Cmd::Login]),
-        help: "Only print the URL",
+        help: "Only print the URL; read the redirect address (or the code) \
+               pasted on stdin, or the callback",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Device,
+        long: "device",
+        applies: Applies::Only(&[Cmd::Login]),
+        help: "Log in with a code entered on another device (RFC 8628)",
         ..BASE
     },
     Opt {

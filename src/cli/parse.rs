@@ -191,6 +191,7 @@ struct Own {
     check: bool,
     no_browser: bool,
     refresh: bool,
+    device: bool,
 }
 
 /// Applies one option. No catch-all: a new [`Flag`] needs its arm.
@@ -215,7 +216,11 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::Args => d.own.args_json = Some(value),
         Flag::Save => d.own.save = Some(PathBuf::from(value)),
         Flag::NoBrowser => d.own.no_browser = true,
-        Flag::Refresh => d.own.refresh = true,
+        Flag::Refresh => {
+            d.own.refresh = true;
+            g.refresh = true;
+        }
+        Flag::Device => d.own.device = true,
         Flag::Lock => g.lock = Some(PathBuf::from(value)),
         Flag::Unlocked => g.unlocked = true,
         Flag::Yes => g.yes = true,
@@ -361,6 +366,7 @@ fn command(
             server: need("SERVER")?,
             no_browser: own.no_browser,
             refresh: own.refresh,
+            device: own.device,
         },
         Cmd::Logout => Command::Logout { server: need("SERVER")? },
         Cmd::Discover => Command::Discover { server: need("SERVER")? },

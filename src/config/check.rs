@@ -728,6 +728,8 @@ impl<'c, 'a> Cursor<'c, 'a> {
             }
         }
         let oauth = node.get("oauth").and_then(|m| self.oauth(m));
+        let token_command = self.token_command(node, bearer.is_some());
+        let headers_command = self.headers_command(node, &headers);
         let auth_header = headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("authorization"));
@@ -743,7 +745,14 @@ impl<'c, 'a> Cursor<'c, 'a> {
         if let Some((k, v)) = auth_header {
             let p = format!("/headers/{}", jsonpos::pointer_escape(k));
             let pos = node.get("headers").map_or(node.pos, |m| m.value.pos);
-            if bearer.is_some() || node.get("oauth").is_some() {
+            if node.get("token_command").is_some() {
+                self.error(
+                    &p,
+                    pos,
+                    "an 'Authorization' header conflicts with \
+                     'token_command'",
+                );
+            } else if bearer.is_some() || node.get("oauth").is_some() {
                 self.error(
                     &p,
                     pos,
@@ -768,8 +777,116 @@ impl<'c, 'a> Cursor<'c, 'a> {
             url_text,
             headers,
             bearer_token_env_var: bearer,
+            token_command,
+            headers_command,
             oauth,
         })
+    }
+
+    /// `headers_command`: header names, each with a non-empty argv;
+    /// neither `Authorization` (that is `token_command`) nor a header
+    /// `headers` sets too.
+    fn headers_command(
+        &mut self,
+        node: &Node,
+        headers: &[(String, String)],
+    ) -> Vec<(String, Vec<String>)> {
+        let Some(m) = node.get("headers_command") else { return vec![] };
+        let p = "/headers_command";
+        let J::Object(fields) = &m.value.kind else {
+            self.error(
+                p,
+                m.value.pos,
+                "'headers_command' must be an object of header names to \
+                 argv arrays",
+            );
+            return vec![];
+        };
+        let mut out: Vec<(String, Vec<String>)> = vec![];
+        for f in fields {
+            let fp = format!("{p}/{}", jsonpos::pointer_escape(&f.key));
+            let taken = |k: &String| k.eq_ignore_ascii_case(&f.key);
+            let problem = match check_header_name(&f.key) {
+                Err(msg) => Some(msg),
+                Ok(()) if f.key.eq_ignore_ascii_case("authorization") => Some(
+                    "an 'Authorization' value from a command is \
+                     'token_command'"
+                        .to_string(),
+                ),
+                Ok(()) if headers.iter().map(|(k, _)| k).any(taken) => {
+                    Some(format!("header '{}' is also in 'headers'", f.key))
+                }
+                Ok(()) if out.iter().map(|(k, _)| k).any(taken) => {
+                    Some(format!("header '{}' is given twice", f.key))
+                }
+                Ok(()) => None,
+            };
+            if let Some(msg) = problem {
+                self.error(&fp, f.key_pos, msg);
+                continue;
+            }
+            let argv: Option<Vec<String>> = match &f.value.kind {
+                J::Array(items) => items
+                    .iter()
+                    .map(|it| match &it.kind {
+                        J::String(v) if !v.contains('\0') => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            };
+            match argv {
+                Some(a) if a.first().is_some_and(|c| !c.is_empty()) => {
+                    out.push((f.key.clone(), a));
+                }
+                _ => self.error(
+                    &fp,
+                    f.value.pos,
+                    format!(
+                        "the command of '{}' must be a non-empty argv array \
+                         of strings (no shell)",
+                        f.key
+                    ),
+                ),
+            }
+        }
+        out
+    }
+
+    /// `token_command`: a non-empty argv whose program is named, the one
+    /// way the server authenticates (`bearer` says whether
+    /// `bearer_token_env_var` is set).
+    fn token_command(
+        &mut self,
+        node: &Node,
+        bearer: bool,
+    ) -> Option<Vec<String>> {
+        let m = node.get("token_command")?;
+        let p = "/token_command";
+        let argv = self.string_array(node, "token_command", "");
+        if !matches!(m.value.kind, J::Array(_)) {
+            return None;
+        }
+        if argv.first().is_none_or(|c| c.is_empty()) {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' must be a non-empty argv array (no shell): \
+                 [\"program\", \"arg\", ...]",
+            );
+            return None;
+        }
+        if bearer || node.get("oauth").is_some() {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' conflicts with \
+                 'bearer_token_env_var'/'oauth'; choose one way to \
+                 authenticate",
+            );
+            return None;
+        }
+        Some(argv)
     }
 
     /// `url`: a template, checked like the others, then expanded and

@@ -28,7 +28,7 @@ mod rules;
 mod sandbox;
 
 pub use check::validate;
-pub use oauth::{Assertion, DpopMode, Enterprise, Machine};
+pub use oauth::{Assertion, DpopMode, Enterprise, Grant, Machine};
 pub use rules::check_name;
 pub use sandbox::{Network, Sandbox, resolve as sandbox_path};
 
@@ -134,6 +134,12 @@ pub struct Http {
     pub url_text: String,
     pub headers: Vec<(String, String)>,
     pub bearer_token_env_var: Option<String>,
+    /// `token_command`: the argv (no shell) whose stdout is the bearer
+    /// token, run once per invocation.
+    pub token_command: Option<Vec<String>>,
+    /// `headers_command`: header names, each with the argv (no shell)
+    /// whose stdout is its value, run once per invocation.
+    pub headers_command: Vec<(String, Vec<String>)>,
     pub oauth: Option<OAuth>,
 }
 
@@ -151,8 +157,12 @@ pub struct OAuth {
     pub redirect_path: String,
     /// `"registration": "dynamic"`: RFC 7591 registration (opt-in).
     pub dynamic_registration: bool,
-    /// `"grant": "client_credentials"` (machine to machine, no browser).
-    pub client_credentials: bool,
+    /// `grant`: how the token is obtained (the authorization code by
+    /// default).
+    pub grant: Grant,
+    /// `"refresh": "auto"`: an expired or refused token is refreshed
+    /// (once, under the credential file's lock) before the request.
+    pub auto_refresh: bool,
     /// Ask for `offline_access` when the authorization server lists it.
     pub offline_access: bool,
     /// Log in inline when a request gets 401 / 403 insufficient_scope.
@@ -174,6 +184,7 @@ impl Server {
         match &self.transport {
             Transport::Http(h) if h.oauth.is_some() => "oauth",
             Transport::Http(h) if h.bearer_token_env_var.is_some() => "bearer",
+            Transport::Http(h) if h.token_command.is_some() => "command",
             _ => "-",
         }
     }

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
-pub(crate) use hooks::{DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, timed_out};
+pub(crate) use hooks::{
+    DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, run_bounded_with, timed_out,
+};
 
 use crate::error::{Error, Kind, Result};
 use crate::lockfile::Lock;
