@@ -233,7 +233,8 @@ fn device_login_needs_a_device_endpoint_and_a_person() {
         &dir,
         &mcp.url(),
         json!({"client_id": CLIENT, "grant": "client_credentials",
-               "client_secret_env_var": "S"}),
+               "client_secret_env_var": "S",
+               "authorization_server": auth.issuer()}),
     );
     let out = device_login(&dir).env("S", "x").assert_exit(2);
     assert_eq!(
