@@ -283,14 +283,27 @@ fn one_server_chosen_word_never_runs_a_program() {
             .run();
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(!mark.exists(), "-- did not end the options");
-    // Two words after the operands: the operator typed both.
+    // Two words after an operand: refused too (two words from a server
+    // could spell them), and so are --stdio and --http there.
+    for args in [
+        vec!["prompt", "demo", "greet", "name=Ann", "--pre-tool-hook", &hook],
+        vec!["call", "demo", "echo", "--sampling-command", &hook],
+        vec!["read", "demo", "fixture://x", "--stdio", &hook],
+        vec!["call", "mcp__demo__echo", "--http", "http://127.0.0.1:1/"],
+    ] {
+        let out = run_allowed(&dir, "demo", &args).run();
+        let line = assert_usage_error(&out);
+        assert_contains(&line, "must come before the operands");
+        assert!(!mark.exists(), "{args:?} ran a program");
+    }
+    // Before the operands: the operator typed both.
     run_allowed(
         &dir,
         "demo",
-        &["prompt", "demo", "greet", "name=Ann", "--pre-tool-hook", &hook],
+        &["prompt", "--pre-tool-hook", &hook, "demo", "greet", "name=Ann"],
     )
     .assert_exit(0);
-    assert!(mark.exists(), "the hook given as two words did not run");
+    assert!(mark.exists(), "the hook given before the operands did not run");
 }
 
 /// #22 item 10: --pre-tool-hook and --stdio split as POSIX sh splits

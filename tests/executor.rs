@@ -39,7 +39,7 @@ fn run(dir: &Dir, args: &[&str]) -> TestCommand {
 
 /// `rivumi-mcp call demo echo text=hi` with the pre-tool hook `hook`.
 fn echo_with_hook(dir: &Dir, hook: &str) -> TestCommand {
-    run(dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", hook])
+    run(dir, &["call", "--pre-tool-hook", hook, "demo", "echo", "text=hi"])
 }
 
 /// `rivumi-mcp call demo echo TEXT` with the pre-tool hook `hook` and a
@@ -49,11 +49,11 @@ fn echo_with_hook_in_1s(dir: &Dir, hook: &str, text: &str) -> TestCommand {
         dir,
         &[
             "call",
+            "--pre-tool-hook",
+            hook,
             "demo",
             "echo",
             text,
-            "--pre-tool-hook",
-            hook,
             "--hook-timeout",
             "1",
         ],
@@ -148,7 +148,7 @@ fn hook_exit_2_denies_with_its_stderr_and_nothing_is_called() {
     let hook = deny_hook(&dir, "not on my watch");
     let out = run(
         &dir,
-        &["call", "-y", "demo", "add", "a=1", "b=2", "--pre-tool-hook", &hook],
+        &["call", "-y", "--pre-tool-hook", &hook, "demo", "add", "a=1", "b=2"],
     )
     .assert_exit(7);
     assert_eq!(out.stdout, "");
@@ -312,12 +312,12 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
         &[
             "call",
             "-y",
+            "--pre-tool-hook",
+            &hook,
             "demo",
             "add",
             "a=1",
             "b:=2",
-            "--pre-tool-hook",
-            &hook,
         ],
     )
     .env("PLANT", "planted-in-hook-env")
@@ -344,7 +344,7 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
     assert_absent(&env, "planted-in-hook-env");
 
     run(&dir, &["read", "demo", "fixture://docs/readme"])
-        .args(["--pre-tool-hook", &hook])
+        .before(["--pre-tool-hook", &hook])
         .assert_exit(0);
     assert_eq!(
         read_input(),
@@ -356,7 +356,7 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
                "transport": "stdio"})
     );
     run(&dir, &["prompt", "demo", "greet", "name=Ann"])
-        .args(["--pre-tool-hook", &hook])
+        .before(["--pre-tool-hook", &hook])
         .assert_exit(0);
     assert_eq!(
         read_input(),
@@ -379,7 +379,7 @@ fn hooks_run_for_read_tools_and_the_bridges() {
     ];
     for (args, tool) in cases {
         let out =
-            run(&dir, args).args(["--pre-tool-hook", &hook]).assert_exit(7);
+            run(&dir, args).before(["--pre-tool-hook", &hook]).assert_exit(7);
         assert_eq!(out.stdout, "");
         assert_eq!(
             out.stderr,
@@ -400,18 +400,18 @@ fn hooks_run_before_approval() {
         format!("{}: hook says no\n", hook_denial("add", &deny, "exit 2"));
     // --read-only would deny too; the hook's denial is the one reported.
     let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     assert_eq!(out.stderr, hook_line);
     // So would the missing terminal.
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     assert_eq!(out.stderr, hook_line);
     // An allowing hook hands over to approval.
     let allow = allow_hook(&dir);
     let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &allow])
+        .before(["--pre-tool-hook", &allow])
         .assert_exit(7);
     assert_eq!(
         out.stderr,
@@ -439,7 +439,7 @@ fn several_hooks_run_in_order_flags_then_environment() {
     // The words of a hook are split without a shell: 'x y' is one word.
     let a_cmd = format!("{a} 'x y'");
     let out = run(&dir, &["call", "demo", "echo", "text=hi"])
-        .args(["--pre-tool-hook", &a_cmd, "--pre-tool-hook", &b])
+        .before(["--pre-tool-hook", &a_cmd, "--pre-tool-hook", &b])
         .env("RIVUMI_MCP_PRE_TOOL_HOOK", format!("{c} env"))
         .assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
@@ -449,8 +449,14 @@ fn several_hooks_run_in_order_flags_then_environment() {
     std::fs::remove_file(&log).unwrap();
     let denier = step("d", 2);
     let out = run(&dir, &["call", "demo", "echo", "text=hi"])
-        .args(["--pre-tool-hook", &a, "--pre-tool-hook", &denier])
-        .args(["--pre-tool-hook", &b])
+        .before([
+            "--pre-tool-hook",
+            &a,
+            "--pre-tool-hook",
+            &denier,
+            "--pre-tool-hook",
+            &b,
+        ])
         .env("RIVUMI_MCP_PRE_TOOL_HOOK", &c)
         .assert_exit(7);
     assert_eq!(
@@ -900,14 +906,14 @@ fn journal_records_a_whole_call_in_order() {
         &[
             "call",
             "-y",
+            "--pre-tool-hook",
+            &hook,
             "demo",
             "add",
             "a=1",
             "b=2",
             "--journal",
             "j.jsonl",
-            "--pre-tool-hook",
-            &hook,
         ],
     )
     .assert_exit(0);
@@ -1003,7 +1009,7 @@ fn journal_records_denials_and_truncation() {
     let (dir, _) = demo_recording("exec_journal_denials");
     let deny = deny_hook(&dir, "no");
     run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     let lines = journal(&dir.path("j"));
     let hook_line = one(&lines, "hook_decision");
@@ -1451,7 +1457,7 @@ fn interrupt_hook(test: &str, signal: &str, code: i32) {
     );
     let cmd = run(
         &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+        &["call", "--pre-tool-hook", &hook, "demo", "echo", "text=hi"],
     );
     let child = cmd.spawn();
     let start = Instant::now();

@@ -105,8 +105,9 @@ needed, since you typed the command; every other rule applies (the
 sanitised environment, the URL rules, approval, the journal, the bounds).
 After the first operand of call, read and prompt (whose operands a script
 may take from a server), --opt=VALUE is refused: an option and its value
-are two words there. -- ends the options: every word after it is an
-operand."
+are two words there; --pre-tool-hook, --sampling-command, --stdio and
+--http go before the operands. -- ends the options: every word after it
+is an operand."
     };
 }
 
@@ -356,7 +357,9 @@ object as is.
 OPTION PLACEMENT:
 After the first operand, --opt=VALUE is refused: an option and its value
 are two words there, so that one word a script took from a server (a tool
-name, an argument) never becomes an option with its value. -- ends the
+name, an argument) never becomes an option with its value; and
+--pre-tool-hook, --sampling-command, --stdio and --http, which run a
+program or choose the server, must come before the operands. -- ends the
 options: every word after it is an operand."
                 ),
                 ok: "the tool succeeded",

@@ -161,6 +161,20 @@ fn check_place(command: Cmd, g: &Given) -> Result<()> {
             "flag '--{long}' does not apply to '{command}'"
         )));
     }
+    // The options that run a program or choose the server never follow
+    // an operand a server may have chosen, in either spelling.
+    let runs = matches!(
+        g.opt.flag,
+        Flag::PreToolHook | Flag::SamplingCommand | Flag::Stdio | Flag::Http
+    );
+    if runs && g.after_operand && command.operands_from_servers() {
+        return Err(Error::usage(format!(
+            "'--{long}' after an operand of '{command}': an option that runs \
+             a program or chooses the server must come before the operands \
+             (two words from a server could spell it); put -- before \
+             operands that may start with '-'"
+        )));
+    }
     if g.glued && g.after_operand && command.operands_from_servers() {
         return Err(Error::usage(format!(
             "'--{long}=...' after an operand of '{command}': there an option \
