@@ -98,3 +98,24 @@ RIVUMI_INTEROP_NODE_DIR="$NODE_DIR" node "$FIX/ts2_server.cjs" check ||
   || die "fixtures/interop/py_elicit.py does not load"
 "$VENV/bin/python" "$FIX/fastmcp_server.py" --check || die "fixtures/interop/fastmcp_server.py --check failed"
 step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') $py_pins"
+
+# ---- 4. Python: the reference mcp-server-sqlite in .interop/real-venv (issue 21) -------------
+# mcp-server-sqlite 2025.4.25 uses the low-level Server API of mcp 1.x (gone in mcp 2), so it has
+# a venv of its own, pinned by fixtures/interop/real-py-constraints.txt.
+SQLITE_VERSION="2025.4.25"
+SQLITE_MCP_VERSION="1.30.0"
+REAL_VENV="$DEST/real-venv"
+real_stamp="$(printf '%s %s %s\n' "$SQLITE_VERSION" "$SQLITE_MCP_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/real-py-constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ -x "$REAL_VENV/bin/mcp-server-sqlite" ] && [ "$(cat "$REAL_VENV/.stamp" 2>/dev/null)" = "$real_stamp" ]; then
+  step "python: mcp-server-sqlite $SQLITE_VERSION already installed in .interop/real-venv, skipping"
+else
+  step "python: installing mcp-server-sqlite $SQLITE_VERSION (mcp $SQLITE_MCP_VERSION) into .interop/real-venv"
+  rm -rf "$REAL_VENV"
+  python3 -m venv "$REAL_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$REAL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/real-py-constraints.txt" "mcp-server-sqlite==$SQLITE_VERSION" "mcp==$SQLITE_MCP_VERSION"
+  echo "$real_stamp" >"$REAL_VENV/.stamp"
+  step "python: installed mcp-server-sqlite $SQLITE_VERSION"
+fi
+"$REAL_VENV/bin/python" -c 'import mcp_server_sqlite.server' || die "mcp_server_sqlite does not import"

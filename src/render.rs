@@ -233,9 +233,10 @@ pub(crate) fn tool_result(
     let texts: Vec<&str> =
         whole.iter().filter_map(|b| b.get("text")?.as_str()).collect();
     let repeated = |sc: &Value| {
+        let sc_bare = without_nulls(sc);
         texts.iter().any(|t| {
             let parsed = serde_json::from_str::<Value>(t).ok();
-            parsed.as_ref() == Some(sc)
+            parsed.as_ref().map(without_nulls).as_ref() == Some(&sc_bare)
                 || sc.as_object().is_some_and(|m| {
                     m.len() == 1
                         && m.get("result").is_some_and(|r| {
@@ -251,6 +252,24 @@ pub(crate) fn tool_result(
         text.push('\n');
     }
     Ok(text)
+}
+
+/// `v` without the object members whose value is `null`, at any depth:
+/// a server may write the same object as text and as structured content
+/// with its unset fields present in one and absent from the other
+/// (git-mcp-server's `git_commit`). Key order never matters: objects are
+/// compared as maps.
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 /// One item of `resources/read` contents (text or blob). `save_text`:

@@ -240,6 +240,12 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
+            let name = match sig {
+                libc::SIGINT => "SIGINT",
+                libc::SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            crate::journal::interrupted(name);
             // Requests in flight are cancelled on the wire first, while
             // their servers still run.
             if run_interrupt_hooks() {
@@ -258,12 +264,8 @@ pub(crate) fn install_signal_thread() {
                     wait_group_gone(g, Duration::from_millis(500));
                 }
             }
+            crate::journal::closed_by_signal(name);
             let code = crate::error::Kind::Signal(sig).exit_code();
-            let name = match sig {
-                libc::SIGINT => "SIGINT",
-                libc::SIGTERM => "SIGTERM",
-                _ => "SIGHUP",
-            };
             crate::msg::error(&format!(
                 "interrupted by {name}; closed {} server(s)",
                 groups.len()

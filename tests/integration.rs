@@ -18,6 +18,8 @@ mod editors;
 mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
+// The reference mcp-server-sqlite (no resources/templates/list) over stdio.
+mod interop_sqlite;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
@@ -56,3 +58,7 @@ mod machine_auth;
 mod hostile_auth;
 // `lock` and `lock --check`, and the lock file enforced at call time.
 mod lock;
+// What the second trial against real servers found (issue 21), on the
+// fixture: missing optional lists, repeated output, interrupted calls,
+// script habits.
+mod trial;

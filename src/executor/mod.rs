@@ -126,6 +126,7 @@ impl Executor {
                    "qualified_name": action.qualified(&server),
                    "classification": class.label()}),
         );
+        let _pending = journal::call_pending(&server, &name);
         self.check_lock(s, &action)?;
         let input = json!({
             "event": "pre_tool",

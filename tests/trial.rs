@@ -1,0 +1,159 @@
+//! What the second trial against real servers found (issue 21), against
+//! the fixture server scripted to behave as those servers do: a missing
+//! optional list (`mcp-server-sqlite`), text that repeats the structured
+//! content but for null members (git-mcp-server), the journal of a call
+//! ended by a signal, and the habits of scripts (`--approve`, `--output`,
+//! one tool's detail view, tool filtering and search).
+
+use std::path::Path;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    Dir, TestCommand, assert_absent, assert_contains, fixture_server,
+    received, run_allowed, wait_with_timeout, write_mcp_json,
+};
+
+fn run(dir: &Dir, args: &[&str]) -> TestCommand {
+    run_allowed(dir, "demo", args)
+}
+
+/// A directory whose `demo` server is the fixture with `args`, recording
+/// what it receives in `rec`.
+fn demo(test: &str, args: &[&str]) -> Dir {
+    let dir = Dir::new(test);
+    let rec = format!("--record={}", dir.path("rec").display());
+    let mut all = args.to_vec();
+    all.push(&rec);
+    write_mcp_json(&dir, &[("demo", fixture_server(&all))]);
+    dir
+}
+
+/// The lines of a journal, parsed.
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Bug 1: a missing optional list is an empty list
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_missing_template_list_is_an_empty_list() {
+    let dir =
+        demo("trial_no_templates", &["--no-method=resources/templates/list"]);
+    let out = run(&dir, &["resources", "demo"]).assert_exit(0);
+    assert_contains(&out.stdout, "resource fixture://docs/readme");
+    assert_absent(&out.stdout, "template");
+    assert_eq!(out.stderr, "");
+    let out = run(&dir, &["-v", "resources", "demo"]).assert_exit(0);
+    assert_contains(
+        &out.stderr,
+        "server 'demo': resources/templates/list: not offered (-32601); \
+         taken as an empty list",
+    );
+    let out = run(&dir, &["list", "--all", "--json"]).assert_exit(0);
+    let s = &out.stdout_json()["servers"][0];
+    assert_eq!(s["resourceTemplates"], json!([]), "{s:#}");
+    assert_eq!(s["resources"].as_array().map(Vec::len), Some(4), "{s:#}");
+    // The lock is written, and calls go on under it.
+    run(&dir, &["lock"]).assert_exit(0);
+    run(&dir, &["lock", "demo"]).assert_exit(0);
+    run(&dir, &["lock", "--check"]).assert_exit(0);
+    let out = run(&dir, &["call", "demo", "echo", "text=hi"]).assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+}
+
+#[test]
+fn a_failing_list_names_the_request() {
+    let dir = demo("trial_failing_list", &["--fail-method=prompts/list"]);
+    let out = run(&dir, &["list", "--prompts", "demo"]).assert_exit(4);
+    assert_contains(
+        &out.stderr,
+        "server 'demo': prompts/list: server error -32603 (InternalError): \
+         fixture failure",
+    );
+    // A server without tools/list at all lists no tools.
+    let dir = demo("trial_tools_missing", &["--no-method=tools/list"]);
+    let out = run(&dir, &["list", "demo"]).assert_exit(0);
+    assert_contains(&out.stdout, "demo: rivumi-mcp-fixture");
+}
+
+// ---------------------------------------------------------------------------
+// Bug 3: printed once, modulo null members and key order
+// ---------------------------------------------------------------------------
+
+#[test]
+fn structured_content_equal_but_for_nulls_is_printed_once() {
+    let dir = demo("trial_commit_once", &["--commit-tool"]);
+    let out = run(&dir, &["call", "demo", "commit"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        "{\"b\":2,\"note\":null,\"a\":{\"x\":1,\"y\":null}}\n"
+    );
+    assert_eq!(out.stderr, "");
+}
+
+// ---------------------------------------------------------------------------
+// Bug 5: a call ended by a signal ends in the journal
+// ---------------------------------------------------------------------------
+
+fn interrupted_call_is_journaled(test: &str, signal: &str, name: &str) {
+    let dir = demo(test, &["--hang-call"]);
+    let cmd = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=hi", "--journal", "j.jsonl"],
+    );
+    let child = cmd.spawn();
+    let start = Instant::now();
+    while !received(&dir.path("rec"), "tools/call").len().eq(&1) {
+        assert!(start.elapsed() < Duration::from_secs(10), "no call");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill").args([signal, &pid]).status().unwrap().success()
+    );
+    let out = wait_with_timeout(child, &cmd);
+    assert_eq!(out.code, Some(if name == "SIGINT" { 130 } else { 143 }));
+    let lines = journal(&dir.path("j.jsonl"));
+    let events: Vec<&str> =
+        lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    let tail = &events[events.len() - 3..];
+    assert_eq!(
+        tail,
+        ["approval_decision", "error", "server_closed"],
+        "{events:?}"
+    );
+    let error = &lines[lines.len() - 2];
+    assert_eq!(error["code"], "interrupted", "{error}");
+    assert_eq!(error["signal"], name, "{error}");
+    assert_eq!(error["server"], "demo");
+    assert_eq!(error["tool"], "echo");
+    assert!(error["duration_ms"].is_u64(), "{error}");
+    let closed = &lines[lines.len() - 1];
+    assert_eq!(closed["server"], "demo");
+    assert_eq!(closed["how"], "signal");
+    assert_eq!(
+        events.iter().filter(|e| **e == "server_closed").count(),
+        1,
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_call_ended_by_sigint_is_journaled_as_interrupted() {
+    interrupted_call_is_journaled("trial_journal_sigint", "-INT", "SIGINT");
+}
+
+#[test]
+fn a_call_ended_by_sigterm_is_journaled_as_interrupted() {
+    interrupted_call_is_journaled("trial_journal_sigterm", "-TERM", "SIGTERM");
+}
