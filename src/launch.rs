@@ -116,6 +116,8 @@ impl Context {
                 entries: vec![],
                 diagnostics: vec![],
                 file_ok: true,
+                editor: None,
+                predefined: vec![],
             },
             allow: Ok(Allowlist::default()),
             startup: g.startup_timeout,
@@ -274,6 +276,13 @@ impl Context {
         self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
     }
 
+    /// How a server's templates are expanded: the editor's predefined
+    /// variables of its file first (`${workspaceFolder}`), then the
+    /// environment.
+    fn lookup_for_servers(&self, name: &str) -> Option<String> {
+        self.config.predefined(name).or_else(|| (self.lookup)(name))
+    }
+
     /// Checks, starts and initializes a server.
     pub(crate) fn start(&self, name: &str) -> Result<Session> {
         let server = self.startable(name)?;
@@ -284,9 +293,10 @@ impl Context {
             .transport
         {
             Transport::Stdio(spec) => {
+                let lookup = |n: &str| self.lookup_for_servers(n);
                 let argv =
-                    spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
-                let env = stdio::child_env(spec, &self.lookup)
+                    spec.argv(&lookup).map_err(|e| e.for_server(name))?;
+                let env = stdio::child_env(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
                 Box::new(
                     StdioTransport::spawn(
@@ -300,7 +310,8 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let headers = http::headers(spec, &self.lookup)
+                let lookup = |n: &str| self.lookup_for_servers(n);
+                let headers = http::headers(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
                 let auth = Authorization::resolve(
                     name,
@@ -374,5 +385,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
         }],
         diagnostics: vec![],
         file_ok: true,
+        editor: None,
+        predefined: vec![],
     })
 }

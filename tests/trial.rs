@@ -157,3 +157,101 @@ fn a_call_ended_by_sigint_is_journaled_as_interrupted() {
 fn a_call_ended_by_sigterm_is_journaled_as_interrupted() {
     interrupted_call_is_journaled("trial_journal_sigterm", "-TERM", "SIGTERM");
 }
+
+// ---------------------------------------------------------------------------
+// Bug 7: VS Code's variables and the directory editors' servers run in
+// ---------------------------------------------------------------------------
+
+/// A server that writes where it runs and what it was given to
+/// `where.txt` (in the directory it runs in), then becomes the fixture.
+fn noting_server(args: &[&str]) -> Value {
+    let mut all = vec![
+        "-c",
+        "printf '%s\\n' \"$(pwd)\" \"$@\" > where.txt; exec \"$0\"",
+        crate::util::fixture_bin().to_str().unwrap().to_string().leak(),
+    ];
+    all.extend_from_slice(args);
+    json!({"command": "/bin/sh", "args": all})
+}
+
+#[test]
+fn vscode_variables_expand_and_servers_run_in_the_project_root() {
+    let dir = Dir::new("trial_vscode_vars");
+    let root = std::fs::canonicalize(dir.create_dir("proj")).unwrap();
+    let entry = noting_server(&[
+        "${workspaceFolder}/db",
+        "${workspaceFolderBasename}",
+        "${userHome}${pathSeparator}x${/}y",
+    ]);
+    dir.write(
+        "proj/.vscode/mcp.json",
+        json!({"servers": {"v": entry}}).to_string(),
+    );
+    let out = dir
+        .command(["list", "-c", "proj/.vscode/mcp.json"])
+        .env(crate::util::ALLOWLIST, "v")
+        .env("HOME", "/home/someone")
+        .assert_exit(0);
+    assert_contains(&out.stdout, "mcp__v__echo");
+    let wrote = std::fs::read_to_string(root.join("where.txt"))
+        .expect("the server ran in the project root");
+    assert_eq!(
+        wrote,
+        format!("{0}\n{0}/db\nproj\n/home/someone/x/y\n", root.display())
+    );
+    assert!(!root.join(".vscode/where.txt").exists());
+}
+
+#[test]
+fn cursor_servers_run_in_the_project_root() {
+    let dir = Dir::new("trial_cursor_root");
+    let root = std::fs::canonicalize(dir.create_dir("proj")).unwrap();
+    let entry = noting_server(&["${workspaceFolder}"]);
+    dir.write(
+        "proj/.cursor/mcp.json",
+        json!({"mcpServers": {"c": entry}}).to_string(),
+    );
+    dir.command(["list", "-c", "proj/.cursor/mcp.json"])
+        .env(crate::util::ALLOWLIST, "c")
+        .assert_exit(0);
+    let wrote = std::fs::read_to_string(root.join("where.txt")).unwrap();
+    assert_eq!(wrote, format!("{0}\n{0}\n", root.display()));
+}
+
+#[test]
+fn unknown_editor_variables_name_the_editor() {
+    let dir = Dir::new("trial_vscode_unknown");
+    let fixture = crate::util::fixture_bin();
+    let entry = json!({"command": fixture.to_str().unwrap(),
+                       "args": ["${file}"]});
+    let config = json!({"command": fixture.to_str().unwrap(),
+                        "args": ["${config:python.path}"]});
+    dir.write(
+        ".vscode/mcp.json",
+        json!({"servers": {"f": entry, "g": config}}).to_string(),
+    );
+    let out = dir
+        .command(["list", "f", "-c", ".vscode/mcp.json"])
+        .env(crate::util::ALLOWLIST, "f")
+        .assert_exit(3);
+    assert_contains(
+        &out.stderr,
+        "'${file}' is VS Code's variable, which rivumi-mcp does not provide",
+    );
+    assert_absent(&out.stderr, "environment variable");
+    let out = dir
+        .command(["list", "g", "-c", ".vscode/mcp.json"])
+        .env(crate::util::ALLOWLIST, "g")
+        .assert_exit(3);
+    assert_contains(&out.stderr, "'${config:…}' at character 1 is VS Code's");
+    // In a Cursor file the editor named is Cursor.
+    dir.write(
+        ".cursor/mcp.json",
+        json!({"mcpServers": {"f": entry}}).to_string(),
+    );
+    let out = dir
+        .command(["list", "f", "-c", ".cursor/mcp.json"])
+        .env(crate::util::ALLOWLIST, "f")
+        .assert_exit(3);
+    assert_contains(&out.stderr, "'${file}' is Cursor's variable");
+}

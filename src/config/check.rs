@@ -34,13 +34,34 @@ pub fn validate(
     strict: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Config {
-    let mut c =
-        Checker { diags: vec![], strict, lookup, dir, top: "mcpServers" };
+    let editor = super::editor_of(path);
+    let predefined = match editor {
+        Some(_) => editor_variables(dir, lookup),
+        None => vec![],
+    };
+    let with_editor = |n: &str| {
+        predefined
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+            .or_else(|| lookup(n))
+    };
+    let mut c = Checker {
+        diags: vec![],
+        strict,
+        lookup: &with_editor,
+        dir,
+        top: "mcpServers",
+        editor,
+        predefined: &predefined,
+    };
     let mut config = Config {
         path: path.to_path_buf(),
         entries: vec![],
         diagnostics: vec![],
         file_ok: true,
+        editor,
+        predefined: predefined.clone(),
     };
     let doc = if is_jsonc(path) {
         jsonpos::parse_jsonc(text)
@@ -192,6 +213,29 @@ pub fn validate(
     config
 }
 
+/// VS Code's and Cursor's predefined variables for a file whose project
+/// root is `root`: the root, its last component, `HOME` (when set) and
+/// `/`.
+fn editor_variables(
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("workspaceFolder".to_string(), root.display().to_string()),
+        (
+            "workspaceFolderBasename".to_string(),
+            root.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
+        ("pathSeparator".to_string(), "/".to_string()),
+    ];
+    if let Some(home) = lookup("HOME").filter(|h| !h.is_empty()) {
+        out.push(("userHome".to_string(), home));
+    }
+    out
+}
+
 /// Whether a file is JSONC: VS Code's files (in a `.vscode` directory)
 /// and `*.jsonc`. Everything else, `.mcp.json` included, is strict JSON.
 fn is_jsonc(path: &Path) -> bool {
@@ -236,6 +280,10 @@ pub(super) struct Checker<'a> {
     /// The key that holds the servers: `mcpServers`, or VS Code's
     /// `servers`.
     top: &'static str,
+    /// The editor whose file this is (see [`super::editor_of`]).
+    editor: Option<&'static str>,
+    /// Its predefined variables (`cwd` may use them, and only them).
+    predefined: &'a [(String, String)],
 }
 
 impl Checker<'_> {
@@ -666,7 +714,29 @@ impl<'c, 'a> Cursor<'c, 'a> {
             let p = "/cwd".to_string();
             match &m.value.kind {
                 J::String(c) if !c.is_empty() && !c.contains('\0') => {
-                    cwd_path = Some(self.c.dir.join(c));
+                    // Only the editor's variables: where a server runs
+                    // (and so its fingerprint) never depends on the
+                    // environment.
+                    let fixed = self.c.predefined;
+                    let only = |n: &str| {
+                        fixed
+                            .iter()
+                            .find(|(k, _)| k == n)
+                            .map(|(_, v)| v.clone())
+                    };
+                    match vars::expand(c, &only) {
+                        Ok(c) => cwd_path = Some(self.c.dir.join(c)),
+                        Err(e) => self.error(
+                            &p,
+                            m.value.pos,
+                            format!(
+                                "cwd: {e} (cwd may use only the editors' \
+                                 ${{workspaceFolder}}, \
+                                 ${{workspaceFolderBasename}}, ${{userHome}} \
+                                 and ${{pathSeparator}}, in their files)"
+                            ),
+                        ),
+                    }
                 }
                 _ => self.error(
                     &p,
@@ -950,7 +1020,20 @@ impl<'c, 'a> Cursor<'c, 'a> {
             return false;
         }
         for name in vars::missing(t, self.c.lookup) {
-            if !reserved(&name) {
+            if let Some(editor) = self.c.editor
+                && vars::is_editor_variable(&name)
+            {
+                self.error(
+                    p,
+                    pos,
+                    format!(
+                        "'${{{name}}}' is {editor}'s variable, which \
+                         rivumi-mcp does not provide (it provides \
+                         ${{workspaceFolder}}, ${{workspaceFolderBasename}}, \
+                         ${{userHome}} and ${{pathSeparator}})"
+                    ),
+                );
+            } else if !reserved(&name) {
                 self.check_set(p, pos, &name);
             }
         }

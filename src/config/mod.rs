@@ -207,6 +207,13 @@ pub struct Config {
     /// False when a problem outside any one server (syntax, top level)
     /// makes the whole file unusable.
     pub file_ok: bool,
+    /// The editor whose file this is (`.vscode/mcp.json`: VS Code,
+    /// `.cursor/mcp.json`: Cursor), which decides the project root and
+    /// the editor variables below.
+    pub editor: Option<&'static str>,
+    /// The editor's predefined variables (`${workspaceFolder}`, …), looked
+    /// up before the environment; empty outside an editor's file.
+    pub predefined: Vec<(String, String)>,
 }
 
 impl Config {
@@ -221,6 +228,11 @@ impl Config {
 
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The value of an editor's predefined variable, if this file has it.
+    pub fn predefined(&self, name: &str) -> Option<String> {
+        self.predefined.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     }
 
     /// The first error about `server`, for a refusal message.
@@ -287,8 +299,24 @@ pub(crate) fn read_file(path: &Path) -> Result<String> {
     })
 }
 
+/// The editor whose configuration `path` is: `VS Code` for a file in a
+/// `.vscode` directory, `Cursor` for one in `.cursor`.
+pub fn editor_of(path: &Path) -> Option<&'static str> {
+    let dir = path.parent()?.file_name()?;
+    if dir == ".vscode" {
+        Some("VS Code")
+    } else if dir == ".cursor" {
+        Some("Cursor")
+    } else {
+        None
+    }
+}
+
 /// Reads and validates a file. `strict` turns unknown keys and unset
 /// variables into errors; `lookup` reads the invoking environment.
+/// Servers run in the file's directory, or for an editor's file
+/// (`.vscode/mcp.json`, `.cursor/mcp.json`) in the project root, the
+/// directory that holds `.vscode` or `.cursor`, as the editors do.
 pub(crate) fn load(
     path: &Path,
     strict: bool,
@@ -301,6 +329,10 @@ pub(crate) fn load(
     // Absolute, so that the directory a server runs in (and so its
     // fingerprint) does not depend on where rivumi-mcp was started.
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let dir = match (editor_of(path), dir.parent()) {
+        (Some(_), Some(root)) => root.to_path_buf(),
+        _ => dir,
+    };
     Ok(validate(&text, path, &dir, strict, lookup))
 }
 
