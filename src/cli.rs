@@ -35,6 +35,8 @@ pub(crate) struct Global {
     pub(crate) max_message: Option<usize>,
     /// Approve calls classified execute (`--yes`, `--approve execute`).
     pub(crate) yes: bool,
+    /// `--approve PATTERN`: approve the tools whose qualified names match.
+    pub(crate) approve: Vec<String>,
     pub(crate) read_only: bool,
     /// `--pre-tool-hook` command lines, in order.
     pub(crate) hooks: Vec<String>,
@@ -803,7 +805,7 @@ to the whole batch.
 
 OPTIONS:
     -y, --yes                      Approve calls classified execute
-        --approve execute          Same as --yes
+        --approve PATTERN          Approve the matching tools (repeatable)
         --read-only                Deny every call classified execute
         --pre-tool-hook CMD        Run CMD before every request (repeatable)
         --hook-timeout SECS        Deadline of each hook (default 10)
@@ -902,7 +904,7 @@ OPTIONS:
         --args JSON|-|@FILE   Arguments as a JSON object (- reads stdin)
     -y, --yes                 Approve a call classified execute
         --save DIR            Save images, audio and blobs (whole) into DIR
-        --approve execute     Same as --yes
+        --approve PATTERN     Approve it if its qualified name matches
         --read-only           Deny the call if it is classified execute
         --pre-tool-hook CMD   Run CMD first; it can deny (repeatable)
         --hook-timeout SECS   Deadline of each hook (default 10)
@@ -1186,14 +1188,13 @@ fn build(
             }
             Flag::Args => args_json = Some(value),
             Flag::Yes => yes = true,
+            Flag::Approve if APPROVE_CLASSES.contains(&value.as_str()) => {
+                yes = true
+            }
             Flag::Approve => {
-                if !APPROVE_CLASSES.contains(&value.as_str()) {
-                    return Err(Error::usage(format!(
-                        "{flag}: unknown class '{value}' [pick from: {}]",
-                        APPROVE_CLASSES.join(", ")
-                    )));
-                }
-                yes = true;
+                crate::tool::check_approve_pattern(&value)
+                    .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                g.approve.push(value);
             }
             Flag::ReadOnly => g.read_only = true,
             Flag::PreToolHook => g.hooks.push(value),

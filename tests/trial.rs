@@ -255,3 +255,73 @@ fn unknown_editor_variables_name_the_editor() {
         .assert_exit(3);
     assert_contains(&out.stderr, "'${file}' is Cursor's variable");
 }
+
+// ---------------------------------------------------------------------------
+// --approve PATTERN and RIVUMI_MCP_APPROVE
+// ---------------------------------------------------------------------------
+
+#[test]
+fn approve_patterns_approve_exactly_what_they_name() {
+    let dir = demo("trial_approve", &[]);
+    // An exact qualified name, and a glob.
+    for pattern in ["mcp__demo__add", "mcp__demo__a*", "mcp__d?mo__*"] {
+        let out = run(
+            &dir,
+            &["call", "--approve", pattern, "demo", "add", "a=1", "b=2"],
+        )
+        .assert_exit(0);
+        assert_contains(&out.stdout, "3\n");
+    }
+    // Another tool is not approved by it.
+    let out = run(
+        &dir,
+        &["call", "--approve", "mcp__demo__add", "demo", "delete_all"],
+    )
+    .assert_exit(7);
+    assert_contains(
+        &out.stderr,
+        "pass --yes (or --approve mcp__demo__delete_all)",
+    );
+    // The environment variable, several patterns; a journal names the kind.
+    let out =
+        run(&dir, &["call", "demo", "add", "a=1", "b=2", "--journal", "j"])
+            .env("RIVUMI_MCP_APPROVE", "mcp__other__x, mcp__demo__add")
+            .assert_exit(0);
+    assert_contains(&out.stdout, "3\n");
+    let lines = journal(&dir.path("j"));
+    let d = lines.iter().find(|l| l["event"] == "approval_decision").unwrap();
+    assert_eq!(d["how"], "pattern", "{d}");
+    assert_eq!(d["pattern"], "mcp__demo__add", "{d}");
+    assert_eq!(d["approved"], true, "{d}");
+    // --read-only still wins; a pattern that names no qualified tool is a
+    // usage error, in the flag and in the variable.
+    run(
+        &dir,
+        &[
+            "call",
+            "--read-only",
+            "--approve",
+            "mcp__demo__add",
+            "demo",
+            "add",
+            "a=1",
+            "b=2",
+        ],
+    )
+    .assert_exit(7);
+    let out =
+        run(&dir, &["call", "--approve", "add", "demo", "add"]).assert_exit(2);
+    assert_contains(
+        &out.stderr,
+        "--approve: 'add' is not a qualified tool name pattern",
+    );
+    let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
+        .env("RIVUMI_MCP_APPROVE", "add")
+        .assert_exit(2);
+    assert_contains(&out.stderr, "RIVUMI_MCP_APPROVE: 'add' is not");
+    // --approve execute keeps meaning --yes.
+    run(&dir, &["call", "--approve", "execute", "demo", "delete_all"])
+        .assert_exit(0);
+    // A config file cannot approve: .mcp.json has no such key.
+    assert_eq!(received(&dir.path("rec"), "tools/call").len(), 5);
+}
