@@ -37,6 +37,8 @@ pub(crate) struct Global {
     pub(crate) yes: bool,
     /// `--approve PATTERN`: approve the tools whose qualified names match.
     pub(crate) approve: Vec<String>,
+    /// `call --output`: what of a tool result is printed.
+    pub(crate) output: crate::render::Output,
     pub(crate) read_only: bool,
     /// `--pre-tool-hook` command lines, in order.
     pub(crate) hooks: Vec<String>,
@@ -436,6 +438,7 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     LogLevel,
+    Output,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -467,6 +470,7 @@ impl Flag {
             Flag::Approve => ValueKind::Choice(APPROVE_CLASSES),
             Flag::Elicit => ValueKind::Choice(&ELICIT_MODES),
             Flag::LogLevel => ValueKind::Choice(&LOG_LEVELS),
+            Flag::Output => ValueKind::Choice(&crate::render::Output::NAMES),
             Flag::Root => ValueKind::Dir,
             Flag::Answer | Flag::SamplingCommand => ValueKind::Free,
             Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
@@ -600,6 +604,7 @@ const OPTS: &[Opt] = &[
     valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
+    valued(Flag::Output, "output", Applies::Only(&[Cmd::Call])),
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -905,6 +910,7 @@ OPTIONS:
     -y, --yes                 Approve a call classified execute
         --save DIR            Save images, audio and blobs (whole) into DIR
         --approve PATTERN     Approve it if its qualified name matches
+        --output MODE         auto, text, structured, json or raw
         --read-only           Deny the call if it is classified execute
         --pre-tool-hook CMD   Run CMD first; it can deny (repeatable)
         --hook-timeout SECS   Deadline of each hook (default 10)
@@ -1259,6 +1265,15 @@ fn build(
             }
             Flag::SamplingCommand => g.client.sampling_command = Some(value),
             Flag::Root => g.client.roots.push(PathBuf::from(value)),
+            Flag::Output => {
+                g.output =
+                    crate::render::Output::parse(&value).ok_or_else(|| {
+                        Error::usage(format!(
+                            "{flag}: unknown output '{value}' [pick from: {}]",
+                            crate::render::Output::NAMES.join(", ")
+                        ))
+                    })?
+            }
             Flag::LogLevel => {
                 if !LOG_LEVELS.contains(&value.as_str()) {
                     return Err(Error::usage(format!(

@@ -77,16 +77,15 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Prints the error once: a line on stderr, plus a JSON object with
-/// `--json` so scripts need not parse prose.
+/// Prints the error once: a line on stderr or, with `--json`, a JSON
+/// object as the only line (its `message` is the same text), so scripts
+/// need not parse prose or skip a line.
 fn report(e: &error::Error, json: bool) {
-    if !e.is_reported() {
-        msg::error(&e.to_string());
-    }
-
     if json {
         let obj = serde_json::json!({"error": e.to_json()});
         msg::line(&obj.to_string());
+    } else if !e.is_reported() {
+        msg::error(&e.to_string());
     }
 }
 
@@ -158,7 +157,8 @@ fn run(args: cli::Args) -> Result<()> {
             pairs,
             a.as_deref(),
             save.as_deref(),
-            json,
+            // --json is --output json.
+            if json { render::Output::Json } else { g.output },
         ),
         Command::Resources { server } => cmd::bridges::list_one(
             &ctx,

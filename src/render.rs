@@ -15,6 +15,40 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::out;
 
+/// What `call` prints of a tool result (`--output`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Each content block, then the structured content unless a text
+    /// block already carries it.
+    #[default]
+    Auto,
+    /// The content blocks only.
+    Text,
+    /// The structured content only, as JSON (an error when there is none).
+    Structured,
+    /// The result object as `--json` prints it, indented.
+    Json,
+    /// The result object on one line (for JSON Lines), members as
+    /// received, bounded by `--max-output`.
+    Raw,
+}
+
+impl Output {
+    pub(crate) const NAMES: [&'static str; 5] =
+        ["auto", "text", "structured", "json", "raw"];
+
+    pub(crate) fn parse(s: &str) -> Option<Output> {
+        Some(match s {
+            "auto" => Output::Auto,
+            "text" => Output::Text,
+            "structured" => Output::Structured,
+            "json" => Output::Json,
+            "raw" => Output::Raw,
+            _ => return None,
+        })
+    }
+}
+
 /// Where saved content goes, if anywhere.
 #[derive(Debug)]
 pub(crate) struct Saver<'a> {
@@ -211,10 +245,12 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
 /// content follows only when no text block already carries it: as its
 /// JSON text, or as the text that `{"result": …}` wraps (the Python SDK
 /// and fastmcp wrap a non-object return value so).
+/// With `--output text`, the blocks only.
 pub(crate) fn tool_result(
     kept: &Value,
     whole: &Value,
     saver: &mut Saver<'_>,
+    output: Output,
 ) -> Result<String> {
     let blocks = |r: &'_ Value| -> Vec<Value> {
         r.get("content").and_then(Value::as_array).cloned().unwrap_or_default()
@@ -246,6 +282,7 @@ pub(crate) fn tool_result(
         })
     };
     if let Some(sc) = result.get("structuredContent")
+        && output != Output::Text
         && !repeated(sc)
     {
         text.push_str(&serde_json::to_string_pretty(sc).unwrap_or_default());

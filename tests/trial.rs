@@ -325,3 +325,62 @@ fn approve_patterns_approve_exactly_what_they_name() {
     // A config file cannot approve: .mcp.json has no such key.
     assert_eq!(received(&dir.path("rec"), "tools/call").len(), 5);
 }
+
+// ---------------------------------------------------------------------------
+// --output and --json errors
+// ---------------------------------------------------------------------------
+
+#[test]
+fn output_chooses_what_is_printed() {
+    let dir = demo("trial_output", &["--commit-tool"]);
+    let call = |mode: &str, tool: &[&str]| {
+        let mut args = vec!["call", "-y", "--output", mode, "demo"];
+        args.extend_from_slice(tool);
+        run(&dir, &args)
+    };
+    // add answers the text "3" and {"sum": 3}.
+    let add = ["add", "a=1", "b=2"];
+    assert_eq!(
+        call("auto", &add).assert_exit(0).stdout,
+        "3\n{\n  \"sum\": 3\n}\n"
+    );
+    assert_eq!(call("text", &add).assert_exit(0).stdout, "3\n");
+    assert_eq!(
+        call("structured", &add).assert_exit(0).stdout,
+        "{\n  \"sum\": 3\n}\n"
+    );
+    let raw = call("raw", &add).assert_exit(0).stdout;
+    assert_eq!(raw.lines().count(), 1, "{raw}");
+    let v: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(
+        v,
+        json!({"content": [{"type": "text", "text": "3"}],
+                         "structuredContent": {"sum": 3}})
+    );
+    let v = call("json", &add).assert_exit(0).stdout_json();
+    assert_eq!(v["structuredContent"]["sum"], 3, "{v:#}");
+    // No structured content: --output structured says so.
+    let out = call("structured", &["echo", "text=hi"]).assert_exit(1);
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "tool 'echo' returned no structuredContent");
+    let out = call("yaml", &["echo"]).assert_exit(2);
+    assert_contains(
+        &out.stderr,
+        "--output: unknown output 'yaml' [pick from: auto, text",
+    );
+}
+
+#[test]
+fn json_errors_are_the_only_line_on_stderr() {
+    let dir = demo("trial_json_errors", &[]);
+    let out = run(&dir, &["call", "--json", "demo", "nope"]).assert_exit(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(v["error"]["server"], "demo", "{v}");
+    let out =
+        run(&dir, &["call", "--json", "demo", "delete_all"]).assert_exit(7);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(v["error"]["code"], "denied", "{v}");
+}
