@@ -750,10 +750,16 @@ rivumi-mcp list: list what allowed servers offer
 
 USAGE:
     rivumi-mcp list [SERVER...] [--tools|--resources|--prompts|--all]
+    rivumi-mcp list SERVER TOOL   (or mcp__SERVER__TOOL)
 
 Without SERVER, every allowed server is started (in parallel) and shown
 in config order. Tools are shown as mcp__<server>__<tool> with their
 classification: read (readOnlyHint true, not destructive) or execute.
+On a terminal a long line is cut to its width, ending in '…'.
+
+SERVER TOOL shows that one tool whole: its description, each parameter
+(type, required, description, default, allowed values), its annotations
+and output schema, and one call line that would work.
 
 OPTIONS:
         --tools               Tools (the default)
@@ -782,6 +788,7 @@ AD-HOC SERVERS:
 EXAMPLES:
     RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list
     rivumi-mcp list demo --all --json
+    rivumi-mcp list demo add
     rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-filesystem@2025.8.21 .'
 ";
 
@@ -950,7 +957,8 @@ EXAMPLES:
     rivumi-mcp call demo add a=1 b:=2 --yes
     rivumi-mcp call demo echo text=@note.txt
     echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -
-    rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi
+    rivumi-mcp call demo add a=1 b=2 --approve mcp__demo__add
+    rivumi-mcp call --http http://127.0.0.1:8000/mcp echo text=hi
 ";
 
 /// The help lines of the ad-hoc server options, shared by the commands
@@ -1309,6 +1317,17 @@ fn build(
     if show == Show::default() {
         show.tools = true;
     }
+    // `call --http URL TOOL k=v`: with an ad-hoc server, a first word
+    // that is not its name and is followed by no word or by an argument
+    // is the tool (a word that is not an argument names the server).
+    let adhoc_tool = match (&g.adhoc, words.first(), words.get(1)) {
+        (Some(a), Some(first), next) => {
+            *first != a.name
+                && !first.starts_with("mcp__")
+                && next.is_none_or(|w| w.contains('='))
+        }
+        _ => false,
+    };
     let mut words = words.into_iter();
     let mut need = |what: &str| {
         words.next().ok_or_else(|| {
@@ -1329,8 +1348,11 @@ fn build(
         Cmd::List => Command::List { servers: words.by_ref().collect(), show },
         Cmd::Call => {
             let first = need("TOOL")?;
+            let adhoc = g.adhoc.as_ref().map(|a| a.name.clone());
             let target = if first.starts_with("mcp__") {
                 Target::Qualified(first)
+            } else if let Some(server) = adhoc.filter(|_| adhoc_tool) {
+                Target::Split { server, tool: first }
             } else {
                 let tool = need("TOOL (after the server name)")?;
                 Target::Split { server: first, tool }

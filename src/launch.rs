@@ -132,6 +132,11 @@ impl Context {
     }
 
     /// Whether `name` is the ad-hoc server typed on the command line.
+    /// The ad-hoc server's name, when one was typed.
+    pub(crate) fn adhoc_name(&self) -> Option<&str> {
+        self.adhoc.as_deref()
+    }
+
     fn is_adhoc(&self, name: &str) -> bool {
         self.adhoc.as_deref() == Some(name)
     }

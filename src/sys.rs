@@ -206,6 +206,15 @@ pub(crate) fn kill_and_reap(pid: i32, limit: Duration) {
     }
 }
 
+/// The width of the terminal on stdout, in columns; `None` when stdout
+/// is not a terminal (or says 0).
+pub(crate) fn stdout_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ writes one winsize we own; fd 1 is only queried.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
 fn signal_set() -> libc::sigset_t {

@@ -384,3 +384,114 @@ fn json_errors_are_the_only_line_on_stderr() {
     let v: Value = serde_json::from_str(&out.stderr).unwrap();
     assert_eq!(v["error"]["code"], "denied", "{v}");
 }
+
+// ---------------------------------------------------------------------------
+// One tool's detail view; descriptions cut to the terminal
+// ---------------------------------------------------------------------------
+
+/// The example line of a detail view, as words (no quoting in these).
+fn example_words(detail: &str) -> Vec<String> {
+    let line = detail
+        .lines()
+        .skip_while(|l| *l != "example:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no example in:\n{detail}"));
+    line.split_whitespace().skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn list_server_tool_shows_one_tool_whole_with_a_working_example() {
+    let dir = demo("trial_detail", &["--shaped-tools"]);
+    let out = run(&dir, &["list", "demo", "add"]).assert_exit(0);
+    let d = &out.stdout;
+    assert!(d.starts_with("mcp__demo__add  execute\n"), "{d}");
+    assert_contains(d, "\n  Add two numbers.\n  Returns the sum");
+    assert_contains(d, "parameters:\n  a: number  (required)\n");
+    assert_contains(
+        d,
+        "example:\n  rivumi-mcp call demo add a=1 b=1 --approve mcp__demo__add\n",
+    );
+    // The example works, in a pipe.
+    let words = example_words(d);
+    let out = run(&dir, &words.iter().map(String::as_str).collect::<Vec<_>>())
+        .assert_exit(0);
+    assert_contains(&out.stdout, "2\n");
+    // Enums, types, the qualified form and annotations.
+    let out = run(&dir, &["list", "mcp__demo__shapes"]).assert_exit(0);
+    let d = &out.stdout;
+    assert_contains(d, "  level: 1|2|3  (required)\n      one of: 1, 2, 3\n");
+    assert_contains(
+        d,
+        "  unit?: \"c\"|\"f\"  (optional)\n      one of: \"c\", \"f\"\n",
+    );
+    assert_contains(d, "annotations:\n  readOnlyHint: true\n");
+    assert_contains(d, "example:\n  rivumi-mcp call demo shapes level=1\n");
+    let words = example_words(d);
+    run(&dir, &words.iter().map(String::as_str).collect::<Vec<_>>())
+        .assert_exit(0);
+    // --json: the definition, whole.
+    let v = run(&dir, &["list", "demo", "shapes", "--json"])
+        .assert_exit(0)
+        .stdout_json();
+    assert_eq!(v["qualified_name"], "mcp__demo__shapes");
+    assert!(v["inputSchema"]["properties"]["level"].is_object(), "{v:#}");
+    // An unknown tool is a usage error with a suggestion.
+    let out = run(&dir, &["list", "demo", "shapez"]).assert_exit(2);
+    assert_contains(&out.stderr, "shapes");
+    // Two servers are still two servers.
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&[])), ("other", fixture_server(&[]))],
+    );
+    let out = run_allowed(&dir, "demo,other", &["list", "demo", "other"])
+        .assert_exit(0);
+    assert_contains(&out.stdout, "mcp__other__echo");
+}
+
+#[test]
+fn adhoc_servers_need_no_placeholder_name() {
+    let dir = Dir::new("trial_adhoc_name");
+    let spec = crate::util::fixture_bin().to_str().unwrap().to_string();
+    let out = dir
+        .command(["call", "--stdio", &spec, "echo", "text=hi"])
+        .assert_exit(0);
+    assert_eq!(out.stdout, "hi\n");
+    let out = dir.command(["call", "--stdio", &spec, "media"]).assert_exit(7);
+    assert_contains(&out.stderr, "--approve mcp__adhoc__media");
+    // The name still works, and a detail view prints a line that works.
+    let out = dir
+        .command(["call", "--stdio", &spec, "adhoc", "echo", "text=x"])
+        .assert_exit(0);
+    assert_eq!(out.stdout, "x\n");
+    let out = dir.command(["list", "--stdio", &spec, "echo"]).assert_exit(0);
+    assert_contains(
+        &out.stdout,
+        &format!("rivumi-mcp call --stdio {spec} echo text=text"),
+    );
+}
+
+#[test]
+fn long_descriptions_are_cut_to_the_terminal_width() {
+    let dir = Dir::new("trial_cut");
+    let patch = dir.path("patch.json");
+    dir.write(
+        "patch.json",
+        json!({"tools": {"echo": {"description": format!("Echo {}.", "x".repeat(300))}}})
+            .to_string(),
+    );
+    let p = format!("--patch={}", patch.display());
+    write_mcp_json(&dir, &[("demo", fixture_server(&[&p]))]);
+    let mut cmd = run(&dir, &["list", "demo"]);
+    cmd.env("COLUMNS", "80");
+    let out = cmd.run_on_tty();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let line =
+        out.stdout.lines().find(|l| l.contains("mcp__demo__echo")).unwrap();
+    assert!(line.ends_with('…'), "{line}");
+    assert!(line.chars().count() <= 80, "{}", line.chars().count());
+    // In a pipe, and in the detail view, it is whole.
+    let out = run(&dir, &["list", "demo"]).assert_exit(0);
+    assert_contains(&out.stdout, &"x".repeat(300));
+    let out = run(&dir, &["list", "demo", "echo"]).run_on_tty();
+    assert_contains(&out.stdout, &"x".repeat(300));
+}

@@ -37,6 +37,28 @@ pub(crate) fn in_parallel<T: Send>(
     })
 }
 
+/// `list SERVER TOOL`, `list mcp__SERVER__TOOL` and, with an ad-hoc
+/// server, `list --stdio CMD TOOL`: the words name one tool, not servers,
+/// when the second is no configured server (or the one word is a
+/// qualified name that is no server, or not the ad-hoc server's name).
+fn one_tool(ctx: &Context, names: &[String]) -> Option<(String, String)> {
+    let is_server =
+        |n: &str| ctx.config.entry(n).is_some() || ctx.adhoc_name() == Some(n);
+    match names {
+        [one] if !is_server(one) => {
+            if let Some((s, t)) = crate::tool::split_qualified(one) {
+                return Some((s.to_string(), t.to_string()));
+            }
+            let adhoc = ctx.adhoc_name()?;
+            Some((adhoc.to_string(), one.clone()))
+        }
+        [server, tool] if is_server(server) && !is_server(tool) => {
+            Some((server.clone(), tool.clone()))
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn run(
     ctx: &Context,
     names: &[String],
@@ -44,6 +66,9 @@ pub(crate) fn run(
     json: bool,
     lock: Option<&Lock>,
 ) -> Result<()> {
+    if let Some((server, tool)) = one_tool(ctx, names) {
+        return crate::cmd::detail::run(ctx, &server, &tool, json);
+    }
     let names: Vec<String> = if names.is_empty() {
         for n in ctx.disabled_servers() {
             msg::warn(&format!(
@@ -89,12 +114,41 @@ pub(crate) fn run(
     if json {
         out::json(&json!({"servers": json_servers}))?;
     } else {
-        out::print(&text)?;
+        // On a terminal: its width, else $COLUMNS, else 80.
+        let width = out::stdout_is_tty().then(|| {
+            crate::sys::stdout_columns()
+                .or_else(|| {
+                    crate::setup::lookup("COLUMNS")?.trim().parse().ok()
+                })
+                .unwrap_or(80)
+        });
+        match width {
+            Some(w) => out::print(&fit(&text, w))?,
+            None => out::print(&text)?,
+        }
     }
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Each line cut to `width` characters, a cut one ending in `…`, so that
+/// a long description does not wrap a terminal's table (the whole text is
+/// in `--json` and in the one-tool view).
+fn fit(text: &str, width: usize) -> String {
+    let width = width.max(20);
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.chars().count() > width {
+            out.extend(line.chars().take(width - 1));
+            out.push('…');
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn describe(v: &Value) -> String {
@@ -301,4 +355,19 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
     }
     o["complete"] = json!(complete);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn long_lines_are_cut_with_a_marker() {
+        let long = format!("  mcp__a__b  read  {}", "d".repeat(100));
+        let got = fit(&format!("short\n{long}\n"), 40);
+        let lines: Vec<&str> = got.lines().collect();
+        assert_eq!(lines[0], "short");
+        assert_eq!(lines[1].chars().count(), 40);
+        assert!(lines[1].ends_with("dd…"), "{}", lines[1]);
+    }
 }
