@@ -39,6 +39,9 @@ pub(crate) struct Global {
     pub(crate) approve: Vec<String>,
     /// `call --output`: what of a tool result is printed.
     pub(crate) output: crate::render::Output,
+    /// `list --grep PATTERN`: only the items whose names, titles or
+    /// descriptions contain it.
+    pub(crate) grep: Option<String>,
     pub(crate) read_only: bool,
     /// `--pre-tool-hook` command lines, in order.
     pub(crate) hooks: Vec<String>,
@@ -439,6 +442,7 @@ pub(crate) enum Flag {
     Root,
     LogLevel,
     Output,
+    Grep,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -471,6 +475,7 @@ impl Flag {
             Flag::Elicit => ValueKind::Choice(&ELICIT_MODES),
             Flag::LogLevel => ValueKind::Choice(&LOG_LEVELS),
             Flag::Output => ValueKind::Choice(&crate::render::Output::NAMES),
+            Flag::Grep => ValueKind::Free,
             Flag::Root => ValueKind::Dir,
             Flag::Answer | Flag::SamplingCommand => ValueKind::Free,
             Flag::Config | Flag::Journal | Flag::Lock => ValueKind::File,
@@ -605,6 +610,7 @@ const OPTS: &[Opt] = &[
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
     valued(Flag::Output, "output", Applies::Only(&[Cmd::Call])),
+    valued(Flag::Grep, "grep", Applies::Only(&[Cmd::List])),
 ];
 
 /// The commands a lock file applies to: `lock` itself, then those that
@@ -766,6 +772,8 @@ OPTIONS:
         --resources           Resources and resource templates
         --prompts             Prompts
         --all                 All three
+        --grep PATTERN        Only items whose name, title or description
+                              contains PATTERN (any case; * and ? glob)
         --timeout SECS        Per-request deadline (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
         --max-message BYTES   Largest message accepted (default 16M)
@@ -1273,6 +1281,7 @@ fn build(
             }
             Flag::SamplingCommand => g.client.sampling_command = Some(value),
             Flag::Root => g.client.roots.push(PathBuf::from(value)),
+            Flag::Grep => g.grep = Some(value),
             Flag::Output => {
                 g.output =
                     crate::render::Output::parse(&value).ok_or_else(|| {

@@ -332,14 +332,16 @@ impl Context {
                 )
             }
         };
-        Session::open(
+        let mut s = Session::open(
             name,
             transport,
             self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
             std::sync::Arc::clone(&self.client),
-        )
+        )?;
+        s.filter_tools(server.tools.clone());
+        Ok(s)
     }
 }
 
@@ -381,6 +383,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
         tool_timeout: None,
         protocol: crate::mcp::Choice::Auto,
         disabled: false,
+        tools: None,
     };
     Ok(Config {
         path: std::path::PathBuf::from("(command line)"),

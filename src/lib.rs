@@ -131,9 +131,14 @@ fn run(args: cli::Args) -> Result<()> {
         Command::Lock { servers, check, format } => {
             cmd::lock::run(&ctx, servers, *check, *format, &lock_path)
         }
-        Command::List { servers, show } => {
-            cmd::list::run(&ctx, servers, *show, json, exec.lock.as_ref())
-        }
+        Command::List { servers, show } => cmd::list::run(
+            &ctx,
+            servers,
+            *show,
+            json,
+            exec.lock.as_ref(),
+            g.grep.as_deref(),
+        ),
         Command::Batch => cmd::batch::run(&ctx, &exec),
         Command::Login { server, no_browser, refresh } => cmd::auth::login(
             &ctx,

@@ -139,6 +139,8 @@ pub(crate) struct Session {
     answers: Option<Map<String, Value>>,
     /// When the request in flight was sent (for the progress line).
     started: std::time::Instant,
+    /// The config's `tools` filter: the tools hidden from every command.
+    tool_filter: Option<crate::config::ToolFilter>,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,6 +173,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
+            tool_filter: None,
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -767,13 +770,44 @@ impl Session {
         }
     }
 
+    /// Narrows the tools this session exposes to what `filter` admits
+    /// (the config's `tools`); `list_all(Tools)` applies it, so no
+    /// command sees, calls or locks a hidden tool.
+    pub(crate) fn filter_tools(
+        &mut self,
+        filter: Option<crate::config::ToolFilter>,
+    ) {
+        self.tool_filter = filter;
+    }
+
+    /// [`Self::list_pages`], with the config's `tools` filter applied to
+    /// the tools.
+    pub(crate) fn list_all(&mut self, list: mcp::List) -> Result<Listing> {
+        let mut l = self.list_pages(list)?;
+        if let (mcp::List::Tools, Some(f)) = (list, &self.tool_filter) {
+            let before = l.items.len();
+            l.items.retain(|t| {
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| f.admits(n))
+            });
+            msg::debug(&format!(
+                "server '{}': the config's \"tools\" hides {} of {} tools",
+                self.name,
+                before - l.items.len(),
+                before
+            ));
+        }
+        Ok(l)
+    }
+
     /// Follows `nextCursor` through every page of a list method. A
     /// server that answers the first page with -32601 (method not found)
     /// offers no such list: that is an empty list (said with `-v`), since
     /// every list but `tools` is optional (the reference
     /// `mcp-server-sqlite` declares `resources` and has no
     /// `resources/templates/list`). Any other error names the request.
-    pub(crate) fn list_all(&mut self, list: mcp::List) -> Result<Listing> {
+    fn list_pages(&mut self, list: mcp::List) -> Result<Listing> {
         let (method, key) = (list.method(), list.key());
         let mut l = Listing::default();
         let mut cursor: Option<String> = None;

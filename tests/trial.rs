@@ -495,3 +495,102 @@ fn long_descriptions_are_cut_to_the_terminal_width() {
     let out = run(&dir, &["list", "demo", "echo"]).run_on_tty();
     assert_contains(&out.stdout, &"x".repeat(300));
 }
+
+// ---------------------------------------------------------------------------
+// The config's tools filter, list --grep, small things
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_tools_filter_narrows_every_command_and_is_pinned() {
+    let dir = Dir::new("trial_tools_filter");
+    let rec = format!("--record={}", dir.path("rec").display());
+    let mut entry = fixture_server(&[&rec]);
+    entry["tools"] = json!({"allow": ["e*", "add"], "deny": ["env"]});
+    write_mcp_json(&dir, &[("demo", entry.clone())]);
+    let out = run(&dir, &["list", "demo"]).assert_exit(0);
+    let tools: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mcp__demo__"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(tools, ["echo", "add"], "{}", out.stdout);
+    // A hidden tool cannot be called, nor seen in one-tool view.
+    let out = run(&dir, &["call", "-y", "demo", "env"]).assert_exit(2);
+    assert_contains(&out.stderr, "env");
+    run(&dir, &["list", "demo", "delete_all"]).assert_exit(2);
+    assert!(received(&dir.path("rec"), "tools/call").is_empty());
+    run(&dir, &["call", "demo", "echo", "text=ok"]).assert_exit(0);
+    // The filter is in the fingerprint: a pin taken without it fails.
+    let fp = |dir: &Dir| {
+        let v = dir
+            .command(["check-config", "--json"])
+            .assert_exit(0)
+            .stdout_json();
+        v["servers"][0]["fingerprint"].as_str().unwrap().to_string()
+    };
+    let with = fp(&dir);
+    let mut widened = entry.clone();
+    widened["tools"] = json!({"allow": ["*"]});
+    write_mcp_json(&dir, &[("demo", widened)]);
+    assert_ne!(fp(&dir), with);
+    let out = run_allowed(&dir, &format!("demo@{with}"), &["list", "demo"])
+        .assert_exit(3);
+    assert_contains(&out.stderr, "demo");
+    // A bad filter is an error naming the field.
+    let mut bad = entry.clone();
+    bad["tools"] = json!({"alow": ["x"]});
+    write_mcp_json(&dir, &[("demo", bad)]);
+    let out = dir.command(["check-config"]).assert_exit(1);
+    assert_contains(
+        &out.stdout,
+        "unknown key 'alow' in 'tools'; did you mean 'allow'?",
+    );
+}
+
+#[test]
+fn list_grep_keeps_matching_items_across_servers() {
+    let dir = Dir::new("trial_grep");
+    write_mcp_json(
+        &dir,
+        &[
+            ("demo", fixture_server(&[])),
+            ("other", fixture_server(&["--extra-tool=summit"])),
+        ],
+    );
+    let out = run_allowed(&dir, "demo,other", &["list", "--grep", "SUM"])
+        .assert_exit(0);
+    // add's description says "sum"; summit's name has it.
+    assert_contains(&out.stdout, "mcp__demo__add");
+    assert_contains(&out.stdout, "mcp__other__add");
+    assert_contains(&out.stdout, "mcp__other__summit");
+    assert_absent(&out.stdout, "mcp__demo__echo");
+    let out = run_allowed(
+        &dir,
+        "demo",
+        &["list", "--grep", "mcp__demo__e?ho", "--json"],
+    )
+    .assert_exit(0);
+    let tools = out.stdout_json()["servers"][0]["tools"].clone();
+    assert_eq!(tools.as_array().map(Vec::len), Some(1), "{tools:#}");
+    let out =
+        run_allowed(&dir, "demo", &["list", "--grep", "nothing-like-it"])
+            .assert_exit(0);
+    assert_contains(&out.stdout, "(no tools)");
+}
+
+#[test]
+fn a_server_without_resources_says_so() {
+    let dir = demo(
+        "trial_no_resources",
+        &[
+            "--no-method=resources/list",
+            "--no-method=resources/templates/list",
+        ],
+    );
+    let out = run(&dir, &["resources", "demo"]).assert_exit(0);
+    assert_eq!(
+        out.stdout,
+        "demo: rivumi-mcp-fixture 1.0.0 (protocol 2025-11-25)\n  (no resources)\n"
+    );
+}

@@ -65,6 +65,7 @@ pub(crate) fn run(
     show: Show,
     json: bool,
     lock: Option<&Lock>,
+    grep: Option<&str>,
 ) -> Result<()> {
     if let Some((server, tool)) = one_tool(ctx, names) {
         return crate::cmd::detail::run(ctx, &server, &tool, json);
@@ -88,7 +89,11 @@ pub(crate) fn run(
         let mut s = ctx.start(n)?;
         let l = collect(&mut s, show);
         s.close();
-        l
+        let mut l = l?;
+        if let Some(p) = grep {
+            keep_matching(&mut l, p);
+        }
+        Ok(l)
     });
     let mut first_err: Option<Error> = None;
     let mut json_servers = vec![];
@@ -151,6 +156,42 @@ fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// `--grep`: keeps the items whose name (qualified too, for tools),
+/// title, description, URI or URI template contains `pattern`, in any
+/// case; with `*` or `?` in it, the pattern is a glob that may match
+/// anywhere in one of them.
+fn keep_matching(l: &mut ServerListing, pattern: &str) {
+    let glob = format!("*{}*", pattern.to_lowercase());
+    let hit = |s: &str| {
+        let s = s.to_lowercase();
+        crate::tool::glob_match(&glob, &s)
+    };
+    let server = l.name.clone();
+    let keep = |item: &Value| {
+        let mut fields: Vec<String> =
+            ["name", "title", "description", "uri", "uriTemplate"]
+                .iter()
+                .filter_map(|k| item.get(*k)?.as_str().map(str::to_string))
+                .collect();
+        if let Some(n) = item.get("name").and_then(Value::as_str) {
+            fields.push(format!("mcp__{server}__{n}"));
+        }
+        fields.iter().any(|f| hit(f))
+    };
+    for x in [&mut l.tools, &mut l.resources, &mut l.templates, &mut l.prompts]
+        .into_iter()
+        .flatten()
+    {
+        x.items.retain(|i| keep(i));
+    }
+}
+
+/// A resource's (or template's) `name`, shown beside its URI.
+fn name_of(item: &Value) -> String {
+    let n = item.get("name").and_then(Value::as_str).unwrap_or("");
+    out::shown(n).into_owned()
+}
+
 fn describe(v: &Value) -> String {
     let d = v.get("description").and_then(Value::as_str).unwrap_or("");
     crate::render::description_line(d)
@@ -208,11 +249,15 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     let info = &l.info;
     let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
     let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
+    // An empty version is left out, not shown as a double space.
+    let sver = match sver.trim() {
+        "" => String::new(),
+        v => format!(" {}", out::shown(v)),
+    };
     text.push_str(&format!(
-        "{}: {} {} (protocol {})\n",
+        "{}: {}{sver} (protocol {})\n",
         l.name,
         out::shown(sname),
-        out::shown(sver),
         l.protocol
     ));
     let mut rows: Vec<Vec<String>> = vec![];
@@ -250,6 +295,7 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
                     .and_then(Value::as_str)
                     .map(|m| out::shown(m).into_owned())
                     .unwrap_or_default(),
+                name_of(item),
                 out::shown(&marked(ItemKind::Resource, item)).into_owned(),
             ]);
         }
@@ -257,8 +303,15 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
             rows.push(vec![
                 format!("  template {}", field(item, "uriTemplate")),
                 String::new(),
+                name_of(item),
                 out::shown(&marked(ItemKind::Template, item)).into_owned(),
             ]);
+        }
+        let none = |x: &Option<crate::session::Listing>| {
+            x.as_ref().is_none_or(|x| x.items.is_empty())
+        };
+        if none(&l.resources) && none(&l.templates) {
+            text.push_str("  (no resources)\n");
         }
     }
     text.push_str(&out::table(&std::mem::take(&mut rows)));
@@ -288,6 +341,11 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
                 out::shown(&marked(ItemKind::Prompt, item)).into_owned(),
             ]);
         }
+    }
+    if let (true, Some(p)) = (show.prompts, &l.prompts)
+        && p.items.is_empty()
+    {
+        text.push_str("  (no prompts)\n");
     }
     text.push_str(&out::table(&rows));
     for (what, listing) in [
@@ -359,7 +417,26 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::{fit, human};
+    use crate::catalog::ServerListing;
+    use crate::cli::Show;
+    use serde_json::json;
+
+    #[test]
+    fn an_empty_version_leaves_no_double_space() {
+        let l = ServerListing {
+            name: "s".into(),
+            protocol: "2025-11-25".into(),
+            info: json!({"name": "srv", "version": ""}),
+            instructions: None,
+            tools: None,
+            resources: None,
+            templates: None,
+            prompts: None,
+        };
+        let show = Show { tools: false, resources: false, prompts: false };
+        assert_eq!(human(&l, show, None), "s: srv (protocol 2025-11-25)\n");
+    }
 
     #[test]
     fn long_lines_are_cut_with_a_marker() {

@@ -552,6 +552,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
         let protocol = self.protocol(node);
         let disabled = self.disabled(node);
+        let tools = self.tool_filter(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -564,7 +565,75 @@ impl<'c, 'a> Cursor<'c, 'a> {
             tool_timeout: tool_timeout.ok()?,
             protocol: protocol.ok()?,
             disabled,
+            tools: tools.ok()?,
         })
+    }
+
+    /// `tools`: `{"allow": [GLOB, ...], "deny": [GLOB, ...]}`, both
+    /// optional, each glob a non-empty string.
+    fn tool_filter(
+        &mut self,
+        node: &Node,
+    ) -> std::result::Result<Option<super::ToolFilter>, ()> {
+        let Some(m) = node.get("tools") else { return Ok(None) };
+        let J::Object(members) = &m.value.kind else {
+            self.error(
+                "/tools",
+                m.value.pos,
+                format!(
+                    "'tools' must be an object with \"allow\" and/or \
+                     \"deny\" arrays of globs, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return Err(());
+        };
+        let mut f = super::ToolFilter::default();
+        let mut ok = true;
+        for member in members {
+            let list = match member.key.as_str() {
+                "allow" => &mut f.allow,
+                "deny" => &mut f.deny,
+                other => {
+                    let msg = unknown_key(
+                        "unknown key",
+                        " in 'tools'",
+                        other,
+                        &["allow", "deny"],
+                    );
+                    self.error("/tools", member.key_pos, msg);
+                    ok = false;
+                    continue;
+                }
+            };
+            let p = format!("/tools/{}", member.key);
+            let items = match &member.value.kind {
+                J::Array(items) => items,
+                _ => {
+                    self.error(
+                        &p,
+                        member.value.pos,
+                        "must be an array of globs (strings)",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            for (i, it) in items.iter().enumerate() {
+                match &it.kind {
+                    J::String(g) if !g.is_empty() => list.push(g.clone()),
+                    _ => {
+                        self.error(
+                            &format!("{p}/{i}"),
+                            it.pos,
+                            "a glob must be a non-empty string",
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if ok { Ok(Some(f)) } else { Err(()) }
     }
 
     /// `disabled`: a boolean; a disabled server is checked like any other

@@ -68,6 +68,27 @@ pub struct Server {
     /// `"disabled": true` (Claude Code, Cursor, Cline): validated and
     /// shown, never started.
     pub disabled: bool,
+    /// `"tools": {"allow": [...], "deny": [...]}`: which of the server's
+    /// tools are exposed at all (it can only narrow).
+    pub tools: Option<ToolFilter>,
+}
+
+/// A server's `tools` key: globs (`*`, `?`) over the names the server
+/// gives its tools. A tool is exposed when `allow` is empty or one of its
+/// globs matches, and no `deny` glob matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool named `name` is exposed.
+    pub fn admits(&self, name: &str) -> bool {
+        let matches = |g: &String| crate::tool::glob_match(g, name);
+        (self.allow.is_empty() || self.allow.iter().any(matches))
+            && !self.deny.iter().any(matches)
+    }
 }
 
 #[derive(Clone, Debug)]
