@@ -743,8 +743,9 @@ OPTIONS:
         --timeout SECS    Per-request deadline (default 300)
         --startup-timeout SECS  Start-up deadline (default 30)
 
-EXIT: 0 written or unchanged, 1 drift (--check), 3 refused (a broken lock
-file, a server not allowed), see rivumi-mcp --help.
+EXIT: 0 written or unchanged, 1 drift (--check), 2 usage, 3 refused (a
+broken lock file, a server not allowed), 4 server, 5 timeout, 6 auth
+required, 130/143 interrupted; see rivumi-mcp --help.
 
 EXAMPLES:
     RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp lock
@@ -844,7 +845,9 @@ OPTIONS:
         --elicit MODE              ask, decline, cancel or defaults
         --answer NAME=VALUE        Answer form field NAME (repeatable)
 
-EXIT: 0 when every request succeeded, 1 when any failed.
+EXIT: 0 when every request succeeded, 1 when any failed, 2 usage, 3
+refused (a server not allowed), 130/143 interrupted; each line's own
+error is in its reply.
 ";
 
 const USAGE_LOGIN: &str = "\
@@ -956,9 +959,11 @@ WHAT A SERVER MAY ASK (every command that starts servers):
         --log-level LEVEL     Ask servers to log at LEVEL (debug … emergency)
                               and show their log lines on stderr
 
-EXIT: 0 ok, 1 when the tool returned isError, 3 refused (not allowed, or
-drifted from .mcp.lock.json), 8 when --max-output cut what was printed;
-see rivumi-mcp --help.
+EXIT: 0 ok, 1 when the tool returned isError (or --output structured
+found none), 2 usage, 3 refused (not allowed, or drifted from
+.mcp.lock.json), 4 server, 5 timeout, 6 auth required, 7 denied (a hook,
+no approval, --read-only), 8 when --max-output cut what was printed,
+130/143 interrupted; see rivumi-mcp --help.
 
 EXAMPLES:
     rivumi-mcp call mcp__demo__echo text=hello
@@ -1035,9 +1040,63 @@ declare, and missing required ones, are errors before the request.
 /// The help text of a command, or the top-level one.
 pub(crate) fn usage(command: Option<Cmd>) -> String {
     match command {
-        Some(c) if c != Cmd::Help => c.usage().to_string(),
+        Some(c) if c != Cmd::Help => {
+            let text = c.usage();
+            // A help without its own EXIT paragraph gets the list of the
+            // codes the command can end with.
+            match text.contains("\nEXIT: ") {
+                true => text.to_string(),
+                false => format!("{text}\n{}", exit_line(c)),
+            }
+        }
         _ => top_usage(),
     }
+}
+
+/// `EXIT: 0 ok, 2 usage, …` for a command whose help has no EXIT
+/// paragraph: every code it can end with (see GUIDE.md "Exit codes").
+fn exit_line(c: Cmd) -> String {
+    use crate::error::Kind;
+    let speaks =
+        [Kind::Usage, Kind::Refused, Kind::Server, Kind::Timeout, Kind::Auth];
+    let executes = [Kind::Denied, Kind::Truncated];
+    let mut kinds: Vec<Kind> = match c {
+        Cmd::List | Cmd::Resources | Cmd::Prompts => speaks.to_vec(),
+        Cmd::Read | Cmd::Prompt => {
+            speaks.iter().chain(&executes).copied().collect()
+        }
+        Cmd::Login | Cmd::Discover => speaks.to_vec(),
+        _ => vec![Kind::Usage],
+    };
+    kinds.sort_by_key(|k| k.exit_code());
+    let mut line = "EXIT: 0 ok".to_string();
+    for k in kinds {
+        line.push_str(&format!(
+            ", {} {}",
+            k.exit_code(),
+            k.name().replace('_', " ")
+        ));
+    }
+    if c.starts_servers() {
+        line.push_str(", 130/143 interrupted (SIGINT/SIGTERM)");
+    }
+    line.push_str("; see rivumi-mcp --help.");
+    // Wrapped at 76 columns, as the help texts are.
+    let mut out = String::new();
+    let mut width = 0;
+    for w in line.split(' ') {
+        if width > 0 && width + 1 + w.len() > 76 {
+            out.push('\n');
+            width = 0;
+        } else if width > 0 {
+            out.push(' ');
+            width += 1;
+        }
+        out.push_str(w);
+        width += w.len();
+    }
+    out.push('\n');
+    out
 }
 
 /// Whether a failure should also be reported as a JSON object: `--json`,

@@ -594,3 +594,40 @@ fn a_server_without_resources_says_so() {
         "demo: rivumi-mcp-fixture 1.0.0 (protocol 2025-11-25)\n  (no resources)\n"
     );
 }
+
+#[test]
+fn every_command_help_lists_its_exit_codes() {
+    let dir = Dir::new("trial_help_exit");
+    let commands = [
+        "check-config",
+        "lock",
+        "list",
+        "call",
+        "resources",
+        "read",
+        "prompts",
+        "prompt",
+        "batch",
+        "login",
+        "logout",
+        "discover",
+        "status",
+        "completions",
+    ];
+    for c in commands {
+        let out = dir.command(["help", c]).assert_exit(0);
+        let exit = out
+            .stdout
+            .split("\nEXIT: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{c}: no EXIT"));
+        let exit = exit.split("\n\n").next().unwrap();
+        for code in ["0", "2"] {
+            assert!(exit.contains(&format!("{code} ")), "{c}: {exit}");
+        }
+    }
+    let out = dir.command(["help", "call"]).assert_exit(0);
+    for code in ["1 ", "3 ", "4 ", "5 ", "6 ", "7 ", "8 ", "130/143"] {
+        assert_contains(&out.stdout, code);
+    }
+}
