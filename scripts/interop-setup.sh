@@ -4,6 +4,8 @@
 #                   the TypeScript SDK v2 @modelcontextprotocol/server, which runs fixtures/interop/ts2_server.cjs
 #   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py, and
 #                   `fastmcp` (PyPI), which runs fixtures/interop/fastmcp_server.py
+#   .interop/real-venv  the reference mcp-server-sqlite (PyPI) on the `mcp` 1.x it needs
+#   .interop/real-node  @cyanheads/git-mcp-server (npm)
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
 # How to start the servers: fixtures/interop/README.md.
@@ -119,3 +121,29 @@ else
   step "python: installed mcp-server-sqlite $SQLITE_VERSION"
 fi
 "$REAL_VENV/bin/python" -c 'import mcp_server_sqlite.server' || die "mcp_server_sqlite does not import"
+
+# The version of package $2 installed under the node_modules of $1, if any.
+installed_node_at() {
+  local pkg="$1/node_modules/$2/package.json"
+  [ -f "$pkg" ] && node -p "require('$pkg').version"
+}
+
+# ---- 5. Node: @cyanheads/git-mcp-server in .interop/real-node (issue 21) ----------------------
+# Pinned with its whole tree by fixtures/interop/real-node/package.json + package-lock.json.
+GIT_SERVER_VERSION="2.15.3"
+REAL_NODE="$DEST/real-node"
+real_node_stamp="$(hash_of "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json")"
+if [ "$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)" = "$GIT_SERVER_VERSION" ] &&
+  [ "$(cat "$REAL_NODE/.stamp" 2>/dev/null)" = "$real_node_stamp" ]; then
+  step "node: git-mcp-server $GIT_SERVER_VERSION already installed in .interop/real-node, skipping"
+else
+  step "node: installing git-mcp-server $GIT_SERVER_VERSION into .interop/real-node (npm ci, locked tree)"
+  rm -rf "$REAL_NODE"
+  mkdir -p "$REAL_NODE"
+  cp "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json" "$REAL_NODE/"
+  (cd "$REAL_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  got="$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)"
+  [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
+  echo "$real_node_stamp" >"$REAL_NODE/.stamp"
+  step "node: installed git-mcp-server $GIT_SERVER_VERSION"
+fi

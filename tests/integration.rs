@@ -18,8 +18,9 @@ mod editors;
 mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
-// The reference mcp-server-sqlite (no resources/templates/list) over stdio.
-mod interop_sqlite;
+// Servers of the second trial over stdio: the reference mcp-server-sqlite
+// (no resources/templates/list), git-mcp-server (text with nulls).
+mod interop_trial;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
