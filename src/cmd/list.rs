@@ -119,14 +119,15 @@ pub(crate) fn run(
     if json {
         out::json(&json!({"servers": json_servers}))?;
     } else {
-        // On a terminal: its width, else $COLUMNS, else 80.
-        let width = out::stdout_is_tty().then(|| {
-            crate::sys::stdout_columns()
-                .or_else(|| {
+        // On a terminal: its width, else $COLUMNS; a terminal that says
+        // neither is not cut.
+        let width = out::stdout_is_tty()
+            .then(|| {
+                crate::sys::stdout_columns().or_else(|| {
                     crate::setup::lookup("COLUMNS")?.trim().parse().ok()
                 })
-                .unwrap_or(80)
-        });
+            })
+            .flatten();
         match width {
             Some(w) => out::print(&fit(&text, w))?,
             None => out::print(&text)?,
