@@ -631,3 +631,32 @@ fn every_command_help_lists_its_exit_codes() {
         assert_contains(&out.stdout, code);
     }
 }
+
+#[test]
+fn answer_takes_yes_and_no_for_a_boolean() {
+    let dir = Dir::new("trial_answer_bool");
+    let form = json!([{"method": "elicitation/create", "params": {
+        "message": "Go on?",
+        "requestedSchema": {"type": "object", "properties": {
+            "ok": {"type": "boolean"}}, "required": ["ok"]}}}]);
+    let file = dir.write("asks.json", form.to_string());
+    let server = fixture_server(&["--ask-at-call", file.to_str().unwrap()]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    for (typed, want) in
+        [("y", true), ("no", false), ("YES", true), ("n", false)]
+    {
+        let answer = format!("ok={typed}");
+        let out = run(
+            &dir,
+            &["call", "-y", "demo", "echo", "text=x", "--answer", &answer],
+        )
+        .assert_exit(0);
+        assert_contains(&out.stdout, &format!(r#""content":{{"ok":{want}}}"#));
+    }
+    let out = run(
+        &dir,
+        &["call", "-y", "demo", "echo", "text=x", "--answer", "ok=maybe"],
+    )
+    .run();
+    assert_contains(&out.stderr, "must be yes or no");
+}
