@@ -378,6 +378,10 @@ fn failing_server_does_not_hide_the_other() {
     assert_eq!(s[1]["server"], "demo");
     assert_eq!(s[1]["ok"], true);
     assert_eq!(s[1]["tools"].as_array().unwrap().len(), 14);
+    // The one line on stderr is the error object.
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let e: Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(e["error"]["server"], "broken");
 }
 
 #[test]

@@ -109,9 +109,13 @@ pub(crate) fn run(
                         "error": e.to_json(),
                     }));
                 }
-                // Every failure is reported, in config order; the first
-                // decides the exit code.
-                msg::error(&e.to_string());
+                // Every failure is reported, in config order (with
+                // --json, in the servers array: the one line on stderr is
+                // the first error's object); the first decides the exit
+                // code.
+                if !json {
+                    msg::error(&e.to_string());
+                }
                 first_err.get_or_insert(e.reported());
             }
         }
