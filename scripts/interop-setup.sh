@@ -6,6 +6,7 @@
 #                   `fastmcp` (PyPI), which runs fixtures/interop/fastmcp_server.py
 #   .interop/real-venv  the reference mcp-server-sqlite (PyPI) on the `mcp` 1.x it needs
 #   .interop/real-node  @cyanheads/git-mcp-server (npm)
+#   .interop/real-fetch-venv  mcp-server-fetch (PyPI)
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
 # How to start the servers: fixtures/interop/README.md.
@@ -146,4 +147,21 @@ else
   [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
   echo "$real_node_stamp" >"$REAL_NODE/.stamp"
   step "node: installed git-mcp-server $GIT_SERVER_VERSION"
+fi
+
+# ---- 6. Python: mcp-server-fetch in .interop/real-fetch-venv (issue 21) ------------------------
+FETCH_VERSION="2026.10.24"
+FETCH_VENV="$DEST/real-fetch-venv"
+fetch_stamp="$(printf '%s %s\n' "$FETCH_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/real-fetch-constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ -x "$FETCH_VENV/bin/mcp-server-fetch" ] && [ "$(cat "$FETCH_VENV/.stamp" 2>/dev/null)" = "$fetch_stamp" ]; then
+  step "python: mcp-server-fetch $FETCH_VERSION already installed in .interop/real-fetch-venv, skipping"
+else
+  step "python: installing mcp-server-fetch $FETCH_VERSION into .interop/real-fetch-venv"
+  rm -rf "$FETCH_VENV"
+  python3 -m venv "$FETCH_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$FETCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/real-fetch-constraints.txt" "mcp-server-fetch==$FETCH_VERSION"
+  echo "$fetch_stamp" >"$FETCH_VENV/.stamp"
+  step "python: installed mcp-server-fetch $FETCH_VERSION"
 fi

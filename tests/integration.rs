@@ -19,7 +19,8 @@ mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
 // Servers of the second trial over stdio: the reference mcp-server-sqlite
-// (no resources/templates/list), git-mcp-server (text with nulls).
+// (no resources/templates/list), git-mcp-server (text with nulls),
+// mcp-server-fetch (the one-tool view, a call to a loopback page).
 mod interop_trial;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;

@@ -8,6 +8,9 @@
 //! - `@cyanheads/git-mcp-server` (npm; `.interop/real-node`), whose
 //!   `git_commit` answers a text block with the structured content's object
 //!   plus null members (bug 3): it is printed once.
+//! - `mcp-server-fetch` (PyPI; `.interop/real-fetch-venv`): `(no
+//!   resources)`, the one-tool view of a tool named as its server, and a
+//!   call to a page served on loopback.
 
 use std::path::PathBuf;
 
@@ -141,4 +144,81 @@ fn interop_git_commit_is_printed_once() {
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["success"], true, "{v:#}");
     assert_no_leftovers(&t.marker, "the git call", test);
+}
+
+const FETCH: &str = ".interop/real-fetch-venv/bin/mcp-server-fetch";
+
+/// Serves a small HTML page on 127.0.0.1 (robots.txt: 404) to whoever
+/// asks, for `n` connections; returns its URL.
+fn page_server(n: usize) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/page", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(n) {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let got = s.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..got]);
+            let (status, body) = if head.starts_with("GET /robots.txt") {
+                ("404 Not Found", String::new())
+            } else {
+                (
+                    "200 OK",
+                    "<html><head><title>T</title></head><body><h1>Hello \
+                     loopback</h1><p>A page served by the test.</p></body>\
+                     </html>"
+                        .to_string(),
+                )
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn interop_fetch_detail_view_and_a_call() {
+    let test = "interop_fetch";
+    let Some(server) = installed_at(test, FETCH) else { return };
+    let t = Turn::take("interop", test);
+    let entry = serde_json::json!({
+        "command": server.to_str().unwrap(),
+        "args": ["--allow-private-ips", "--user-agent", t.marker],
+    });
+    t.dir.write(
+        ".mcp.json",
+        format!("{{\"mcpServers\": {{\"fetch\": {entry}}}}}"),
+    );
+    let none = String::new;
+    let (out, _) = t.run("fetch", &["list", "--all", "fetch"], 0, none);
+    assert_contains(&out.stdout, "mcp__fetch__fetch  read");
+    assert_contains(&out.stdout, "  (no resources)\n");
+    assert_contains(&out.stdout, "prompt fetch");
+    // A server's tool of its own name: the detail view.
+    let (out, _) = t.run("fetch", &["list", "fetch", "fetch"], 0, none);
+    let d = &out.stdout;
+    assert_contains(d, "  url: string  (required)\n      URL to fetch\n");
+    assert_contains(d, "      default: 5000\n");
+    assert_contains(d, "annotations:\n  destructiveHint: false\n");
+    assert_contains(
+        d,
+        "example:\n  rivumi-mcp call fetch fetch url=https://example.com/\n",
+    );
+    // The call, against a page on loopback, in a pipe.
+    let url = format!("url={}", page_server(8));
+    // Converting the page takes the server seconds of its own (the
+    // readability pass): a longer limit than the listing's.
+    let args = ["call", "fetch", "fetch", &url];
+    let limit = std::time::Duration::from_secs(30);
+    let mut cmd = t.command("fetch", &args);
+    cmd.timeout(limit * 2);
+    let out = t.run_within(&cmd, &args, 0, limit, none);
+    assert_contains(&out.stdout, "Hello loopback");
+    assert_no_leftovers(&t.marker, "the fetch calls", test);
 }

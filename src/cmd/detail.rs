@@ -60,7 +60,10 @@ pub(crate) fn run(
 /// Indents each line of server text by `pad`, sanitised.
 fn block(text: &str, pad: &str) -> String {
     text.lines()
-        .map(|l| format!("{pad}{}\n", out::shown(l.trim_end())))
+        .map(|l| match l.trim_end() {
+            "" => "\n".to_string(),
+            l => format!("{pad}{}\n", out::shown(l)),
+        })
         .collect()
 }
 

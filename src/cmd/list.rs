@@ -39,8 +39,9 @@ pub(crate) fn in_parallel<T: Send>(
 
 /// `list SERVER TOOL`, `list mcp__SERVER__TOOL` and, with an ad-hoc
 /// server, `list --stdio CMD TOOL`: the words name one tool, not servers,
-/// when the second is no configured server (or the one word is a
-/// qualified name that is no server, or not the ad-hoc server's name).
+/// when the second is no configured server or the first again (or the one
+/// word is a qualified name that is no server, or not the ad-hoc server's
+/// name).
 fn one_tool(ctx: &Context, names: &[String]) -> Option<(String, String)> {
     let is_server =
         |n: &str| ctx.config.entry(n).is_some() || ctx.adhoc_name() == Some(n);
@@ -52,7 +53,10 @@ fn one_tool(ctx: &Context, names: &[String]) -> Option<(String, String)> {
             let adhoc = ctx.adhoc_name()?;
             Some((adhoc.to_string(), one.clone()))
         }
-        [server, tool] if is_server(server) && !is_server(tool) => {
+        // `list fetch fetch`: a server's tool of its own name.
+        [server, tool]
+            if is_server(server) && (!is_server(tool) || server == tool) =>
+        {
             Some((server.clone(), tool.clone()))
         }
         _ => None,

@@ -494,15 +494,27 @@ pub fn parameters(schema: Option<&Value>) -> Vec<Param> {
                 Leaf::Type(t) if *t != "null" => Some(*t),
                 _ => None,
             });
+            let format = text("format").unwrap_or("");
             let example = default
                 .cloned()
                 .or_else(|| choices.first().cloned())
                 .unwrap_or_else(|| match typed.unwrap_or("string") {
-                    "integer" | "number" => Value::from(1),
+                    // The least the schema allows, else 1.
+                    "integer" | "number" => decl
+                        .get("minimum")
+                        .filter(|m| m.is_number())
+                        .cloned()
+                        .unwrap_or(Value::from(1)),
                     "boolean" => Value::Bool(true),
                     "array" => Value::Array(vec![]),
                     "object" => Value::Object(Map::new()),
-                    _ => Value::from("text"),
+                    _ => Value::from(match format {
+                        "uri" | "url" | "iri" => "https://example.com/",
+                        "email" => "user@example.com",
+                        "date" => "2026-01-01",
+                        "date-time" => "2026-01-01T00:00:00Z",
+                        _ => "text",
+                    }),
                 });
             Param {
                 name: name.clone(),
@@ -758,7 +770,13 @@ mod tests {
         assert_eq!(p[2].default, Some(json!(5)));
         assert_eq!(p[2].example, json!(5));
         assert_eq!(p[3].example, json!([]));
-        assert_eq!(p[0].signature, "q: string");
+        let s = json!({"type": "object", "required": ["u", "k"], "properties": {
+            "u": {"type": "string", "format": "uri"},
+            "k": {"type": "integer", "minimum": 3}}});
+        let p = parameters(Some(&s));
+        assert_eq!(p[0].example, json!("https://example.com/"));
+        assert_eq!(p[1].example, json!(3));
+        assert_eq!(p[0].signature, "u: string");
         assert!(parameters(None).is_empty());
     }
 }
