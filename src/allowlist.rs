@@ -327,7 +327,14 @@ fn auth_class(server: &Server, h: &crate::config::Http) -> Value {
 /// The fingerprint of a server's launch spec (see the module docs).
 pub(crate) fn fingerprint(server: &Server) -> String {
     let parts = classes(server);
-    let all = serde_json::to_string(&parts).unwrap_or_default();
+    let mut all = serde_json::to_string(&parts).unwrap_or_default();
+    // The config's `tools` filter decides what the launch exposes, so it
+    // is pinned too; only when set, so other fingerprints stay as they
+    // were (no class digit: the class digits say what is launched).
+    if let Some(f) = &server.tools {
+        let filter = json!({"tools": {"allow": f.allow, "deny": f.deny}});
+        all.push_str(&filter.to_string());
+    }
     let mut out = hex(&Sha256::digest(all.as_bytes()))[..16].to_string();
     for p in &parts {
         let s = serde_json::to_string(p).unwrap_or_default();
@@ -361,6 +368,7 @@ mod tests {
             tool_timeout: None,
             protocol: crate::mcp::Choice::Auto,
             disabled: false,
+            tools: None,
         }
     }
 

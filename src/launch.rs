@@ -166,6 +166,8 @@ impl Context {
                 entries: vec![],
                 diagnostics: vec![],
                 file_ok: true,
+                editor: None,
+                predefined: vec![],
             },
             allow: Ok(Allowlist::default()),
             startup: g.startup_timeout,
@@ -183,6 +185,11 @@ impl Context {
     }
 
     /// Whether `name` is the ad-hoc server typed on the command line.
+    /// The ad-hoc server's name, when one was typed.
+    pub(crate) fn adhoc_name(&self) -> Option<&str> {
+        self.adhoc.as_deref()
+    }
+
     fn is_adhoc(&self, name: &str) -> bool {
         self.adhoc.as_deref() == Some(name)
     }
@@ -357,9 +364,16 @@ impl Context {
             path,
             spec.cwd_path.as_deref(),
             &self.roots,
-            &self.lookup,
+            &|n: &str| self.lookup_for_servers(n),
         )
         .map(Some)
+    }
+
+    /// How a server's templates are expanded: the editor's predefined
+    /// variables of its file first (`${workspaceFolder}`), then the
+    /// environment.
+    fn lookup_for_servers(&self, name: &str) -> Option<String> {
+        self.config.predefined(name).or_else(|| (self.lookup)(name))
     }
 
     /// Checks, starts and initializes a server.
@@ -372,9 +386,10 @@ impl Context {
             .transport
         {
             Transport::Stdio(spec) => {
+                let lookup = |n: &str| self.lookup_for_servers(n);
                 let argv =
-                    spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
-                let env = stdio::child_env(spec, &self.lookup)
+                    spec.argv(&lookup).map_err(|e| e.for_server(name))?;
+                let env = stdio::child_env(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
                 let sandbox = self
                     .sandbox(name, spec, &argv.0, &env)
@@ -392,7 +407,8 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let mut headers = http::headers(spec, &self.lookup)
+                let lookup = |n: &str| self.lookup_for_servers(n);
+                let mut headers = http::headers(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
                 for (k, argv) in &spec.headers_command {
                     let v = crate::auth::command::header(name, k, argv)?;
@@ -415,14 +431,16 @@ impl Context {
                 )
             }
         };
-        Session::open(
+        let mut s = Session::open(
             name,
             transport,
             self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
             std::sync::Arc::clone(&self.client),
-        )
+        )?;
+        s.filter_tools(server.tools.clone());
+        Ok(s)
     }
 }
 
@@ -466,6 +484,7 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
         tool_timeout: None,
         protocol: crate::mcp::Choice::Auto,
         disabled: false,
+        tools: None,
     };
     Ok(Config {
         path: std::path::PathBuf::from("(command line)"),
@@ -475,5 +494,7 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
         }],
         diagnostics: vec![],
         file_ok: true,
+        editor: None,
+        predefined: vec![],
     })
 }

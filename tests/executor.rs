@@ -25,10 +25,15 @@ const ANSI_TEXT: &str = "red:\u{1b}[31mRED\u{1b}[0m \
 const ANSI_SHOWN: &str = "red:\\x1b[31mRED\\x1b[0m \
     osc:\\x1b]8;;http://evil/\\x07link\\x1b]8;;\\x07 bidi:<U+202E>abc";
 
-/// The message of an execute call denied for want of a terminal.
-const NO_TERMINAL: &str = "is classified execute and needs approval, but \
-    there is no terminal to ask; pass --yes (or --approve execute) to \
-    approve it";
+/// The message of an execute call of `tool` (on `demo`) denied for want
+/// of a terminal.
+fn no_terminal(tool: &str) -> String {
+    format!(
+        "rivumi-mcp: server 'demo': '{tool}' is classified execute and needs \
+         approval, but there is no terminal to ask; pass --yes (or --approve \
+         mcp__demo__{tool}) to approve it\n"
+    )
+}
 
 /// `rivumi-mcp ARGS` with `demo` allowed and a short deadline.
 fn run(dir: &Dir, args: &[&str]) -> TestCommand {
@@ -523,10 +528,7 @@ fn execute_without_a_terminal_is_denied_and_says_how_to_approve() {
     let (dir, rec) = demo_recording("exec_no_terminal");
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).assert_exit(7);
     assert_eq!(out.stdout, "");
-    assert_eq!(
-        out.stderr,
-        format!("rivumi-mcp: server 'demo': 'add' {NO_TERMINAL}\n")
-    );
+    assert_eq!(out.stderr, no_terminal("add"));
     assert_contains(&out.stderr, "--yes");
     // Nor with stdout on a terminal: the prompt needs stdin or stderr.
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).run_on_tty();
@@ -589,10 +591,7 @@ fn classification_decides_what_runs_without_approval() {
             assert_eq!(out.code, Some(0), "{tool}: {out:?}");
         } else {
             assert_eq!(out.code, Some(7), "{tool}: {out:?}");
-            assert_eq!(
-                out.stderr,
-                format!("rivumi-mcp: server 'demo': '{tool}' {NO_TERMINAL}\n")
-            );
+            assert_eq!(out.stderr, no_terminal(tool));
         }
     }
     let called: Vec<Value> = received(&rec, "tools/call")

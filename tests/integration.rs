@@ -18,6 +18,10 @@ mod editors;
 mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
+// Servers of the second trial over stdio: the reference mcp-server-sqlite
+// (no resources/templates/list), git-mcp-server (text with nulls),
+// mcp-server-fetch (the one-tool view, a call to a loopback page).
+mod interop_trial;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
@@ -73,3 +77,7 @@ mod lock;
 // The opt-in kernel sandbox of stdio servers (Linux): a hostile server
 // denied inside, the same unconfined; refusals, fingerprint, --no-sandbox.
 mod sandbox;
+// What the second trial against real servers found (issue 21), on the
+// fixture: missing optional lists, repeated output, interrupted calls,
+// script habits.
+mod trial;

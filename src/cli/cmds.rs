@@ -312,13 +312,21 @@ items keep working. --unlocked skips that for one command.",
                 ],
             },
             Cmd::List => Doc {
-                usage: &["list [SERVER...] [--tools|--resources|--prompts|--all]"],
+                usage: &[
+                    "list [SERVER...] [--tools|--resources|--prompts|--all] [--grep PATTERN]",
+                    "list SERVER TOOL   (or mcp__SERVER__TOOL)",
+                ],
                 about: concat!(
                     "\
 Without SERVER, every allowed server is started (in parallel) and shown
 in config order. Tools are shown as mcp__<server>__<tool> with their
 classification: read (readOnlyHint true, not destructive) or execute.
-With a lock file, items that drifted from it are marked.
+With a lock file, items that drifted from it are marked. On a terminal a
+long line is cut to its width, ending in '…'.
+
+SERVER TOOL shows that one tool whole: its description, each parameter
+(type, required, description, default, allowed values), its annotations
+and output schema, and one call line that would work.
 
 ",
                     "\
@@ -334,6 +342,8 @@ list, call, resources, read, prompts, prompt and batch take them."
                 examples: &[
                     "RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list",
                     "rivumi-mcp list demo --all --json",
+                    "rivumi-mcp list demo add",
+                    "rivumi-mcp list --grep file",
                     "rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-filesystem@2025.8.21 .'",
                 ],
             },
@@ -369,7 +379,8 @@ options: every word after it is an operand."
                     "rivumi-mcp call demo add a=1 b:=2 --yes",
                     "rivumi-mcp call demo echo text=@note.txt",
                     "echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -",
-                    "rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi",
+                    "rivumi-mcp call demo add a=1 b=2 --approve mcp__demo__add",
+                    "rivumi-mcp call --http http://127.0.0.1:8000/mcp echo text=hi",
                     "rivumi-mcp call --pre-tool-hook ./check.sh -- demo \"$tool\"",
                 ],
             },

@@ -85,6 +85,13 @@ pub(crate) struct Global {
     /// `--elicit`, `--answer`, `--root`, `--sampling-command`,
     /// `--log-level`: what servers may ask of this client.
     pub(crate) client: crate::ask::Options,
+    /// `--approve PATTERN`: approve the tools whose qualified names match.
+    pub(crate) approve: Vec<String>,
+    /// `call --output`: what of a tool result is printed.
+    pub(crate) output: crate::render::Output,
+    /// `list --grep PATTERN`: only the items whose names, titles or
+    /// descriptions contain it.
+    pub(crate) grep: Option<String>,
     /// `--no-sandbox SERVER`: servers whose sandbox is lifted this run.
     pub(crate) no_sandbox: Vec<String>,
 }

@@ -5,7 +5,7 @@
 
 use super::cmds::Cmd;
 use crate::ask::{Elicit, LogLevel};
-use crate::cli::{Approve, Format};
+use crate::cli::Format;
 
 /// Every option, by meaning; [`OPTS`] gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +49,8 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     NoSandbox,
+    Output,
+    Grep,
     LogLevel,
 }
 
@@ -366,11 +368,33 @@ const OPTS: &[Opt] = &[
     Opt {
         flag: Flag::Approve,
         long: "approve",
-        value: Some("CLASS"),
-        kind: ValueKind::Choice(&Approve::NAMES),
+        value: Some("PATTERN"),
+        kind: ValueKind::Free,
         applies: Applies::Only(&[Cmd::Call, Cmd::Batch]),
         group: Group::Exec,
-        help: "Approve calls of CLASS: execute (same as --yes)",
+        help: "Approve the tools whose qualified names match PATTERN \
+               (mcp__fs__*, * and ? glob; repeatable; also \
+               RIVUMI_MCP_APPROVE, comma-separated); execute is --yes",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Output,
+        long: "output",
+        value: Some("MODE"),
+        kind: ValueKind::Choice(&crate::render::Output::NAMES),
+        applies: Applies::Only(&[Cmd::Call]),
+        help: "What to print: auto (structured content when there is \
+               some, else the text), text, structured, json or raw",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Grep,
+        long: "grep",
+        value: Some("PATTERN"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::List]),
+        help: "Only items whose name, title or description contains \
+               PATTERN (any case; * and ? glob)",
         ..BASE
     },
     Opt {

@@ -139,7 +139,8 @@ where
         apply(&mut draft, g.opt, value)?;
     }
     let global = draft.finish()?;
-    let cmd = self::command(command, words, &mut draft.own)?;
+    let adhoc = global.adhoc.as_ref().map(|a| a.name.clone());
+    let cmd = self::command(command, words, &mut draft.own, adhoc)?;
     Ok(Parsed::Run(Box::new(Args { global, command: cmd })))
 }
 
@@ -238,10 +239,18 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::Lock => g.lock = Some(PathBuf::from(value)),
         Flag::Unlocked => g.unlocked = true,
         Flag::Yes => g.yes = true,
-        Flag::Approve => {
-            let Approve::Execute = choice(opt, &value)?;
-            g.yes = true;
+        // `--approve execute` is `--yes`; anything else is a pattern of
+        // qualified tool names.
+        Flag::Approve if Approve::NAMES.contains(&value.as_str()) => {
+            g.yes = true
         }
+        Flag::Approve => {
+            crate::tool::check_approve_pattern(&value)
+                .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+            g.approve.push(value);
+        }
+        Flag::Grep => g.grep = Some(value),
+        Flag::Output => g.output = choice(opt, &value)?,
         Flag::ReadOnly => g.read_only = true,
         Flag::PreToolHook => g.hooks.push(value),
         Flag::HookTimeout => g.hook_timeout = Some(secs(&flag, &value)?),
@@ -329,7 +338,19 @@ fn command(
     command: Cmd,
     words: Vec<String>,
     own: &mut Own,
+    adhoc: Option<String>,
 ) -> Result<Command> {
+    // `call --http URL TOOL k=v`: with an ad-hoc server, a first word
+    // that is not its name and is followed by no word or by an argument
+    // is the tool (a word that is not an argument names the server).
+    let adhoc_tool = match (&adhoc, words.first(), words.get(1)) {
+        (Some(name), Some(first), next) => {
+            first != name
+                && !first.starts_with("mcp__")
+                && next.is_none_or(|w| w.contains('='))
+        }
+        _ => false,
+    };
     let mut words = words.into_iter();
     let mut need = |what: &str| {
         words.next().ok_or_else(|| {
@@ -353,6 +374,8 @@ fn command(
             let first = need("TOOL")?;
             let target = if first.starts_with("mcp__") {
                 Target::Qualified(first)
+            } else if let Some(server) = adhoc.filter(|_| adhoc_tool) {
+                Target::Split { server, tool: first }
             } else {
                 let tool = need("TOOL (after the server name)")?;
                 Target::Split { server: first, tool }

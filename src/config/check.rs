@@ -34,13 +34,34 @@ pub fn validate(
     strict: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Config {
-    let mut c =
-        Checker { diags: vec![], strict, lookup, dir, top: "mcpServers" };
+    let editor = super::editor_of(path);
+    let predefined = match editor {
+        Some(_) => editor_variables(dir, lookup),
+        None => vec![],
+    };
+    let with_editor = |n: &str| {
+        predefined
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+            .or_else(|| lookup(n))
+    };
+    let mut c = Checker {
+        diags: vec![],
+        strict,
+        lookup: &with_editor,
+        dir,
+        top: "mcpServers",
+        editor,
+        predefined: &predefined,
+    };
     let mut config = Config {
         path: path.to_path_buf(),
         entries: vec![],
         diagnostics: vec![],
         file_ok: true,
+        editor,
+        predefined: predefined.clone(),
     };
     let doc = if is_jsonc(path) {
         jsonpos::parse_jsonc(text)
@@ -192,6 +213,29 @@ pub fn validate(
     config
 }
 
+/// VS Code's and Cursor's predefined variables for a file whose project
+/// root is `root`: the root, its last component, `HOME` (when set) and
+/// `/`.
+fn editor_variables(
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("workspaceFolder".to_string(), root.display().to_string()),
+        (
+            "workspaceFolderBasename".to_string(),
+            root.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
+        ("pathSeparator".to_string(), "/".to_string()),
+    ];
+    if let Some(home) = lookup("HOME").filter(|h| !h.is_empty()) {
+        out.push(("userHome".to_string(), home));
+    }
+    out
+}
+
 /// Whether a file is JSONC: VS Code's files (in a `.vscode` directory)
 /// and `*.jsonc`. Everything else, `.mcp.json` included, is strict JSON.
 fn is_jsonc(path: &Path) -> bool {
@@ -236,6 +280,10 @@ pub(super) struct Checker<'a> {
     /// The key that holds the servers: `mcpServers`, or VS Code's
     /// `servers`.
     top: &'static str,
+    /// The editor whose file this is (see [`super::editor_of`]).
+    editor: Option<&'static str>,
+    /// Its predefined variables (`cwd` may use them, and only them).
+    predefined: &'a [(String, String)],
 }
 
 impl Checker<'_> {
@@ -514,6 +562,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
         let protocol = self.protocol(node);
         let disabled = self.disabled(node);
+        let tools = self.tool_filter(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -526,7 +575,75 @@ impl<'c, 'a> Cursor<'c, 'a> {
             tool_timeout: tool_timeout.ok()?,
             protocol: protocol.ok()?,
             disabled,
+            tools: tools.ok()?,
         })
+    }
+
+    /// `tools`: `{"allow": [GLOB, ...], "deny": [GLOB, ...]}`, both
+    /// optional, each glob a non-empty string.
+    fn tool_filter(
+        &mut self,
+        node: &Node,
+    ) -> std::result::Result<Option<super::ToolFilter>, ()> {
+        let Some(m) = node.get("tools") else { return Ok(None) };
+        let J::Object(members) = &m.value.kind else {
+            self.error(
+                "/tools",
+                m.value.pos,
+                format!(
+                    "'tools' must be an object with \"allow\" and/or \
+                     \"deny\" arrays of globs, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return Err(());
+        };
+        let mut f = super::ToolFilter::default();
+        let mut ok = true;
+        for member in members {
+            let list = match member.key.as_str() {
+                "allow" => &mut f.allow,
+                "deny" => &mut f.deny,
+                other => {
+                    let msg = unknown_key(
+                        "unknown key",
+                        " in 'tools'",
+                        other,
+                        &["allow", "deny"],
+                    );
+                    self.error("/tools", member.key_pos, msg);
+                    ok = false;
+                    continue;
+                }
+            };
+            let p = format!("/tools/{}", member.key);
+            let items = match &member.value.kind {
+                J::Array(items) => items,
+                _ => {
+                    self.error(
+                        &p,
+                        member.value.pos,
+                        "must be an array of globs (strings)",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            for (i, it) in items.iter().enumerate() {
+                match &it.kind {
+                    J::String(g) if !g.is_empty() => list.push(g.clone()),
+                    _ => {
+                        self.error(
+                            &format!("{p}/{i}"),
+                            it.pos,
+                            "a glob must be a non-empty string",
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if ok { Ok(Some(f)) } else { Err(()) }
     }
 
     /// `disabled`: a boolean; a disabled server is checked like any other
@@ -676,7 +793,29 @@ impl<'c, 'a> Cursor<'c, 'a> {
             let p = "/cwd".to_string();
             match &m.value.kind {
                 J::String(c) if !c.is_empty() && !c.contains('\0') => {
-                    cwd_path = Some(self.c.dir.join(c));
+                    // Only the editor's variables: where a server runs
+                    // (and so its fingerprint) never depends on the
+                    // environment.
+                    let fixed = self.c.predefined;
+                    let only = |n: &str| {
+                        fixed
+                            .iter()
+                            .find(|(k, _)| k == n)
+                            .map(|(_, v)| v.clone())
+                    };
+                    match vars::expand(c, &only) {
+                        Ok(c) => cwd_path = Some(self.c.dir.join(c)),
+                        Err(e) => self.error(
+                            &p,
+                            m.value.pos,
+                            format!(
+                                "cwd: {e} (cwd may use only the editors' \
+                                 ${{workspaceFolder}}, \
+                                 ${{workspaceFolderBasename}}, ${{userHome}} \
+                                 and ${{pathSeparator}}, in their files)"
+                            ),
+                        ),
+                    }
                 }
                 _ => self.error(
                     &p,
@@ -1079,7 +1218,20 @@ impl<'c, 'a> Cursor<'c, 'a> {
             return false;
         }
         for name in vars::missing(t, self.c.lookup) {
-            if !reserved(&name) {
+            if let Some(editor) = self.c.editor
+                && vars::is_editor_variable(&name)
+            {
+                self.error(
+                    p,
+                    pos,
+                    format!(
+                        "'${{{name}}}' is {editor}'s variable, which \
+                         rivumi-mcp does not provide (it provides \
+                         ${{workspaceFolder}}, ${{workspaceFolderBasename}}, \
+                         ${{userHome}} and ${{pathSeparator}})"
+                    ),
+                );
+            } else if !reserved(&name) {
                 self.check_set(p, pos, &name);
             }
         }

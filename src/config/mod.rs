@@ -70,6 +70,27 @@ pub struct Server {
     /// `"disabled": true` (Claude Code, Cursor, Cline): validated and
     /// shown, never started.
     pub disabled: bool,
+    /// `"tools": {"allow": [...], "deny": [...]}`: which of the server's
+    /// tools are exposed at all (it can only narrow).
+    pub tools: Option<ToolFilter>,
+}
+
+/// A server's `tools` key: globs (`*`, `?`) over the names the server
+/// gives its tools. A tool is exposed when `allow` is empty or one of its
+/// globs matches, and no `deny` glob matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool named `name` is exposed.
+    pub fn admits(&self, name: &str) -> bool {
+        let matches = |g: &String| crate::tool::glob_match(g, name);
+        (self.allow.is_empty() || self.allow.iter().any(matches))
+            && !self.deny.iter().any(matches)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -222,6 +243,13 @@ pub struct Config {
     /// False when a problem outside any one server (syntax, top level)
     /// makes the whole file unusable.
     pub file_ok: bool,
+    /// The editor whose file this is (`.vscode/mcp.json`: VS Code,
+    /// `.cursor/mcp.json`: Cursor), which decides the project root and
+    /// the editor variables below.
+    pub editor: Option<&'static str>,
+    /// The editor's predefined variables (`${workspaceFolder}`, …), looked
+    /// up before the environment; empty outside an editor's file.
+    pub predefined: Vec<(String, String)>,
 }
 
 impl Config {
@@ -236,6 +264,11 @@ impl Config {
 
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The value of an editor's predefined variable, if this file has it.
+    pub fn predefined(&self, name: &str) -> Option<String> {
+        self.predefined.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     }
 
     /// The first error about `server`, for a refusal message.
@@ -302,8 +335,24 @@ pub(crate) fn read_file(path: &Path) -> Result<String> {
     })
 }
 
+/// The editor whose configuration `path` is: `VS Code` for a file in a
+/// `.vscode` directory, `Cursor` for one in `.cursor`.
+pub fn editor_of(path: &Path) -> Option<&'static str> {
+    let dir = path.parent()?.file_name()?;
+    if dir == ".vscode" {
+        Some("VS Code")
+    } else if dir == ".cursor" {
+        Some("Cursor")
+    } else {
+        None
+    }
+}
+
 /// Reads and validates a file. `strict` turns unknown keys and unset
 /// variables into errors; `lookup` reads the invoking environment.
+/// Servers run in the file's directory, or for an editor's file
+/// (`.vscode/mcp.json`, `.cursor/mcp.json`) in the project root, the
+/// directory that holds `.vscode` or `.cursor`, as the editors do.
 pub(crate) fn load(
     path: &Path,
     strict: bool,
@@ -316,6 +365,10 @@ pub(crate) fn load(
     // Absolute, so that the directory a server runs in (and so its
     // fingerprint) does not depend on where rivumi-mcp was started.
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let dir = match (editor_of(path), dir.parent()) {
+        (Some(_), Some(root)) => root.to_path_buf(),
+        _ => dir,
+    };
     Ok(validate(&text, path, &dir, strict, lookup))
 }
 

@@ -22,6 +22,7 @@ pub(super) const COMMON_KEYS: &[&str] = &[
     "tool_timeout_sec",
     "protocol",
     "disabled",
+    "tools",
 ];
 
 /// Header names the transport sets itself; a config may not override them.

@@ -48,6 +48,11 @@ impl Executor {
         if self.policy.yes {
             return Ok("flag");
         }
+        if matches!(action, Action::Tool { .. })
+            && self.policy.approving(&action.qualified(server)).is_some()
+        {
+            return Ok("pattern");
+        }
         match prompt(server, action, class) {
             Prompted::Yes => Ok("prompt"),
             Prompted::No => Err((
@@ -61,7 +66,8 @@ impl Executor {
                     format!(
                         "'{name}' is classified execute and needs approval, \
                          but there is no terminal to ask; pass --yes (or \
-                         --approve execute) to approve it"
+                         --approve {}) to approve it",
+                        term::line(&action.qualified(server))
                     ),
                 ),
             )),

@@ -36,11 +36,27 @@ use crate::{journal, mcp, term};
 #[derive(Debug, Clone)]
 pub(crate) struct Policy {
     pub(crate) yes: bool,
+    /// `--approve PATTERN` and `RIVUMI_MCP_APPROVE`: the tools approved
+    /// by qualified name (globs), beside `--yes`.
+    pub(crate) approve: Vec<String>,
     pub(crate) read_only: bool,
     /// Each hook is an argv.
     pub(crate) hooks: Vec<Vec<String>>,
     pub(crate) hook_timeout: Duration,
     pub(crate) max_output: usize,
+}
+
+/// The environment variable that holds standing `--approve` patterns.
+pub(crate) const APPROVE_VAR: &str = "RIVUMI_MCP_APPROVE";
+
+impl Policy {
+    /// The first `--approve` pattern that matches a qualified tool name.
+    pub(crate) fn approving(&self, qualified: &str) -> Option<&str> {
+        self.approve
+            .iter()
+            .find(|p| crate::tool::glob_match(p, qualified))
+            .map(String::as_str)
+    }
 }
 
 /// What is to be done.
@@ -128,6 +144,7 @@ impl Executor {
                    "qualified_name": action.qualified(&server),
                    "classification": class.label()}),
         );
+        let _pending = journal::call_pending(&server, &name);
         self.check_lock(s, &action)?;
         let input = json!({
             "event": "pre_tool",
@@ -167,13 +184,17 @@ impl Executor {
             }
         }
         let approval = self.approve(&server, &action, class);
-        journal::event(
-            "approval_decision",
-            json!({"server": server, "tool": name,
-                   "classification": class.label(),
-                   "approved": approval.is_ok(),
-                   "how": match &approval { Ok(h) | Err((h, _)) => *h }}),
-        );
+        let how = match &approval {
+            Ok(h) | Err((h, _)) => *h,
+        };
+        let mut decision = json!({"server": server, "tool": name,
+               "classification": class.label(),
+               "approved": approval.is_ok(), "how": how});
+        if how == "pattern" {
+            decision["pattern"] =
+                json!(self.policy.approving(&action.qualified(&server)));
+        }
+        journal::event("approval_decision", decision);
         if let Err((_, e)) = approval {
             return Err(e.for_server(&server));
         }
