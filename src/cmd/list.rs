@@ -440,7 +440,7 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
 mod tests {
     use super::{fit, human};
     use crate::catalog::ServerListing;
-    use crate::cli::Show;
+    use crate::catalog::Show;
     use serde_json::json;
 
     #[test]
