@@ -517,7 +517,13 @@ mod tests {
         ));
         assert!(run("call s t --approve execute").global.yes);
         let e = parse_raw("call s t --approve read").unwrap_err().to_string();
-        assert_eq!(e, "--approve: unknown class 'read' [pick from: execute]");
+        assert!(
+            e.starts_with("--approve: 'read' is not a qualified tool"),
+            "{e}"
+        );
+        let a = run("call s t --approve mcp__s__* --approve mcp__x__t");
+        assert_eq!(a.global.approve, ["mcp__s__*", "mcp__x__t"]);
+        assert!(!a.global.yes);
         assert!(parse_raw("call s t notapair").is_err());
     }
 
@@ -613,8 +619,21 @@ mod tests {
         // operands.
         let a = run("call --pre-tool-hook=x demo echo t=1 --yes --json");
         assert_eq!(a.global.hooks, ["x"]);
-        let a = run("call demo echo t=1 --pre-tool-hook x --timeout 5");
-        assert_eq!(a.global.hooks, ["x"]);
+        let a = run("call demo echo t=1 --timeout 5 --json");
+        assert!(a.global.json);
+        // The options that run a program: never after an operand.
+        for line in [
+            "call demo echo t=1 --pre-tool-hook x",
+            "prompt demo greet --sampling-command x",
+            "read demo fixture://a --stdio x",
+            "call mcp__demo__echo --http http://127.0.0.1:1/",
+        ] {
+            let e = parse_raw(line).unwrap_err().to_string();
+            assert!(
+                e.contains("must come before the operands"),
+                "{line}: {e}"
+            );
+        }
         run("prompt --sampling-command=x demo greet");
         run("resources demo --stdio=x");
         run("list demo --sampling-command=x");
