@@ -5,7 +5,7 @@
 #   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py, and
 #                   `fastmcp` (PyPI), which runs fixtures/interop/fastmcp_server.py
 #   .interop/real-venv  the reference mcp-server-sqlite (PyPI) on the `mcp` 1.x it needs
-#   .interop/real-node  @cyanheads/git-mcp-server (npm)
+#   .interop/git-node   @cyanheads/git-mcp-server (npm), for interop_wild and interop_trial
 #   .interop/real-fetch-venv  mcp-server-fetch (PyPI)
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
@@ -104,8 +104,7 @@ step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'imp
 
 # ---- sandbox: real servers run inside rivumi-mcp's sandbox (tests/sandbox.rs) -----------
 #   .interop/sandbox-node  @modelcontextprotocol/server-filesystem (fixtures/interop/sandbox-node, locked)
-#   .interop/sandbox-venv  mcp-server-fetch (fixtures/interop/sandbox-constraints.txt)
-SANDBOX_FETCH_VERSION="2026.10.24" # mcp-server-fetch on PyPI, newest as of 2026-12
+#   mcp-server-fetch: the real-fetch-venv section below
 sandbox_node="$DEST/sandbox-node"
 sandbox_node_stamp="$(hash_of "$FIX/sandbox-node/package.json" "$FIX/sandbox-node/package-lock.json")"
 if [ "$(cat "$sandbox_node/.stamp" 2>/dev/null)" = "$sandbox_node_stamp" ]; then
@@ -115,25 +114,12 @@ else
   mkdir -p "$sandbox_node"
   rm -f "$sandbox_node/.stamp"
   cp "$FIX/sandbox-node/package.json" "$FIX/sandbox-node/package-lock.json" "$sandbox_node/"
-  npm ci --prefix "$sandbox_node" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  (cd "$sandbox_node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$sandbox_node_stamp" >"$sandbox_node/.stamp"
 fi
-sandbox_venv="$DEST/sandbox-venv"
-sandbox_py_stamp="$(printf '%s %s\n' "$SANDBOX_FETCH_VERSION" "$(python3 -c 'import sys; print(sys.version)')" | cat - "$FIX/sandbox-constraints.txt" | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$sandbox_venv/.stamp" 2>/dev/null)" = "$sandbox_py_stamp" ]; then
-  step "sandbox-venv: mcp-server-fetch $SANDBOX_FETCH_VERSION already installed, skipping"
-else
-  step "sandbox-venv: installing mcp-server-fetch $SANDBOX_FETCH_VERSION into .interop/sandbox-venv"
-  rm -rf "$sandbox_venv"
-  python3 -m venv "$sandbox_venv" || die "python3 -m venv failed"
-  "$sandbox_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-    -c "$FIX/sandbox-constraints.txt" "mcp-server-fetch==$SANDBOX_FETCH_VERSION"
-  echo "$sandbox_py_stamp" >"$sandbox_venv/.stamp"
-fi
-"$sandbox_venv/bin/python" -c 'import mcp_server_fetch' || die "mcp_server_fetch not importable in .interop/sandbox-venv"
 [ -f "$sandbox_node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] ||
   die "server-filesystem missing in .interop/sandbox-node"
-step "ok: sandbox servers (server-filesystem, mcp-server-fetch $SANDBOX_FETCH_VERSION)"
+step "ok: sandbox-node (server-filesystem)"
 # ---- 4. git-node: @cyanheads/git-mcp-server (a 2025 server over HTTP; its 500 to the 2026-07-28 probe) ----
 # Pinned in fixtures/interop/git-node/package.json + package-lock.json; installed into .interop/git-node.
 GIT_SERVER_VERSION="2.15.3" # @cyanheads/git-mcp-server; the version the second real-server trial met
@@ -180,6 +166,8 @@ else
   [ "$(node -p "require('$auth_pkg').version")" = "$OIDC_PROVIDER_VERSION" ] || die "npm installed another oidc-provider"
   echo "$auth_stamp" >"$AUTH_NODE_DIR/.stamp"
   step "auth-node: installed oidc-provider $OIDC_PROVIDER_VERSION"
+fi
+
 # ---- 4. Python: the reference mcp-server-sqlite in .interop/real-venv (issue 21) -------------
 # mcp-server-sqlite 2025.4.25 uses the low-level Server API of mcp 1.x (gone in mcp 2), so it has
 # a venv of its own, pinned by fixtures/interop/real-py-constraints.txt.
@@ -207,25 +195,7 @@ installed_node_at() {
   [ -f "$pkg" ] && node -p "require('$pkg').version"
 }
 
-# ---- 5. Node: @cyanheads/git-mcp-server in .interop/real-node (issue 21) ----------------------
-# Pinned with its whole tree by fixtures/interop/real-node/package.json + package-lock.json.
-GIT_SERVER_VERSION="2.15.3"
-REAL_NODE="$DEST/real-node"
-real_node_stamp="$(hash_of "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json")"
-if [ "$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)" = "$GIT_SERVER_VERSION" ] &&
-  [ "$(cat "$REAL_NODE/.stamp" 2>/dev/null)" = "$real_node_stamp" ]; then
-  step "node: git-mcp-server $GIT_SERVER_VERSION already installed in .interop/real-node, skipping"
-else
-  step "node: installing git-mcp-server $GIT_SERVER_VERSION into .interop/real-node (npm ci, locked tree)"
-  rm -rf "$REAL_NODE"
-  mkdir -p "$REAL_NODE"
-  cp "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json" "$REAL_NODE/"
-  (cd "$REAL_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
-  got="$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)"
-  [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
-  echo "$real_node_stamp" >"$REAL_NODE/.stamp"
-  step "node: installed git-mcp-server $GIT_SERVER_VERSION"
-fi
+# ---- 5. (git-mcp-server for tests/interop_trial.rs: the git-node section above) ------------
 
 # ---- 6. Python: mcp-server-fetch in .interop/real-fetch-venv (issue 21) ------------------------
 FETCH_VERSION="2026.10.24"

@@ -5,7 +5,7 @@
 //!   it needs; `.interop/real-venv`). It declares `resources` but answers
 //!   `resources/templates/list` with -32601 (bug 1): `resources`, `list
 //!   --all`, `lock` and calls under the lock must all work.
-//! - `@cyanheads/git-mcp-server` (npm; `.interop/real-node`), whose
+//! - `@cyanheads/git-mcp-server` (npm; `.interop/git-node`), whose
 //!   `git_commit` answers a text block with the structured content's object
 //!   plus null members (bug 3): it is printed once.
 //! - `mcp-server-fetch` (PyPI; `.interop/real-fetch-venv`): `(no
@@ -19,7 +19,7 @@ use crate::util::{assert_absent, assert_contains, repo_root};
 
 const SQLITE: &str = ".interop/real-venv/bin/mcp-server-sqlite";
 const GIT_SERVER: &str =
-    ".interop/real-node/node_modules/@cyanheads/git-mcp-server/dist/index.js";
+    ".interop/git-node/node_modules/@cyanheads/git-mcp-server/dist/index.js";
 
 /// The server's path, or `None` when it is missing and [`SKIP_VAR`] is 1.
 fn sqlite(test: &str) -> Option<PathBuf> {

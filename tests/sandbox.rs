@@ -478,7 +478,7 @@ fn the_command_needs_nothing_else_to_start() {
 
 const FS_JS: &str = ".interop/sandbox-node/node_modules/@modelcontextprotocol/\
                      server-filesystem/dist/index.js";
-const FETCH_PYTHON: &str = ".interop/sandbox-venv/bin/python";
+const FETCH_PYTHON: &str = ".interop/real-fetch-venv/bin/python";
 
 /// server-filesystem 2026.8.31 (node) confined to its package (read) and
 /// one data directory (write): it reads and writes there, and nowhere
