@@ -51,6 +51,8 @@ pub(crate) struct Global {
     pub(crate) lock: Option<PathBuf>,
     /// `--unlocked`: do not enforce the lock file for this command.
     pub(crate) unlocked: bool,
+    /// `--no-daemon`: start servers cold even when a daemon runs.
+    pub(crate) no_daemon: bool,
     /// `--stdio` / `--http` (with `--name`): one server typed on the
     /// command line instead of a config file.
     pub(crate) adhoc: Option<Adhoc>,
@@ -425,6 +427,7 @@ pub(crate) enum Flag {
     Save,
     Lock,
     Unlocked,
+    NoDaemon,
     Check,
     Stdio,
     Http,
@@ -493,6 +496,7 @@ impl Flag {
             | Flag::Refresh
             | Flag::StepUp
             | Flag::Unlocked
+            | Flag::NoDaemon
             | Flag::Check
             | Flag::NoBrowser => ValueKind::None,
         }
@@ -584,6 +588,7 @@ const OPTS: &[Opt] = &[
     opt(Flag::Raw, "raw", Applies::Every),
     opt(Flag::Refresh, "refresh", Applies::Only(&[Cmd::Login])),
     opt(Flag::StepUp, "step-up", Applies::Mcp),
+    opt(Flag::NoDaemon, "no-daemon", Applies::Mcp),
     valued(Flag::Protocol, "protocol", Applies::Mcp),
     opt(Flag::NoBrowser, "no-browser", Applies::Only(&[Cmd::Login])),
     valued(Flag::Save, "save", Applies::Only(&[Cmd::Call, Cmd::Read])),
@@ -628,6 +633,8 @@ OPTIONS of the commands that speak to servers (list, call, resources, read,
 prompts, prompt, batch, lock):
         --step-up       When a server asks for (more) authorization, log in
                         there and then
+        --no-daemon     Start servers here even when a daemon runs
+                        (rivumi-mcp daemon --help; RIVUMI_MCP_DAEMON=off)
         --protocol auto|modern|legacy
                         Which MCP era to speak, for every server: auto
                         (default) finds out; modern is 2026-07-28 only;
@@ -1214,6 +1221,7 @@ fn build(
             Flag::Save => save = Some(PathBuf::from(value)),
             Flag::Lock => g.lock = Some(PathBuf::from(value)),
             Flag::Unlocked => g.unlocked = true,
+            Flag::NoDaemon => g.no_daemon = true,
             Flag::Check => check = true,
             Flag::Stdio | Flag::Http => {
                 if g.adhoc.is_some() {

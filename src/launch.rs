@@ -43,6 +43,9 @@ pub(crate) struct Context {
     adhoc: Option<String>,
     /// What answers the servers' requests (the operator's options).
     client: std::sync::Arc<dyn crate::session::Client>,
+    /// Whether a running daemon may lend warm servers (not with
+    /// `--no-daemon` or `RIVUMI_MCP_DAEMON=off`).
+    daemon: bool,
 }
 
 impl Context {
@@ -126,6 +129,7 @@ impl Context {
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
+            daemon: crate::daemon::enabled(g.no_daemon, &lookup),
         }
     }
 
@@ -288,6 +292,12 @@ impl Context {
                     spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
                 let env = stdio::child_env(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                if self.daemon
+                    && let Some(s) =
+                        self.warm(name, server, spec, &argv, &env, startup)?
+                {
+                    return Ok(s);
+                }
                 Box::new(
                     StdioTransport::spawn(
                         name,
@@ -323,6 +333,58 @@ impl Context {
             &deadline,
             self.request_timeout(server),
             std::sync::Arc::clone(&self.client),
+        )
+    }
+}
+
+impl Context {
+    /// The daemon's warm session for a stdio server, or `None` to start it
+    /// cold. The launch identity is everything that decides what runs and
+    /// how, after expansion; the daemon keys by its hash.
+    fn warm(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Stdio,
+        argv: &(String, Vec<String>),
+        env: &[(String, String)],
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let choice = self.protocol.unwrap_or(server.protocol);
+        let mut env_sorted = env.to_vec();
+        env_sorted.sort();
+        let launch = serde_json::json!({
+            "transport": "stdio",
+            "argv": std::iter::once(&argv.0).chain(&argv.1).collect::<Vec<_>>(),
+            "cwd": spec.cwd_path.as_ref().map(|p| p.display().to_string()),
+            "env": env_sorted,
+            "choice": crate::mcp::Choice::NAMES[match choice {
+                crate::mcp::Choice::Auto => 0,
+                crate::mcp::Choice::Modern => 1,
+                crate::mcp::Choice::Legacy => 2,
+            }],
+            "caps": crate::daemon::wire::caps_to_json(
+                self.client.capabilities()
+            ),
+            "client": self.client.identity(),
+            "log_level": self.client.log_level(),
+            "max_message": self.max_message,
+        });
+        let plan = crate::daemon::client::Plan {
+            name,
+            launch,
+            display: std::iter::once(&spec.command)
+                .chain(&spec.args)
+                .cloned()
+                .collect(),
+            startup,
+            request_timeout: self.request_timeout(server),
+            max_message: self.max_message,
+        };
+        crate::daemon::client::session(
+            plan,
+            std::sync::Arc::clone(&self.client),
+            &self.lookup,
         )
     }
 }

@@ -98,6 +98,11 @@ pub(crate) trait Client: Send + Sync {
     /// The result for one request of a declared kind; `Err` is sent as an
     /// error answer.
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+    /// What else of the client a server may see and keep (the roots it is
+    /// given), for the daemon's launch key; `null` when nothing.
+    fn identity(&self) -> Value {
+        Value::Null
+    }
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -139,6 +144,8 @@ pub(crate) struct Session {
     answers: Option<Map<String, Value>>,
     /// When the request in flight was sent (for the progress line).
     started: std::time::Instant,
+    /// Whether the session is a warm server's, lent by the daemon.
+    pub(crate) warm: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,6 +178,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
+            warm: false,
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -195,6 +203,46 @@ impl Session {
         );
         s.set_log_level(startup);
         Ok(s)
+    }
+
+    /// A session on a server that is already open (a warm server the
+    /// daemon lends): no handshake, the era and what the server said of
+    /// itself as the daemon's handshake found them.
+    pub(crate) fn resume(
+        name: &str,
+        transport: Box<dyn Transport>,
+        server: ServerInfo,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
+        crate::journal::event(
+            "initialized",
+            json!({"server": name, "protocol": server.protocol,
+                   "serverInfo": server.info, "chosen": server.chosen,
+                   "warm": true}),
+        );
+        Session {
+            name: name.to_string(),
+            transport,
+            next_id: 1,
+            server,
+            request_timeout,
+            list_changed: BTreeSet::new(),
+            closed: None,
+            client,
+            answers: None,
+            started: std::time::Instant::now(),
+            warm: true,
+        }
+    }
+
+    /// The transport and what the opening found, for the daemon, which
+    /// keeps the server running after the session it opened it with.
+    pub(crate) fn into_parts(mut self) -> (Box<dyn Transport>, ServerInfo) {
+        let t = std::mem::replace(&mut self.transport, Box::new(Detached));
+        let info = std::mem::take(&mut self.server);
+        self.closed = Some(Closed::Gone);
+        (t, info)
     }
 
     /// `--log-level` in the handshake era: `logging/setLevel`, to a
@@ -830,6 +878,25 @@ impl Session {
 fn lists_modern(e: &RpcError) -> bool {
     e.supported_versions()
         .is_some_and(|v| v.iter().any(|v| v == Version::MODERN.as_str()))
+}
+
+/// What is left in a session whose transport [`Session::into_parts`]
+/// took away: nothing to send to or close.
+struct Detached;
+
+impl Transport for Detached {
+    fn wire(&self) -> Wire {
+        Wire::Stdio
+    }
+    fn send(&mut self, _: &Value, _: &Deadline) -> Result<()> {
+        Err(Error::server("the session was handed over"))
+    }
+    fn recv(&mut self, _: &Deadline) -> Result<Value> {
+        Err(Error::server("the session was handed over"))
+    }
+    fn close(&mut self) -> Closed {
+        Closed::Gone
+    }
 }
 
 impl Drop for Session {

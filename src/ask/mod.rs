@@ -314,6 +314,10 @@ impl Client for Operator {
         self.caps
     }
 
+    fn identity(&self) -> Value {
+        json!({"roots": self.roots})
+    }
+
     fn log_level(&self) -> Option<&str> {
         self.log_level.as_deref()
     }

@@ -124,7 +124,7 @@ impl Executor {
             "call_requested",
             json!({"server": server, "tool": name,
                    "qualified_name": action.qualified(&server),
-                   "classification": class.label()}),
+                   "classification": class.label(), "warm": s.warm}),
         );
         self.check_lock(s, &action)?;
         let input = json!({
