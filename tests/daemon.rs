@@ -562,3 +562,90 @@ fn daemon_an_unreachable_daemon_is_never_fatal() {
     assert_eq!(asked["op"], "open");
     assert_eq!(asked["rivumi_daemon"], 1);
 }
+
+// ---- real servers --------------------------------------------------------
+
+/// server-everything (Node) and two Python SDK servers over stdio, warm:
+/// the same output as cold, elicitation answered by the calling
+/// invocation's `--answer`, one process per server, none left after
+/// `daemon stop`.
+#[test]
+fn daemon_interop_real_servers_warm_as_cold() {
+    use crate::util::interop::{Turn, assert_no_leftovers, installed};
+    let Some(s) = installed("daemon_interop", &[]) else { return };
+    let turn = Turn::take("interop", "daemon_interop");
+    let marker = turn.marker.clone();
+    write_mcp_json(
+        &turn.dir,
+        &[
+            (
+                "everything",
+                json!({"command": s.node,
+                       "args": [s.everything_js, "stdio", &marker]}),
+            ),
+            (
+                "py",
+                json!({"command": s.python,
+                       "args": ["-X", format!("{marker}=1"), s.py_server]}),
+            ),
+            (
+                "pe",
+                json!({"command": s.python,
+                       "args": ["-X", format!("{marker}=1"),
+                                s.py_server.with_file_name("py_elicit.py")]}),
+            ),
+        ],
+    );
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| {
+        let mut all = args.to_vec();
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(dir, &all);
+        c.env("RIVUMI_MCP_ALLOWLIST", "everything,py,pe");
+        c.run()
+    };
+    let cases: [&[&str]; 5] = [
+        &["list", "everything"],
+        &["call", "everything", "echo", "message=hi", "--json"],
+        &["list", "py", "--json"],
+        &["call", "py", "echo", "message=warm"],
+        &["call", "-y", "pe", "book", "--answer", "seats=2"],
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let mut d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    assert_eq!(
+        run(&["call", "-y", "pe", "book", "--answer", "seats=3"], false)
+            .stdout,
+        "accept seats=3 name=guest window=false\n"
+    );
+    let form = [
+        "call",
+        "-y",
+        "everything",
+        "trigger-elicitation-request",
+        "--elicit",
+        "defaults",
+        "--answer",
+        "name=Ann",
+        "--answer",
+        "untitledMultipleSelectEnum=Piano,Drums",
+    ];
+    let out = run(&form, false);
+    assert_contains(&out.stdout, "- Name: Ann");
+    let st = servers(dir);
+    let names: Vec<&str> =
+        st.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["everything", "pe", "py"], "{st:?}");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
+}
