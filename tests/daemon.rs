@@ -649,3 +649,84 @@ fn daemon_interop_real_servers_warm_as_cold() {
     assert!(d.wait().success());
     assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
 }
+
+/// A 2026-07-28-only server (TypeScript SDK v2) over stdio, warm: the
+/// daemon's `server/discover` stands for every invocation, each of which
+/// sends its own `_meta` envelope.
+#[test]
+fn daemon_interop_modern_server_warm_as_cold() {
+    use crate::util::interop::{Ts2, Ts2Era, Turn, assert_no_leftovers};
+    let Some(ts2) = Ts2::installed("daemon_interop_modern") else { return };
+    let turn = Turn::take("interop", "daemon_interop_modern");
+    let marker = turn.marker.clone();
+    write_mcp_json(
+        &turn.dir,
+        &[("ts2", ts2.stdio_entry(Ts2Era::ModernOnly, &marker))],
+    );
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| {
+        let mut all = args.to_vec();
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(dir, &all);
+        c.env("RIVUMI_MCP_ALLOWLIST", "ts2");
+        c.run()
+    };
+    let cases: [&[&str]; 3] = [
+        &["list", "ts2", "--json"],
+        &["call", "ts2", "add", "a=2", "b=40"],
+        &["call", "-y", "ts2", "whereami", "region=eu", "verbose=true"],
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let mut d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    let st = servers(dir);
+    assert_eq!(st.len(), 1, "{st:?}");
+    assert_eq!(st[0]["era"], "2026-07-28");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
+}
+
+#[test]
+fn daemon_batch_read_prompt_and_lists_are_as_cold() {
+    let (dir, pids) = demo_with_pids("daemon_bridges", &[]);
+    let cases: [&[&str]; 5] = [
+        &["read", "demo", "fixture://docs/readme"],
+        &["prompt", "demo", "greet", "name=Ann"],
+        &["resources", "demo", "--json"],
+        &["prompts", "demo"],
+        &["batch"],
+    ];
+    let lines = "{\"id\":1,\"tool\":\"mcp__demo__echo\",\"arguments\":{\"text\":\"a\"}}\n\
+                 {\"id\":2,\"tool\":\"mcp__demo__nope\",\"arguments\":{}}\n\
+                 {\"id\":3,\"tool\":\"mcp__demo__echo\",\"arguments\":{\"text\":\"b\"}}\n";
+    let run = |args: &[&str], cold: bool| {
+        let mut all = args.to_vec();
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(&dir, &all);
+        if args[0] == "batch" {
+            c.stdin(lines);
+        }
+        c.run()
+    };
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let _d = Daemon::start(&dir, &[]);
+    let before = read_pids(&pids).len();
+    for (args, cold) in cases.iter().zip(&colds) {
+        let hot = run(args, false);
+        same_output(cold, &hot);
+        assert!(hot.code == Some(0) || args[0] == "batch", "{}", hot.all());
+    }
+    assert_contains(&colds[4].stdout, "\"id\":3");
+    assert_eq!(read_pids(&pids).len(), before + 1, "one warm server for all");
+}
