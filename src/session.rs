@@ -167,19 +167,13 @@ impl Session {
         request_timeout: Duration,
         client: Arc<dyn Client>,
     ) -> Result<Session> {
-        let mut s = Session {
-            name: name.to_string(),
+        let mut s = Session::new(
+            name,
             transport,
-            next_id: 1,
-            server: ServerInfo::default(),
+            ServerInfo::default(),
             request_timeout,
-            list_changed: BTreeSet::new(),
-            closed: None,
             client,
-            answers: None,
-            started: std::time::Instant::now(),
-            warm: false,
-        };
+        );
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
             (Choice::Modern, _) => s.discover(startup, "configured"),
@@ -221,6 +215,19 @@ impl Session {
                    "serverInfo": server.info, "chosen": server.chosen,
                    "warm": true}),
         );
+        let mut s =
+            Session::new(name, transport, server, request_timeout, client);
+        s.warm = true;
+        s
+    }
+
+    fn new(
+        name: &str,
+        transport: Box<dyn Transport>,
+        server: ServerInfo,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
         Session {
             name: name.to_string(),
             transport,
@@ -232,7 +239,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
-            warm: true,
+            warm: false,
         }
     }
 

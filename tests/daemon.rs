@@ -730,3 +730,16 @@ fn daemon_batch_read_prompt_and_lists_are_as_cold() {
     assert_contains(&colds[4].stdout, "\"id\":3");
     assert_eq!(read_pids(&pids).len(), before + 1, "one warm server for all");
 }
+
+#[test]
+fn daemon_a_server_held_by_a_slow_hook_is_not_retired() {
+    let (dir, pids) = demo_with_pids("daemon_held", &[]);
+    let _d = Daemon::start(&dir, &["--idle", "0.3"]);
+    let out = warm(
+        &dir,
+        &["call", "demo", "echo", "text=held", "--pre-tool-hook", "sleep 1.5"],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout.trim(), "held");
+    assert_eq!(read_pids(&pids).len(), 1);
+}

@@ -121,7 +121,11 @@ pub(crate) fn session(
             cold(text);
             return Ok(None);
         };
-        return Err(Error::new(kind_named(kind), text).for_server(plan.name));
+        return Err(Error::new(
+            Kind::named(kind).unwrap_or(Kind::Server),
+            text,
+        )
+        .for_server(plan.name));
     }
     let Some(info) = reply.get("server").and_then(wire::info_from_json) else {
         cold("the daemon's answer has no server");
@@ -155,22 +159,6 @@ pub(crate) fn session(
         plan.request_timeout,
         client,
     )))
-}
-
-fn kind_named(name: &str) -> Kind {
-    [
-        Kind::Negative,
-        Kind::Usage,
-        Kind::Refused,
-        Kind::Server,
-        Kind::Timeout,
-        Kind::Auth,
-        Kind::Denied,
-        Kind::Truncated,
-    ]
-    .into_iter()
-    .find(|k| k.name() == name)
-    .unwrap_or(Kind::Server)
 }
 
 /// A session's messages over the daemon's socket.

@@ -432,8 +432,14 @@ impl Pooled for Warm {
     }
 
     fn idle_since(&self) -> Option<Instant> {
+        // In use while an invocation holds it, even between its requests
+        // (a hook or an approval prompt may take long).
         let s = lock(&self.state);
-        if s.pending.is_empty() { s.last_used } else { None }
+        if s.pending.is_empty() && s.attached.is_empty() {
+            s.last_used
+        } else {
+            None
+        }
     }
 
     fn close(&self) {
