@@ -87,7 +87,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            unsafe_kill(c.id(), "TERM");
+            send_signal(c.id(), "TERM");
             let start = Instant::now();
             while c.try_wait().ok().flatten().is_none() {
                 if start.elapsed() > Duration::from_secs(10) {
@@ -102,7 +102,7 @@ impl Drop for Daemon {
 }
 
 /// Sends a signal with kill(1) (the tests use no libc).
-fn unsafe_kill(pid: u32, sig: &str) {
+fn send_signal(pid: u32, sig: &str) {
     let _ = std::process::Command::new("kill")
         .args([format!("-{sig}"), pid.to_string()])
         .status();
@@ -326,7 +326,7 @@ fn daemon_sigterm_closes_every_server() {
     let (dir, pids) = demo_with_pids("daemon_sigterm", &["--grandchild"]);
     let mut d = Daemon::start(&dir, &[]);
     warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
-    unsafe_kill(d.pid(), "TERM");
+    send_signal(d.pid(), "TERM");
     let st = d.wait();
     assert_eq!(st.code(), Some(143), "{}", d.log_text());
     assert!(!d.socket().exists());
@@ -421,7 +421,7 @@ fn daemon_socket_permissions_and_an_open_directory_refused() {
 
 #[test]
 fn daemon_refuses_a_connection_from_another_uid() {
-    if unsafe_euid_is_not_root() {
+    if not_root() {
         eprintln!("skipped: needs root to run a client as nobody");
         return;
     }
@@ -460,7 +460,7 @@ fn daemon_refuses_a_connection_from_another_uid() {
 }
 
 /// Whether this test runs as another user than root.
-fn unsafe_euid_is_not_root() -> bool {
+fn not_root() -> bool {
     let out = std::process::Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim() != "0"
 }

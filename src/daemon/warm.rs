@@ -2,7 +2,7 @@
 //! it, and the mapping of their request ids onto the server's.
 //!
 //! The transport belongs to one pump thread, which only receives; callers
-//! send through the stdio writer queue ([`stdio::Sender`]). Every request
+//! send through the stdio writer queue ([`Sender`]). Every request
 //! a caller sends gets a fresh id of the daemon's (its progress token is
 //! replaced the same way), and the answer goes back to that caller with
 //! its own id: two invocations may both use id 1. What the server asks
