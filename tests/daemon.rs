@@ -606,12 +606,19 @@ fn daemon_interop_real_servers_warm_as_cold() {
         c.env("RIVUMI_MCP_ALLOWLIST", "everything,py,pe");
         c.run()
     };
-    let cases: [&[&str]; 5] = [
+    let root = dir.path("a root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.to_str().unwrap();
+    // Roots are part of the key; the daemon answers `roots/list` with
+    // them, as cold does.
+    let roots = ["call", "-y", "everything", "get-roots-list", "--root", root];
+    let cases: [&[&str]; 6] = [
         &["list", "everything"],
         &["call", "everything", "echo", "message=hi", "--json"],
         &["list", "py", "--json"],
         &["call", "py", "echo", "message=warm"],
         &["call", "-y", "pe", "book", "--answer", "seats=2"],
+        &roots,
     ];
     let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
     let mut d = Daemon::start(dir, &[]);
@@ -641,10 +648,11 @@ fn daemon_interop_real_servers_warm_as_cold() {
     ];
     let out = run(&form, false);
     assert_contains(&out.stdout, "- Name: Ann");
+    assert_contains(&colds[5].stdout, "a%20root");
     let st = servers(dir);
     let names: Vec<&str> =
         st.iter().map(|v| v["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["everything", "pe", "py"], "{st:?}");
+    assert_eq!(names, ["everything", "everything", "pe", "py"], "{st:?}");
     warm(dir, &["daemon", "stop"]).assert_exit(0);
     assert!(d.wait().success());
     assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");

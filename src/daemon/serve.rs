@@ -315,6 +315,8 @@ struct Launch {
     env: Vec<(String, String)>,
     choice: mcp::Choice,
     caps: mcp::Capabilities,
+    /// The declared roots (part of the key), answered as cold does.
+    roots: Value,
     log_level: Option<String>,
     startup: Duration,
     max_message: usize,
@@ -382,6 +384,7 @@ impl Launch {
             env,
             choice,
             caps: wire::caps_from_json(l.get("caps").unwrap_or(&Value::Null)),
+            roots: l.pointer("/client/roots").cloned().unwrap_or(json!([])),
             log_level: l
                 .get("log_level")
                 .and_then(Value::as_str)
@@ -421,6 +424,7 @@ impl Launch {
         let d = Deadline::new(mcp::method::INITIALIZE, self.startup);
         let client = Arc::new(Opener {
             caps: self.caps,
+            roots: self.roots.clone(),
             log_level: self.log_level.clone(),
         });
         let s = Session::open(
@@ -445,16 +449,18 @@ impl Launch {
             info.protocol,
             &self.key[..12]
         ));
-        Warm::run(facts, wire::info_to_json(&info), sender, transport)
+        let roots = self.caps.roots.then(|| self.roots.clone());
+        Warm::run(facts, wire::info_to_json(&info), sender, roots, transport)
             .map_err(|e| Error::server(format!("daemon: {e}")))
     }
 }
 
 /// The client of the daemon's own handshake: the caller's declared
-/// capabilities and log level; it answers nothing but `ping` (no caller
-/// is there to answer).
+/// capabilities, roots and log level; it answers `ping` and `roots/list`
+/// and nothing else (no caller is there to answer).
 struct Opener {
     caps: mcp::Capabilities,
+    roots: Value,
     log_level: Option<String>,
 }
 
@@ -468,6 +474,7 @@ impl Client for Opener {
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String> {
         match q.ask {
             mcp::Ask::Ping => Ok(json!({})),
+            mcp::Ask::Roots => Ok(json!({"roots": self.roots})),
             _ => Err("no invocation is waiting on this server yet".into()),
         }
     }

@@ -6,8 +6,9 @@
 //! a caller sends gets a fresh id of the daemon's (its progress token is
 //! replaced the same way), and the answer goes back to that caller with
 //! its own id: two invocations may both use id 1. What the server asks
-//! (elicitation, sampling, roots) goes to the one caller with a request
-//! in flight; when none or several are, it is answered with an error,
+//! (elicitation, sampling) goes to the one caller with a request in
+//! flight (`roots/list` the daemon answers with the declared roots, which
+//! are part of the key); when none or several are, it is answered with an error,
 //! as nothing could answer it right. Log messages reach the callers with
 //! a request in flight, `list_changed` every caller attached. A caller
 //! that goes away has its requests cancelled on the wire
@@ -111,6 +112,10 @@ pub(crate) struct Warm {
     /// What the opening found, as the wire carries it.
     pub(crate) info: Value,
     sender: Sender,
+    /// The roots the callers declared (they are part of the key), to
+    /// answer `roots/list` as cold does; `None` when roots are not
+    /// declared.
+    roots: Option<Value>,
     state: Mutex<State>,
     stop: AtomicBool,
     pump: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -130,12 +135,14 @@ impl Warm {
         facts: Facts,
         info: Value,
         sender: Sender,
+        roots: Option<Value>,
         transport: Box<dyn Transport>,
     ) -> std::io::Result<Arc<Warm>> {
         let w = Arc::new(Warm {
             facts,
             info,
             sender,
+            roots,
             state: Mutex::new(State {
                 next_id: FIRST_ID,
                 last_used: Some(Instant::now()),
@@ -227,6 +234,11 @@ impl Warm {
         let id = m.get("id").cloned().unwrap_or(Value::Null);
         if method == method::PING {
             let _ = self.to_server(&mcp::response(id, json!({})));
+            return;
+        }
+        if let (method::ROOTS_LIST, Some(roots)) = (method, &self.roots) {
+            let r = json!({"roots": roots});
+            let _ = self.to_server(&mcp::response(id, r));
             return;
         }
         let target = {
