@@ -126,9 +126,9 @@ warm_list() { rivumi-mcp -c "$CONFIG" list; }
 warm_call >/dev/null
 RUNS="$DAEMON_N" median_ms warm-call warm_call
 RUNS="$DAEMON_N" median_ms warm-list warm_list
-a=$(cat /tmp/rivumi-bench-server-alone)
-w=$(cat /tmp/rivumi-bench-warm-list)
-printf '%-28s %8.2f ms\n' "warm list - server alone" "$(awk "BEGIN {print ($w - $a) / 1000}")"
+c=$(cat /tmp/rivumi-bench-call-one-shot)
+w=$(cat /tmp/rivumi-bench-warm-call)
+printf '%-28s %8.2f ms saved per call\n' "one-shot - warm call" "$(awk "BEGIN {print ($c - $w) / 1000}")"
 
 export RIVUMI_MCP_ALLOWLIST="slow,w0,w1,w2,w3,w4,w5,w6,w7,w8,w9"
 loop_warm() {
@@ -174,7 +174,7 @@ else
   echo "mcporter: skipped (MCPORTER=0 or no npm)"
 fi
 
-for i in $(seq 0 9); do rivumi-mcp -c "$SLOW" call "w$i" "w$i" >/dev/null; done
+for i in $(seq 0 9); do rivumi-mcp -c "$SLOW" call -y "w$i" "w$i" >/dev/null; done
 status=$(rivumi-mcp daemon status --json)
 printf '%-28s %8s KiB peak, %s KiB now (%s servers warm; servers not counted)\n' "daemon RSS" \
   "$(printf '%s' "$status" | sed 's/.*"peak_rss_kib":\([0-9]*\).*/\1/')" \
