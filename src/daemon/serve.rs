@@ -50,6 +50,8 @@ pub(crate) struct Daemon {
     started: SystemTime,
     callers: AtomicUsize,
     next_caller: AtomicU64,
+    /// Connections refused (another uid), for a bounded log.
+    refused: AtomicU64,
 }
 
 static DAEMON: OnceLock<Arc<Daemon>> = OnceLock::new();
@@ -78,6 +80,7 @@ pub(crate) fn run(socket: &Path, idle: Duration) -> Result<()> {
         started: SystemTime::now(),
         callers: AtomicUsize::new(0),
         next_caller: AtomicU64::new(1),
+        refused: AtomicU64::new(0),
     });
     let _ = DAEMON.set(Arc::clone(&d));
     // SIGTERM/SIGINT: the signal thread ends every server's group; the
@@ -166,9 +169,15 @@ impl Daemon {
             other => {
                 let who = other
                     .map_or("an unknown uid".into(), |u| format!("uid {u}"));
-                msg::warn(&format!(
-                    "refused a connection from {who} (the daemon serves uid {me} only)"
-                ));
+                // Logged, but a flood of them cannot grow the log much.
+                let n = self.refused.fetch_add(1, Ordering::SeqCst);
+                if n < 100 || n.is_multiple_of(1000) {
+                    msg::warn(&format!(
+                        "refused a connection from {who} (the daemon \
+                         serves uid {me} only; {} refused so far)",
+                        n + 1
+                    ));
+                }
                 let mut s = stream;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
                 let _ = wire::write_line(

@@ -42,6 +42,9 @@ const SERVER_WRITE: Duration = Duration::from_secs(10);
 const PUMP_TICK: Duration = Duration::from_millis(200);
 /// The first id the daemon gives requests (the handshake used a few).
 const FIRST_ID: u64 = 1000;
+/// At most this many requests in flight on one server, and as many of
+/// its own requests waiting for a caller's answer.
+pub(crate) const MAX_IN_FLIGHT: usize = 4096;
 
 /// The daemon's end of one caller's connection: writes are bounded in
 /// time, and a caller that cannot take a message in that time is cut off.
@@ -245,7 +248,9 @@ impl Warm {
             let mut s = lock(&self.state);
             let mut owners = s.pending.values().map(|p| &p.caller);
             let first = owners.next().cloned();
-            let unique = first.filter(|f| owners.all(|c| c.id == f.id));
+            let unique = first
+                .filter(|f| owners.all(|c| c.id == f.id))
+                .filter(|_| s.asks.len() < MAX_IN_FLIGHT);
             if let Some(c) = &unique {
                 s.asks.insert(id.to_string(), Arc::clone(c));
             }
@@ -326,6 +331,16 @@ impl Warm {
                         let why = why.clone();
                         drop(s);
                         c.send(&json!({"gone": why}));
+                        return;
+                    }
+                    if s.pending.len() >= MAX_IN_FLIGHT {
+                        drop(s);
+                        c.send(&json!({"m": mcp::error_response(
+                            id,
+                            mcp::code::INTERNAL_ERROR,
+                            "the daemon has too many requests in flight \
+                             on this server",
+                        )}));
                         return;
                     }
                     let n = s.next_id;
