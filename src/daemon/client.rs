@@ -80,7 +80,6 @@ pub(crate) fn ask(
 }
 
 /// What the invocation computed of one stdio server's launch.
-#[derive(Debug)]
 pub(crate) struct Plan<'a> {
     pub(crate) name: &'a str,
     /// The launch identity (the key is its hash); holds values.
@@ -90,6 +89,15 @@ pub(crate) struct Plan<'a> {
     pub(crate) startup: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_message: usize,
+}
+
+impl std::fmt::Debug for Plan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the launch: it holds the environment's values.
+        f.debug_struct("Plan")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A warm session from the daemon, `Ok(None)` to run cold.
