@@ -751,3 +751,30 @@ fn daemon_a_server_held_by_a_slow_hook_is_not_retired() {
     assert_eq!(out.stdout.trim(), "held");
     assert_eq!(read_pids(&pids).len(), 1);
 }
+
+#[test]
+fn daemon_start_detaches_and_stop_ends_it() {
+    let (dir, pids) = demo_with_pids("daemon_detached", &[]);
+    let out = warm(&dir, &["daemon", "start", "--idle", "60"]).assert_exit(0);
+    assert_contains(&out.stdout, "daemon started: pid ");
+    let again = warm(&dir, &["daemon", "start"]).assert_exit(0);
+    assert_contains(&again.stdout, "a daemon already runs");
+    let pid = status(&dir)["pid"].as_u64().unwrap();
+    assert_eq!(status(&dir)["idle_secs"], 60.0);
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    warm(&dir, &["call", "demo", "echo", "text=b"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 1);
+    let log = runtime_dir(&dir).join("rivumi-mcp/daemon.log");
+    let meta = std::fs::symlink_metadata(&log).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    assert_contains(
+        &std::fs::read_to_string(&log).unwrap(),
+        "started server 'demo'",
+    );
+    warm(&dir, &["daemon", "stop"]).assert_exit(0);
+    assert_pids_gone(&pids, Duration::from_secs(5));
+    wait_for("the detached daemon exits", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |s| s.contains(") Z "))
+    });
+}
