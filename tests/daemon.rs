@@ -44,7 +44,8 @@ impl Daemon {
             .unwrap();
         let d = Daemon { child: Some(child), run, log };
         let start = Instant::now();
-        while !d.socket().exists() {
+        // Listening (a stale socket file may have been there before).
+        while !d.log_text().contains("listening on") {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "the daemon did not start: {}",

@@ -236,20 +236,31 @@ impl Daemon {
             }
         };
         let key = launch.key.clone();
-        let got = self.pool.get_or_start(&key, || launch.start());
-        let (warm, fresh) = match got {
-            Ok(w) => w,
-            Err(e) => {
-                caller.send(&json!({"ok": false, "kind": e.kind().name(),
-                                    "error": e.message()}));
+        // A server that exits between the lookup and the attach is
+        // replaced once, as the next cold run would start a new one.
+        let mut attempt = 0;
+        let (warm, fresh) = loop {
+            let (warm, fresh) =
+                match self.pool.get_or_start(&key, || launch.start()) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        caller.send(&json!({"ok": false,
+                                            "kind": e.kind().name(),
+                                            "error": e.message()}));
+                        return;
+                    }
+                };
+            if warm.attach(caller) {
+                break (warm, fresh);
+            }
+            self.pool.retire(&key, &warm);
+            attempt += 1;
+            if attempt == 2 {
+                caller.send(&json!({"ok": false, "kind": "server",
+                                    "error": "the server exited"}));
                 return;
             }
         };
-        if !warm.attach(caller) {
-            caller.send(&json!({"ok": false, "kind": "server",
-                                "error": "the server exited"}));
-            return;
-        }
         caller.send(&json!({"ok": true, "fresh": fresh, "server": warm.info,
                             "pid": warm.facts.pid}));
         let _ = reader.get_ref().set_read_timeout(None);
