@@ -127,6 +127,18 @@ fn warm(dir: &Dir, args: &[&str]) -> TestCommand {
     c
 }
 
+/// `rivumi-mcp ARGS` with `allow` as the allowlist; cold (`--no-daemon`)
+/// when `cold`.
+fn run_with(dir: &Dir, allow: &str, args: &[&str], cold: bool) -> Output {
+    let mut all = args.to_vec();
+    if cold {
+        all.push("--no-daemon");
+    }
+    let mut c = warm(dir, &all);
+    c.env("RIVUMI_MCP_ALLOWLIST", allow);
+    c.run()
+}
+
 fn status(dir: &Dir) -> Value {
     warm(dir, &["daemon", "status", "--json"]).assert_exit(0).stdout_json()
 }
@@ -599,13 +611,7 @@ fn daemon_interop_real_servers_warm_as_cold() {
     );
     let dir = &turn.dir;
     let run = |args: &[&str], cold: bool| {
-        let mut all = args.to_vec();
-        if cold {
-            all.push("--no-daemon");
-        }
-        let mut c = warm(dir, &all);
-        c.env("RIVUMI_MCP_ALLOWLIST", "everything,py,pe");
-        c.run()
+        run_with(dir, "everything,py,pe", args, cold)
     };
     let root = dir.path("a root");
     std::fs::create_dir_all(&root).unwrap();
@@ -673,15 +679,7 @@ fn daemon_interop_modern_server_warm_as_cold() {
         &[("ts2", ts2.stdio_entry(Ts2Era::ModernOnly, &marker))],
     );
     let dir = &turn.dir;
-    let run = |args: &[&str], cold: bool| {
-        let mut all = args.to_vec();
-        if cold {
-            all.push("--no-daemon");
-        }
-        let mut c = warm(dir, &all);
-        c.env("RIVUMI_MCP_ALLOWLIST", "ts2");
-        c.run()
-    };
+    let run = |args: &[&str], cold: bool| run_with(dir, "ts2", args, cold);
     let cases: [&[&str]; 3] = [
         &["list", "ts2", "--json"],
         &["call", "ts2", "add", "a=2", "b=40"],
