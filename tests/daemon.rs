@@ -777,3 +777,33 @@ fn daemon_start_detaches_and_stop_ends_it() {
             .map_or(true, |s| s.contains(") Z "))
     });
 }
+
+#[test]
+fn daemon_ctrl_c_cancels_on_the_wire_through_the_daemon() {
+    let (dir, rec) = demo_recording("daemon_interrupt");
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    let c = warm(&dir, &["call", "-y", "demo", "slow", "ms:=3000"]);
+    let child = c.spawn();
+    wait_for("the slow call reaches the server", || {
+        recorded(&rec).iter().any(|m| m["params"]["name"] == "slow")
+    });
+    send_signal(child.id(), "INT");
+    let out = crate::util::wait_with_timeout(child, &c);
+    assert_eq!(out.code, Some(130), "{}", out.all());
+    let slow_id = recorded(&rec)
+        .iter()
+        .find(|m| m["params"]["name"] == "slow")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    wait_for("the caller's own cancellation reaches the server", || {
+        recorded(&rec).iter().any(|m| {
+            m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == slow_id
+                && m["params"]["reason"] == "interrupted"
+        })
+    });
+    // The server stays warm for the next caller.
+    warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
+    assert_eq!(servers(&dir).len(), 1);
+}
