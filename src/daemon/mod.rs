@@ -408,7 +408,7 @@ fn render_status(s: &Value) -> String {
         ago(&s["started"]),
         mib(&s["rss_kib"]),
         mib(&s["peak_rss_kib"]),
-        s["idle_secs"],
+        s["idle_secs"].as_f64().unwrap_or(0.0),
         s["socket"].as_str().unwrap_or("?"),
     );
     let servers = s["servers"].as_array().cloned().unwrap_or_default();
