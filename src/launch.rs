@@ -312,6 +312,17 @@ impl Context {
             Transport::Http(spec) => {
                 let headers = http::headers(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                // Only a server without credentials is kept warm: the
+                // daemon never holds a token.
+                let plain = spec.oauth.is_none()
+                    && spec.bearer_token_env_var.is_none();
+                if self.daemon
+                    && plain
+                    && let Some(s) =
+                        self.warm_http(name, server, spec, &headers, startup)?
+                {
+                    return Ok(s);
+                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
@@ -350,7 +361,6 @@ impl Context {
         env: &[(String, String)],
         startup: Duration,
     ) -> Result<Option<Session>> {
-        let choice = self.protocol.unwrap_or(server.protocol);
         let mut env_sorted = env.to_vec();
         env_sorted.sort();
         let launch = serde_json::json!({
@@ -358,25 +368,66 @@ impl Context {
             "argv": std::iter::once(&argv.0).chain(&argv.1).collect::<Vec<_>>(),
             "cwd": spec.cwd_path.as_ref().map(|p| p.display().to_string()),
             "env": env_sorted,
-            "choice": crate::mcp::Choice::NAMES[match choice {
-                crate::mcp::Choice::Auto => 0,
-                crate::mcp::Choice::Modern => 1,
-                crate::mcp::Choice::Legacy => 2,
-            }],
-            "caps": crate::daemon::wire::caps_to_json(
-                self.client.capabilities()
-            ),
-            "client": self.client.identity(),
-            "log_level": self.client.log_level(),
-            "max_message": self.max_message,
         });
+        let display = std::iter::once(&spec.command)
+            .chain(&spec.args)
+            .cloned()
+            .collect();
+        self.borrow(name, server, launch, display, startup)
+    }
+
+    /// The same for an HTTP server without credentials: the URL and the
+    /// headers (values included) are its launch.
+    fn warm_http(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Http,
+        headers: &[(String, String)],
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let mut sorted = headers.to_vec();
+        sorted.sort();
+        let launch = serde_json::json!({
+            "transport": "http",
+            "url": spec.url_text,
+            "headers": sorted,
+        });
+        self.borrow(name, server, launch, vec![spec.url_text.clone()], startup)
+    }
+
+    /// Completes a launch with what every transport shares (era choice,
+    /// what the client declares, bounds) and asks the daemon for it.
+    fn borrow(
+        &self,
+        name: &str,
+        server: &Server,
+        mut launch: serde_json::Value,
+        display: Vec<String>,
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let choice = self.protocol.unwrap_or(server.protocol);
+        let http = launch["transport"] == "http";
+        launch["choice"] = crate::mcp::Choice::NAMES[match choice {
+            crate::mcp::Choice::Auto => 0,
+            crate::mcp::Choice::Modern => 1,
+            crate::mcp::Choice::Legacy => 2,
+        }]
+        .into();
+        launch["caps"] =
+            crate::daemon::wire::caps_to_json(self.client.capabilities());
+        launch["client"] = self.client.identity();
+        launch["log_level"] = self.client.log_level().into();
+        launch["max_message"] = self.max_message.into();
         let plan = crate::daemon::client::Plan {
             name,
+            wire: if http {
+                crate::transport::Wire::Http
+            } else {
+                crate::transport::Wire::Stdio
+            },
             launch,
-            display: std::iter::once(&spec.command)
-                .chain(&spec.args)
-                .cloned()
-                .collect(),
+            display,
             startup,
             request_timeout: self.request_timeout(server),
             max_message: self.max_message,

@@ -807,3 +807,54 @@ fn daemon_ctrl_c_cancels_on_the_wire_through_the_daemon() {
     warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
     assert_eq!(servers(&dir).len(), 1);
 }
+
+/// A Python SDK server over Streamable HTTP (no credentials), in the
+/// 2026-07-28 era and, with `--protocol legacy`, in the handshake era:
+/// warm as cold, one request at a time on the wire, parallel callers each
+/// with their own answer.
+#[test]
+fn daemon_interop_http_server_warm_as_cold() {
+    use crate::util::interop::{Turn, installed, start_py_http};
+    let Some(s) = installed("daemon_interop_http", &[]) else { return };
+    let turn = Turn::take("interop", "daemon_interop_http");
+    let (_server, url) = start_py_http(&s, &turn.dir, "sse", &turn.marker);
+    write_mcp_json(&turn.dir, &[("ph", json!({"url": url}))]);
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| run_with(dir, "ph", args, cold);
+    let cases: [&[&str]; 4] = [
+        &["list", "ph", "--json"],
+        &["call", "ph", "echo", "message=hi"],
+        &["call", "ph", "add", "a=2", "b=3", "--json"],
+        &["call", "ph", "echo", "message=old", "--protocol", "legacy"],
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let _d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    let children: Vec<(String, Child, TestCommand)> = (0..5)
+        .map(|i| {
+            let text = format!("caller-{i}");
+            let mut c =
+                warm(dir, &["call", "ph", "echo", &format!("message={text}")]);
+            c.env("RIVUMI_MCP_ALLOWLIST", "ph");
+            let child = c.spawn();
+            (text, child, c)
+        })
+        .collect();
+    for (text, child, c) in children {
+        let out = crate::util::wait_with_timeout(child, &c);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), format!("Echo: {text}"));
+    }
+    let st = servers(dir);
+    let mut eras: Vec<&str> =
+        st.iter().map(|v| v["era"].as_str().unwrap()).collect();
+    eras.sort();
+    assert_eq!(eras, ["2025-11-25", "2026-07-28"], "{st:?}");
+    assert!(st.iter().all(|v| v["transport"] == "http" && v["pid"].is_null()));
+}

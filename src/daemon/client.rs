@@ -79,9 +79,11 @@ pub(crate) fn ask(
     }
 }
 
-/// What the invocation computed of one stdio server's launch.
+/// What the invocation computed of one server's launch.
 pub(crate) struct Plan<'a> {
     pub(crate) name: &'a str,
+    /// Which wire the server is on (the session decides some things by it).
+    pub(crate) wire: Wire,
     /// The launch identity (the key is its hash); holds values.
     pub(crate) launch: Value,
     /// The unexpanded command line, for the daemon's log.
@@ -153,6 +155,7 @@ pub(crate) fn session(
     let _ = stream.set_read_timeout(None);
     let t = DaemonTransport {
         name: plan.name.to_string(),
+        wire: plan.wire,
         reader,
         writer: Arc::new(Mutex::new(stream)),
         partial: vec![],
@@ -172,6 +175,7 @@ pub(crate) fn session(
 /// A session's messages over the daemon's socket.
 struct DaemonTransport {
     name: String,
+    wire: Wire,
     reader: BufReader<UnixStream>,
     writer: Arc<Mutex<UnixStream>>,
     partial: Vec<u8>,
@@ -193,7 +197,23 @@ fn write(
 
 impl Transport for DaemonTransport {
     fn wire(&self) -> Wire {
-        Wire::Stdio
+        self.wire
+    }
+
+    fn send_modern(
+        &mut self,
+        m: &Value,
+        headers: &[(String, String)],
+        deadline: &Deadline,
+    ) -> Result<()> {
+        write(
+            &self.writer,
+            &json!({"m": m, "h": headers}),
+            deadline.remaining()?,
+        )
+        .map_err(|e| {
+            Error::server(format!("the daemon's connection failed: {e}"))
+        })
     }
 
     fn send(&mut self, m: &Value, deadline: &Deadline) -> Result<()> {

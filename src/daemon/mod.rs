@@ -436,7 +436,7 @@ fn render_status(s: &Value) -> String {
             v["fingerprint"].as_str().unwrap_or("?").to_string(),
             v["transport"].as_str().unwrap_or("?").to_string(),
             v["era"].as_str().unwrap_or("?").to_string(),
-            v["pid"].to_string(),
+            v["pid"].as_u64().map_or("-".into(), |p| p.to_string()),
             ago(&v["started"]),
             ago(&v["last_used"]),
             v["calls"].to_string(),

@@ -27,6 +27,7 @@ use super::wire;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::{Client, ServerAsk, Session};
+use crate::transport::http::{self, HttpTransport};
 use crate::transport::stdio::StdioTransport;
 use crate::{config, mcp, msg, sys};
 
@@ -270,7 +271,8 @@ impl Daemon {
             wire::read_line(&mut reader, &mut partial, max)
         {
             if let Some(m) = line.get_mut("m") {
-                warm.on_caller(caller, m.take());
+                let m = m.take();
+                warm.on_caller(caller, m, wire::headers_from_json(&line));
             } else if line.get("op").and_then(Value::as_str) == Some("retire")
             {
                 msg::debug(&format!(
@@ -300,7 +302,7 @@ impl Daemon {
                     "fingerprint": &key[..12],
                     "transport": w.facts.transport,
                     "era": w.facts.protocol,
-                    "pid": w.facts.pid,
+                    "pid": (w.facts.pid > 0).then_some(w.facts.pid),
                     "started": secs(w.facts.started),
                     "last_used": used.map(secs),
                     "calls": calls,
@@ -329,9 +331,13 @@ impl Daemon {
 struct Launch {
     key: String,
     name: String,
+    /// An HTTP server's URL; `None` for stdio.
+    url: Option<String>,
+    /// stdio: the command and arguments, expanded.
     argv: Vec<String>,
     display: Vec<String>,
     cwd: Option<PathBuf>,
+    /// stdio: the environment; HTTP: the headers (values are secret).
     env: Vec<(String, String)>,
     choice: mcp::Choice,
     caps: mcp::Capabilities,
@@ -366,14 +372,27 @@ impl Launch {
                 .collect()
         };
         let name = req.get("name").and_then(Value::as_str).ok_or("no name")?;
-        let argv = strings(l.get("argv"))
-            .filter(|a| !a.is_empty())
-            .ok_or("no argv")?;
+        let url = match l.get("transport").and_then(Value::as_str) {
+            Some("stdio") => None,
+            Some("http") => Some(
+                l.get("url")
+                    .and_then(Value::as_str)
+                    .ok_or("no url")?
+                    .to_string(),
+            ),
+            _ => return Err("an unknown transport".into()),
+        };
+        let argv = match &url {
+            Some(_) => vec![],
+            None => strings(l.get("argv"))
+                .filter(|a| !a.is_empty())
+                .ok_or("no argv")?,
+        };
         let display = strings(req.get("display"))
             .filter(|a| !a.is_empty())
             .ok_or("no display")?;
         let env = l
-            .get("env")
+            .get(if url.is_some() { "headers" } else { "env" })
             .and_then(Value::as_array)
             .ok_or("no env")?
             .iter()
@@ -391,11 +410,9 @@ impl Launch {
             .ok_or("no protocol choice")?;
         let ms =
             |k: &str| req.get(k).and_then(Value::as_u64).unwrap_or(30_000);
-        if l.get("transport").and_then(Value::as_str) != Some("stdio") {
-            return Err("only stdio servers are kept warm".into());
-        }
         Ok(Launch {
             key: key.to_string(),
+            url,
             name: crate::term::clip(&crate::term::line(name), 200)
                 .into_owned(),
             argv,
@@ -422,6 +439,9 @@ impl Launch {
 
     /// Starts and opens the server, through the cold path's transport.
     fn start(&self) -> Result<Arc<Warm>> {
+        if self.url.is_some() {
+            return self.connect();
+        }
         let spec = config::Stdio {
             command: self.display[0].clone(),
             args: self.display[1..].to_vec(),
@@ -442,11 +462,7 @@ impl Launch {
         let sender = t.sender();
         let pid = t.pid();
         let d = Deadline::new(mcp::method::INITIALIZE, self.startup);
-        let client = Arc::new(Opener {
-            caps: self.caps,
-            roots: self.roots.clone(),
-            log_level: self.log_level.clone(),
-        });
+        let client = self.opener();
         let s = Session::open(
             &self.name,
             Box::new(t),
@@ -472,6 +488,66 @@ impl Launch {
         let roots = self.caps.roots.then(|| self.roots.clone());
         Warm::run(facts, wire::info_to_json(&info), sender, roots, transport)
             .map_err(|e| Error::server(format!("daemon: {e}")))
+    }
+}
+
+impl Launch {
+    /// Connects to an HTTP server and opens the session (no credential:
+    /// only servers without `oauth` or a bearer variable come here).
+    fn connect(&self) -> Result<Arc<Warm>> {
+        let text = self.url.clone().unwrap_or_default();
+        let url = crate::urlcheck::Url::parse(&text).map_err(|e| {
+            Error::refused(format!("url: {e}")).for_server(&self.name)
+        })?;
+        let spec = config::Http {
+            url,
+            url_text: text,
+            headers: vec![],
+            bearer_token_env_var: None,
+            oauth: None,
+        };
+        let t = HttpTransport::connect(
+            &self.name,
+            &spec,
+            self.env.clone(),
+            crate::auth::Authorization::none(&self.name),
+            http::Limits::new(self.max_message),
+        )
+        .map_err(|e| e.for_server(&self.name))?;
+        let d = Deadline::new(mcp::method::INITIALIZE, self.startup);
+        let s = Session::open(
+            &self.name,
+            Box::new(t),
+            self.choice,
+            &d,
+            self.startup,
+            self.opener(),
+        )?;
+        let (transport, info) = s.into_parts();
+        let facts = Facts {
+            name: self.name.clone(),
+            transport: "http",
+            protocol: info.protocol.clone(),
+            pid: 0,
+            started: SystemTime::now(),
+        };
+        msg::line(&format!(
+            "connected to server '{}' ({}, key {})",
+            self.name,
+            info.protocol,
+            &self.key[..12]
+        ));
+        let roots = self.caps.roots.then(|| self.roots.clone());
+        Warm::run_http(facts, wire::info_to_json(&info), roots, transport)
+            .map_err(|e| Error::server(format!("daemon: {e}")))
+    }
+
+    fn opener(&self) -> Arc<Opener> {
+        Arc::new(Opener {
+            caps: self.caps,
+            roots: self.roots.clone(),
+            log_level: self.log_level.clone(),
+        })
     }
 }
 

@@ -33,6 +33,42 @@ use crate::mcp::{self, method};
 use crate::transport::Transport;
 use crate::transport::stdio::Sender;
 
+/// A message for the server and the 2026-07-28 headers it goes with.
+type Out = (Value, Option<Vec<(String, String)>>);
+
+/// How callers' messages reach the server: the stdio writer queue, or
+/// the HTTP pump's bounded channel (the pump sends them in order, one
+/// request at a time, since an HTTP transport serves one request's
+/// stream at once).
+#[derive(Debug)]
+pub(crate) enum Outbox {
+    Stdio(Sender),
+    Http(std::sync::mpsc::SyncSender<Out>),
+}
+
+impl Outbox {
+    fn send(
+        &self,
+        m: &Value,
+        headers: Option<Vec<(String, String)>>,
+        until: Instant,
+    ) -> Result<(), &'static str> {
+        match self {
+            Outbox::Stdio(s) => s.send(m, until),
+            Outbox::Http(tx) => {
+                tx.try_send((m.clone(), headers)).map_err(|e| match e {
+                    std::sync::mpsc::TrySendError::Full(_) => {
+                        "the server has too many messages waiting"
+                    }
+                    std::sync::mpsc::TrySendError::Disconnected(_) => {
+                        "the server is gone"
+                    }
+                })
+            }
+        }
+    }
+}
+
 /// How long a caller that does not read may hold up a message for it
 /// before it is dropped.
 const CALLER_WRITE: Duration = Duration::from_secs(2);
@@ -40,6 +76,9 @@ const CALLER_WRITE: Duration = Duration::from_secs(2);
 const SERVER_WRITE: Duration = Duration::from_secs(10);
 /// How often the pump looks up from waiting to see whether to stop.
 const PUMP_TICK: Duration = Duration::from_millis(200);
+/// How often the HTTP pump, waiting for an answer, looks for messages of
+/// callers to send meanwhile (answers to what the server asked).
+const HTTP_TICK: Duration = Duration::from_millis(5);
 /// The first id the daemon gives requests (the handshake used a few).
 const FIRST_ID: u64 = 1000;
 /// At most this many requests in flight on one server, and as many of
@@ -114,7 +153,7 @@ pub(crate) struct Warm {
     pub(crate) facts: Facts,
     /// What the opening found, as the wire carries it.
     pub(crate) info: Value,
-    sender: Sender,
+    sender: Outbox,
     /// The roots the callers declared (they are part of the key), to
     /// answer `roots/list` as cold does; `None` when roots are not
     /// declared.
@@ -133,13 +172,40 @@ impl std::fmt::Debug for Warm {
 }
 
 impl Warm {
-    /// Takes over an opened server: `transport` goes to a pump thread.
+    /// Takes over an opened stdio server: `transport` goes to a pump
+    /// thread; callers send through `sender`.
     pub(crate) fn run(
         facts: Facts,
         info: Value,
         sender: Sender,
         roots: Option<Value>,
         transport: Box<dyn Transport>,
+    ) -> std::io::Result<Arc<Warm>> {
+        Warm::launch(facts, info, Outbox::Stdio(sender), roots, move |w| {
+            w.pump(transport);
+        })
+    }
+
+    /// Takes over an opened HTTP server: its pump sends what callers
+    /// queue, one request at a time, and receives the answers.
+    pub(crate) fn run_http(
+        facts: Facts,
+        info: Value,
+        roots: Option<Value>,
+        transport: Box<dyn Transport>,
+    ) -> std::io::Result<Arc<Warm>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
+        Warm::launch(facts, info, Outbox::Http(tx), roots, move |w| {
+            w.pump_http(transport, &rx);
+        })
+    }
+
+    fn launch(
+        facts: Facts,
+        info: Value,
+        sender: Outbox,
+        roots: Option<Value>,
+        pump: impl FnOnce(&Warm) + Send + 'static,
     ) -> std::io::Result<Arc<Warm>> {
         let w = Arc::new(Warm {
             facts,
@@ -159,9 +225,88 @@ impl Warm {
         let h = std::thread::Builder::new()
             .name("pump".into())
             .stack_size(256 << 10)
-            .spawn(move || me.pump(transport))?;
+            .spawn(move || pump(&me))?;
         *lock(&w.pump) = Some(h);
         Ok(w)
+    }
+
+    fn is_pending(&self, id: &Value) -> bool {
+        id.as_u64().is_some_and(|n| lock(&self.state).pending.contains_key(&n))
+    }
+
+    /// The HTTP pump: sends the queued messages in order, holding back a
+    /// request while another is unanswered, and receives only while a
+    /// request is in flight (the transport reads one request's stream).
+    fn pump_http(
+        &self,
+        mut t: Box<dyn Transport>,
+        rx: &std::sync::mpsc::Receiver<Out>,
+    ) {
+        let mut queue: std::collections::VecDeque<Out> = Default::default();
+        let mut awaiting: Option<Value> = None;
+        'run: while !self.stop.load(Ordering::SeqCst) {
+            if awaiting.is_none() && queue.is_empty() {
+                match rx.recv_timeout(PUMP_TICK) {
+                    Ok(o) => queue.push_back(o),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        continue;
+                    }
+                    Err(_) => break,
+                }
+            }
+            while let Ok(o) = rx.try_recv() {
+                queue.push_back(o);
+            }
+            while let Some((m, _)) = queue.front() {
+                let request = m.get("method").is_some()
+                    && m.get("id").is_some_and(|i| !i.is_null());
+                if request && awaiting.is_some() {
+                    break;
+                }
+                let Some((m, h)) = queue.pop_front() else { break };
+                if request {
+                    // Its caller may have left while it waited.
+                    let id = m.get("id").cloned().unwrap_or(Value::Null);
+                    if !self.is_pending(&id) {
+                        continue;
+                    }
+                    awaiting = Some(id);
+                }
+                let d = Deadline::new("the daemon's send", SERVER_WRITE);
+                let sent = match &h {
+                    Some(h) => t.send_modern(&m, h, &d),
+                    None => t.send(&m, &d),
+                };
+                if let Err(e) = sent {
+                    self.fail(e.message());
+                    break 'run;
+                }
+            }
+            let Some(want) = awaiting.clone() else { continue };
+            if !self.is_pending(&want) {
+                // Cancelled: no answer is expected any more.
+                awaiting = None;
+                continue;
+            }
+            let d = Deadline::new("the daemon's wait", HTTP_TICK);
+            match t.recv(&d) {
+                Ok(Value::Array(batch)) => {
+                    for m in batch {
+                        self.on_server(m);
+                    }
+                }
+                Ok(m) => self.on_server(m),
+                Err(e) if e.kind() == Kind::Timeout => {}
+                Err(e) => {
+                    self.fail(e.message());
+                    break;
+                }
+            }
+            if !self.is_pending(&want) {
+                awaiting = None;
+            }
+        }
+        t.close();
     }
 
     fn pump(&self, mut t: Box<dyn Transport>) {
@@ -207,7 +352,7 @@ impl Warm {
     }
 
     fn to_server(&self, m: &Value) -> Result<(), &'static str> {
-        self.sender.send(m, Instant::now() + SERVER_WRITE)
+        self.sender.send(m, None, Instant::now() + SERVER_WRITE)
     }
 
     fn on_server(&self, mut m: Value) {
@@ -319,7 +464,12 @@ impl Warm {
     }
 
     /// One message from caller `c`.
-    pub(crate) fn on_caller(&self, c: &Arc<Caller>, mut m: Value) {
+    pub(crate) fn on_caller(
+        &self,
+        c: &Arc<Caller>,
+        mut m: Value,
+        headers: Option<Vec<(String, String)>>,
+    ) {
         let method =
             m.get("method").and_then(Value::as_str).map(str::to_string);
         let id = m.get("id").cloned().filter(|i| !i.is_null());
@@ -360,7 +510,8 @@ impl Warm {
                     n
                 };
                 m["id"] = json!(n);
-                if let Err(why) = self.to_server(&m) {
+                let until = Instant::now() + SERVER_WRITE;
+                if let Err(why) = self.sender.send(&m, headers, until) {
                     lock(&self.state).pending.remove(&n);
                     c.send(&json!({"gone": why}));
                 }

@@ -124,6 +124,22 @@ pub(crate) fn caps_from_json(v: &Value) -> crate::mcp::Capabilities {
     }
 }
 
+/// The 2026-07-28 headers a message line carries (`"h"`), if any.
+pub(crate) fn headers_from_json(
+    line: &Value,
+) -> Option<Vec<(String, String)>> {
+    line.get("h")?
+        .as_array()?
+        .iter()
+        .map(|p| {
+            Some((
+                p.get(0)?.as_str()?.to_string(),
+                p.get(1)?.as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 /// What the opening found, as the wire carries it.
 pub(crate) fn info_to_json(s: &crate::session::ServerInfo) -> Value {
     json!({"protocol": s.protocol, "info": s.info,
