@@ -1,6 +1,6 @@
 //! The daemon: warm servers between invocations, and no check weakened.
 //!
-//! `rivumi-mcp daemon start` runs a per-user process that keeps stdio
+//! `rivumi-mcp daemon start` runs a per-user process that keeps
 //! servers running after the invocation that needed them ends. While it
 //! runs, every command that speaks to servers asks it for a session in
 //! the one place where a launch obtains its transport
@@ -188,7 +188,7 @@ Usage: rivumi-mcp daemon start [--foreground] [--idle DURATION]
        rivumi-mcp daemon status [--json]
        rivumi-mcp daemon stop
 
-Keeps stdio servers warm between invocations. While the daemon runs,
+Keeps servers warm between invocations (stdio, and HTTP without credentials). While the daemon runs,
 list, call, read, prompt, resources, prompts, batch and lock get their
 sessions from it; every check (allowlist, pins, lock, hooks, approval,
 output bound, journal) still runs in the invocation. Nothing starts a

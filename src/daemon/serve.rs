@@ -8,7 +8,8 @@
 //! transport: sanitised environment as the caller computed it, process
 //! group, registration before exec), does the handshake once with the
 //! caller's declared capabilities, and hands the connection to the warm
-//! server ([`super::warm`]). The daemon never reads a config file or the
+//! server ([`super::warm`]); an HTTP server without credentials is
+//! connected to the same way (`HttpTransport::connect`, no credential). The daemon never reads a config file or the
 //! allowlist: the caller has already decided that the server may run.
 
 use std::io::BufReader;

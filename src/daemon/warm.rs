@@ -1,8 +1,11 @@
 //! One warm server in the daemon: its transport, the callers attached to
 //! it, and the mapping of their request ids onto the server's.
 //!
-//! The transport belongs to one pump thread, which only receives; callers
-//! send through the stdio writer queue ([`Sender`]). Every request
+//! The transport belongs to one pump thread. Over stdio it only receives
+//! and callers send through the stdio writer queue ([`Sender`]); over
+//! HTTP, whose transport reads one request's stream at a time, the pump
+//! also sends what callers queue, one request after another
+//! ([`Outbox`]). Every request
 //! a caller sends gets a fresh id of the daemon's (its progress token is
 //! replaced the same way), and the answer goes back to that caller with
 //! its own id: two invocations may both use id 1. What the server asks
