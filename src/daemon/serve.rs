@@ -472,23 +472,9 @@ impl Launch {
             self.startup,
             client,
         )?;
-        let (transport, info) = s.into_parts();
-        let facts = Facts {
-            name: self.name.clone(),
-            transport: "stdio",
-            protocol: info.protocol.clone(),
-            pid,
-            started: SystemTime::now(),
-        };
-        msg::line(&format!(
-            "started server '{}' (pid {pid}, {}, key {})",
-            self.name,
-            info.protocol,
-            &self.key[..12]
-        ));
-        let roots = self.caps.roots.then(|| self.roots.clone());
-        Warm::run(facts, wire::info_to_json(&info), sender, roots, transport)
-            .map_err(|e| Error::server(format!("daemon: {e}")))
+        self.keep(s, pid, |facts, info, roots, transport| {
+            Warm::run(facts, info, sender, roots, transport)
+        })
     }
 }
 
@@ -524,22 +510,39 @@ impl Launch {
             self.startup,
             self.opener(),
         )?;
+        self.keep(s, 0, Warm::run_http)
+    }
+
+    /// Hands an opened session's transport to a warm server (`run`
+    /// starts its pump); `pid` is 0 over HTTP.
+    fn keep(
+        &self,
+        s: Session,
+        pid: i32,
+        run: impl FnOnce(
+            Facts,
+            Value,
+            Option<Value>,
+            Box<dyn crate::transport::Transport>,
+        ) -> std::io::Result<Arc<Warm>>,
+    ) -> Result<Arc<Warm>> {
         let (transport, info) = s.into_parts();
         let facts = Facts {
             name: self.name.clone(),
-            transport: "http",
+            transport: if pid > 0 { "stdio" } else { "http" },
             protocol: info.protocol.clone(),
-            pid: 0,
+            pid,
             started: SystemTime::now(),
         };
         msg::line(&format!(
-            "connected to server '{}' ({}, key {})",
+            "started server '{}' ({} pid {pid}, {}, key {})",
             self.name,
+            facts.transport,
             info.protocol,
             &self.key[..12]
         ));
         let roots = self.caps.roots.then(|| self.roots.clone());
-        Warm::run_http(facts, wire::info_to_json(&info), roots, transport)
+        run(facts, wire::info_to_json(&info), roots, transport)
             .map_err(|e| Error::server(format!("daemon: {e}")))
     }
 

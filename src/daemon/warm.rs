@@ -292,18 +292,8 @@ impl Warm {
                 continue;
             }
             let d = Deadline::new("the daemon's wait", HTTP_TICK);
-            match t.recv(&d) {
-                Ok(Value::Array(batch)) => {
-                    for m in batch {
-                        self.on_server(m);
-                    }
-                }
-                Ok(m) => self.on_server(m),
-                Err(e) if e.kind() == Kind::Timeout => {}
-                Err(e) => {
-                    self.fail(e.message());
-                    break;
-                }
+            if !self.receive(t.as_mut(), &d) {
+                break;
             }
             if !self.is_pending(&want) {
                 awaiting = None;
@@ -312,21 +302,30 @@ impl Warm {
         t.close();
     }
 
+    /// Receives what the server sends before `d` and routes it; false
+    /// when the server failed (the calls in flight are failed too).
+    fn receive(&self, t: &mut dyn Transport, d: &Deadline) -> bool {
+        match t.recv(d) {
+            Ok(Value::Array(batch)) => {
+                for m in batch {
+                    self.on_server(m);
+                }
+            }
+            Ok(m) => self.on_server(m),
+            Err(e) if e.kind() == Kind::Timeout => {}
+            Err(e) => {
+                self.fail(e.message());
+                return false;
+            }
+        }
+        true
+    }
+
     fn pump(&self, mut t: Box<dyn Transport>) {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
-            match t.recv(&d) {
-                Ok(Value::Array(batch)) => {
-                    for m in batch {
-                        self.on_server(m);
-                    }
-                }
-                Ok(m) => self.on_server(m),
-                Err(e) if e.kind() == Kind::Timeout => {}
-                Err(e) => {
-                    self.fail(e.message());
-                    break;
-                }
+            if !self.receive(t.as_mut(), &d) {
+                break;
             }
         }
         t.close();
