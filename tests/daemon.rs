@@ -247,6 +247,23 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until the server recorded a `notifications/cancelled` of the
+/// `slow` call it received (with `reason`, when given).
+fn wait_for_cancel_of_slow(rec: &Path, reason: Option<&str>) {
+    let slow_id = recorded(rec)
+        .iter()
+        .find(|m| m["params"]["name"] == "slow")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    wait_for("the cancellation reaches the server", || {
+        recorded(rec).iter().any(|m| {
+            m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == slow_id
+                && reason.is_none_or(|r| m["params"]["reason"] == r)
+        })
+    });
+}
+
 #[test]
 fn daemon_cancels_the_request_of_a_caller_killed_mid_call() {
     let (dir, rec) = demo_recording("daemon_killed");
@@ -264,18 +281,7 @@ fn daemon_cancels_the_request_of_a_caller_killed_mid_call() {
     let out = crate::util::wait_with_timeout(other_child, &other);
     assert_eq!(out.code, Some(0), "{}", out.all());
     assert_eq!(out.stdout.trim(), "other");
-    let msgs = recorded(&rec);
-    let slow_id = msgs
-        .iter()
-        .find(|m| m["params"]["name"] == "slow")
-        .map(|m| m["id"].clone())
-        .unwrap();
-    wait_for("the cancellation reaches the server", || {
-        recorded(&rec).iter().any(|m| {
-            m["method"] == "notifications/cancelled"
-                && m["params"]["requestId"] == slow_id
-        })
-    });
+    wait_for_cancel_of_slow(&rec, None);
     // The server is still warm and serves the next caller.
     let next =
         warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
@@ -791,18 +797,7 @@ fn daemon_ctrl_c_cancels_on_the_wire_through_the_daemon() {
     send_signal(child.id(), "INT");
     let out = crate::util::wait_with_timeout(child, &c);
     assert_eq!(out.code, Some(130), "{}", out.all());
-    let slow_id = recorded(&rec)
-        .iter()
-        .find(|m| m["params"]["name"] == "slow")
-        .map(|m| m["id"].clone())
-        .unwrap();
-    wait_for("the caller's own cancellation reaches the server", || {
-        recorded(&rec).iter().any(|m| {
-            m["method"] == "notifications/cancelled"
-                && m["params"]["requestId"] == slow_id
-                && m["params"]["reason"] == "interrupted"
-        })
-    });
+    wait_for_cancel_of_slow(&rec, Some("interrupted"));
     // The server stays warm for the next caller.
     warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
     assert_eq!(servers(&dir).len(), 1);

@@ -107,13 +107,7 @@ pub(crate) fn run(socket: &Path, idle: Duration) -> Result<()> {
         let Ok(stream) = conn else { continue };
         if d.callers.fetch_add(1, Ordering::SeqCst) >= MAX_CALLERS {
             d.callers.fetch_sub(1, Ordering::SeqCst);
-            let mut s = stream;
-            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = wire::write_line(
-                &mut s,
-                &json!({"ok": false, "why": "busy",
-                        "error": "the daemon serves too many callers"}),
-            );
+            turn_away(stream, "busy", "the daemon serves too many callers");
             continue;
         }
         let me = Arc::clone(&d);
@@ -129,6 +123,15 @@ pub(crate) fn run(socket: &Path, idle: Duration) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Answers a connection it will not serve with one line, and closes it.
+fn turn_away(mut s: UnixStream, why: &str, error: &str) {
+    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+    let _ = wire::write_line(
+        &mut s,
+        &json!({"ok": false, "why": why, "error": error}),
+    );
 }
 
 impl Daemon {
@@ -180,12 +183,10 @@ impl Daemon {
                         n + 1
                     ));
                 }
-                let mut s = stream;
-                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-                let _ = wire::write_line(
-                    &mut s,
-                    &json!({"ok": false, "why": "refused",
-                            "error": "this daemon serves its own user only"}),
+                turn_away(
+                    stream,
+                    "refused",
+                    "this daemon serves its own user only",
                 );
                 return;
             }
