@@ -91,6 +91,97 @@ c=$(cat /tmp/rivumi-bench-call-one-shot)
 printf '%-28s %8.1fx\n' "one-shot / batch per call" \
   "$(awk "BEGIN {print $c * $CALLS / $batch_us}")"
 
+# ---- The daemon: warm servers between invocations --------------------------
+# DAEMON_N (default N) warm `call`s and `list`s against the running
+# daemon, then LOOP (default 100) sequential `call`s from a shell loop
+# against a server that takes 1 s to start (`--slow-start 1000`): warm
+# through the daemon, as one `batch`, and through mcporter's keep-alive
+# daemon (MCPORTER_LOOP, default LOOP; pinned in
+# fixtures/interop/bench-node, installed into .interop/bench-node here and
+# only here; set MCPORTER=0 to skip it). Last, the daemon's own peak RSS
+# with 10 warm servers (servers not counted).
+DAEMON_N="${DAEMON_N:-$N}"
+LOOP="${LOOP:-100}"
+MCPORTER_LOOP="${MCPORTER_LOOP:-$LOOP}"
+work=$(mktemp -d)
+trap 'rivumi-mcp daemon stop >/dev/null 2>&1 || true; rm -rf "$work" "$requests" "$replies"' EXIT
+mkdir -m 700 "$work/run"
+export XDG_RUNTIME_DIR="$work/run"
+fixture="$BIN/rivumi-mcp-fixture"
+{
+  printf '{"mcpServers": {\n'
+  printf '  "slow": {"command": "%s", "args": ["--slow-start", "1000"]}' "$fixture"
+  for i in $(seq 0 9); do
+    printf ',\n  "w%d": {"command": "%s", "args": ["--extra-tool", "w%d"]}' "$i" "$fixture" "$i"
+  done
+  printf '\n}}\n'
+} > "$work/.mcp.json"
+SLOW="$work/.mcp.json"
+
+echo
+echo "daemon: warm servers (rivumi-mcp daemon start)"
+rivumi-mcp daemon start --idle 600 >/dev/null
+warm_call() { rivumi-mcp -c "$CONFIG" call mcp__demo__echo text=hi; }
+warm_list() { rivumi-mcp -c "$CONFIG" list; }
+warm_call >/dev/null
+RUNS="$DAEMON_N" median_ms warm-call warm_call
+RUNS="$DAEMON_N" median_ms warm-list warm_list
+c=$(cat /tmp/rivumi-bench-call-one-shot)
+w=$(cat /tmp/rivumi-bench-warm-call)
+printf '%-28s %8.2f ms saved per call\n' "one-shot - warm call" "$(awk "BEGIN {print ($c - $w) / 1000}")"
+
+export RIVUMI_MCP_ALLOWLIST="slow,w0,w1,w2,w3,w4,w5,w6,w7,w8,w9"
+loop_warm() {
+  for i in $(seq "$LOOP"); do rivumi-mcp -c "$SLOW" call slow echo "text=hi $i" >/dev/null; done
+}
+t0=$(now_ns); loop_warm; t1=$(now_ns)
+warm_loop_us=$(( (t1 - t0) / 1000 ))
+for i in $(seq "$LOOP"); do
+  printf '{"id":%d,"tool":"mcp__slow__echo","arguments":{"text":"hi %d"}}\n' "$i" "$i"
+done > "$requests"
+t0=$(now_ns); rivumi-mcp -c "$SLOW" --no-daemon batch < "$requests" > "$replies"; t1=$(now_ns)
+batch_loop_us=$(( (t1 - t0) / 1000 ))
+printf '%-28s %8.2f ms (the first call started the server)\n' "loop of $LOOP, warm" "$(awk "BEGIN {print $warm_loop_us / 1000}")"
+printf '%-28s %8.2f ms (1 s of server start included)\n' "batch of $LOOP" "$(awk "BEGIN {print $batch_loop_us / 1000}")"
+printf '%-28s %8.2fx\n' "warm loop / batch" "$(awk "BEGIN {print $warm_loop_us / $batch_loop_us}")"
+
+BENCH_NODE=.interop/bench-node
+if [ "${MCPORTER:-1}" != 0 ] && command -v npm >/dev/null; then
+  stamp=$(sha256sum fixtures/interop/bench-node/package-lock.json | cut -d' ' -f1)
+  if [ "$(cat "$BENCH_NODE/.stamp" 2>/dev/null)" != "$stamp" ]; then
+    echo "installing mcporter (fixtures/interop/bench-node) into $BENCH_NODE"
+    rm -rf "$BENCH_NODE" && mkdir -p "$BENCH_NODE"
+    cp fixtures/interop/bench-node/package.json fixtures/interop/bench-node/package-lock.json "$BENCH_NODE/"
+    (cd "$BENCH_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$stamp" > "$BENCH_NODE/.stamp"
+  fi
+  mcporter="$PWD/$BENCH_NODE/node_modules/.bin/mcporter"
+  mkdir -p "$work/mcporter/config" "$work/mcporter/home"
+  printf '{"mcpServers": {"slow": {"command": "%s", "args": ["--slow-start", "1000"], "lifecycle": "keep-alive"}}}\n' \
+    "$fixture" > "$work/mcporter/config/mcporter.json"
+  loop_mcporter() {
+    (cd "$work/mcporter" && export HOME="$work/mcporter/home" XDG_CONFIG_HOME="$work/mcporter/home/.config" &&
+      for i in $(seq "$MCPORTER_LOOP"); do "$mcporter" call slow.echo "text=hi $i" >/dev/null; done
+      "$mcporter" daemon stop >/dev/null 2>&1 || true)
+  }
+  t0=$(now_ns); loop_mcporter; t1=$(now_ns)
+  mcp_us=$(( (t1 - t0) / 1000 ))
+  printf '%-28s %8.2f ms (%s, node %s)\n' "loop of $MCPORTER_LOOP, mcporter" "$(awk "BEGIN {print $mcp_us / 1000}")" \
+    "$("$mcporter" --version 2>/dev/null | tail -1)" "$(node --version)"
+  printf '%-28s %8.1fx\n' "mcporter / warm, per call" \
+    "$(awk "BEGIN {print ($mcp_us / $MCPORTER_LOOP) / ($warm_loop_us / $LOOP)}")"
+else
+  echo "mcporter: skipped (MCPORTER=0 or no npm)"
+fi
+
+for i in $(seq 0 9); do rivumi-mcp -c "$SLOW" call -y "w$i" "w$i" >/dev/null; done
+status=$(rivumi-mcp daemon status --json)
+printf '%-28s %8s KiB peak, %s KiB now (%s servers warm; servers not counted)\n' "daemon RSS" \
+  "$(printf '%s' "$status" | sed 's/.*"peak_rss_kib":\([0-9]*\).*/\1/')" \
+  "$(printf '%s' "$status" | sed 's/.*"rss_kib":\([0-9]*\).*/\1/')" \
+  "$(printf '%s' "$status" | grep -o '"fingerprint"' | wc -l)"
+rivumi-mcp daemon stop >/dev/null
+
 # The sandbox (Linux): the same `list` with the demo server confined
 # (Landlock, a network namespace, no_new_privs); the difference is what
 # starting a sandboxed server costs.

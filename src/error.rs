@@ -57,6 +57,24 @@ impl Kind {
         }
     }
 
+    /// The kinds a failure reported by another process (the daemon) can
+    /// have: all but a signal's and a closed pipe's.
+    pub(crate) const REPORTABLE: [Kind; 8] = [
+        Kind::Negative,
+        Kind::Usage,
+        Kind::Refused,
+        Kind::Server,
+        Kind::Timeout,
+        Kind::Auth,
+        Kind::Denied,
+        Kind::Truncated,
+    ];
+
+    /// The reportable kind of this [`Kind::name`].
+    pub(crate) fn named(name: &str) -> Option<Kind> {
+        Kind::REPORTABLE.into_iter().find(|k| k.name() == name)
+    }
+
     /// The stable name used as `code` in `--json` error objects.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -196,18 +214,8 @@ mod tests {
 
     #[test]
     fn exit_codes_are_distinct() {
-        let kinds = [
-            Kind::Negative,
-            Kind::Usage,
-            Kind::Refused,
-            Kind::Server,
-            Kind::Timeout,
-            Kind::Auth,
-            Kind::Denied,
-            Kind::Truncated,
-            Kind::Signal(2),
-            Kind::Signal(15),
-        ];
+        let mut kinds = Kind::REPORTABLE.to_vec();
+        kinds.extend([Kind::Signal(2), Kind::Signal(15)]);
         let mut codes: Vec<u8> = kinds.iter().map(|k| k.exit_code()).collect();
         codes.sort();
         codes.dedup();

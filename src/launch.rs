@@ -49,6 +49,8 @@ pub(crate) struct Settings {
     pub(crate) no_sandbox: Vec<String>,
     /// `--refresh`: refresh an expired or refused OAuth token.
     pub(crate) refresh: bool,
+    /// `--no-daemon`: start servers here even when a daemon runs.
+    pub(crate) no_daemon: bool,
 }
 
 /// A server the operator typed on the command line.
@@ -93,6 +95,9 @@ pub(crate) struct Context {
     /// `--no-sandbox SERVER`: the operator lifts these servers' sandboxes
     /// for this run.
     no_sandbox: Vec<String>,
+    /// Whether a running daemon may lend warm servers (not with
+    /// `--no-daemon` or `RIVUMI_MCP_DAEMON=off`).
+    daemon: bool,
 }
 
 impl Context {
@@ -181,6 +186,7 @@ impl Context {
             client: std::sync::Arc::new(crate::session::Declines),
             roots: g.roots.clone(),
             no_sandbox: g.no_sandbox.clone(),
+            daemon: crate::daemon::enabled(g.no_daemon, &lookup),
         }
     }
 
@@ -394,6 +400,16 @@ impl Context {
                 let sandbox = self
                     .sandbox(name, spec, &argv.0, &env)
                     .map_err(|e| e.for_server(name))?;
+                // A server with a sandbox block always starts cold, in its
+                // sandbox (or lifted by --no-sandbox for this run only):
+                // the daemon would keep it past this run.
+                if self.daemon
+                    && spec.sandbox.is_none()
+                    && let Some(s) =
+                        self.warm(name, server, spec, &argv, &env, startup)?
+                {
+                    return Ok(filtered(s, server));
+                }
                 Box::new(
                     StdioTransport::spawn(
                         name,
@@ -414,6 +430,19 @@ impl Context {
                     let v = crate::auth::command::header(name, k, argv)?;
                     headers.push((k.to_ascii_lowercase(), v.expose().into()));
                 }
+                // Only a server without credentials is kept warm: the
+                // daemon never holds a token.
+                let plain = spec.oauth.is_none()
+                    && spec.bearer_token_env_var.is_none()
+                    && spec.token_command.is_none()
+                    && spec.headers_command.is_empty();
+                if self.daemon
+                    && plain
+                    && let Some(s) =
+                        self.warm_http(name, server, spec, &headers, startup)?
+                {
+                    return Ok(filtered(s, server));
+                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
@@ -431,7 +460,7 @@ impl Context {
                 )
             }
         };
-        let mut s = Session::open(
+        let s = Session::open(
             name,
             transport,
             self.protocol.unwrap_or(server.protocol),
@@ -439,8 +468,105 @@ impl Context {
             self.request_timeout(server),
             std::sync::Arc::clone(&self.client),
         )?;
-        s.filter_tools(server.tools.clone());
-        Ok(s)
+        Ok(filtered(s, server))
+    }
+}
+
+/// A session with the config's `tools` filter applied, warm or cold.
+fn filtered(mut s: Session, server: &config::Server) -> Session {
+    s.filter_tools(server.tools.clone());
+    s
+}
+
+impl Context {
+    /// The daemon's warm session for a stdio server, or `None` to start it
+    /// cold. The launch identity is everything that decides what runs and
+    /// how, after expansion; the daemon keys by its hash.
+    fn warm(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Stdio,
+        argv: &(String, Vec<String>),
+        env: &[(String, String)],
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let mut env_sorted = env.to_vec();
+        env_sorted.sort();
+        let launch = serde_json::json!({
+            "transport": "stdio",
+            "argv": std::iter::once(&argv.0).chain(&argv.1).collect::<Vec<_>>(),
+            "cwd": spec.cwd_path.as_ref().map(|p| p.display().to_string()),
+            "env": env_sorted,
+        });
+        let display = std::iter::once(&spec.command)
+            .chain(&spec.args)
+            .cloned()
+            .collect();
+        self.borrow(name, server, launch, display, startup)
+    }
+
+    /// The same for an HTTP server without credentials: the URL and the
+    /// headers (values included) are its launch.
+    fn warm_http(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Http,
+        headers: &[(String, String)],
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let mut sorted = headers.to_vec();
+        sorted.sort();
+        let launch = serde_json::json!({
+            "transport": "http",
+            "url": spec.url_text,
+            "headers": sorted,
+        });
+        self.borrow(name, server, launch, vec![spec.url_text.clone()], startup)
+    }
+
+    /// Completes a launch with what every transport shares (era choice,
+    /// what the client declares, bounds) and asks the daemon for it.
+    fn borrow(
+        &self,
+        name: &str,
+        server: &Server,
+        mut launch: serde_json::Value,
+        display: Vec<String>,
+        startup: Duration,
+    ) -> Result<Option<Session>> {
+        let choice = self.protocol.unwrap_or(server.protocol);
+        let http = launch["transport"] == "http";
+        launch["choice"] = crate::mcp::Choice::NAMES[match choice {
+            crate::mcp::Choice::Auto => 0,
+            crate::mcp::Choice::Modern => 1,
+            crate::mcp::Choice::Legacy => 2,
+        }]
+        .into();
+        launch["caps"] =
+            crate::daemon::wire::caps_to_json(self.client.capabilities());
+        launch["client"] = self.client.identity();
+        launch["log_level"] = self.client.log_level().into();
+        launch["max_message"] = self.max_message.into();
+        let plan = crate::daemon::client::Plan {
+            name,
+            wire: if http {
+                crate::transport::Wire::Http
+            } else {
+                crate::transport::Wire::Stdio
+            },
+            launch,
+            display,
+            startup,
+            request_timeout: self.request_timeout(server),
+            max_message: self.max_message,
+        };
+        crate::daemon::client::session(
+            plan,
+            std::sync::Arc::clone(&self.client),
+            &self.lookup,
+        )
     }
 }
 

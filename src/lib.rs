@@ -25,6 +25,7 @@ mod catalog;
 mod cli;
 mod cmd;
 pub mod config;
+mod daemon;
 mod deadline;
 mod error;
 mod executor;
@@ -58,6 +59,16 @@ pub fn main() -> ExitCode {
     sys::install_signal_thread();
     sys::become_subreaper();
     let argv: Vec<_> = std::env::args_os().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "daemon") {
+        // Its own small grammar, before the other commands'.
+        return match daemon::command(&argv[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                report(&e, false);
+                ExitCode::from(e.kind().exit_code())
+            }
+        };
+    }
     let json_errors = cli::wants_json_errors(&argv);
     let result = match cli::parse(argv) {
         Ok(Parsed::Help(text)) => out::print(&text),

@@ -104,6 +104,11 @@ pub(crate) trait Client: Send + Sync {
     /// A new round of requests begins (a 2026-07-28 `input_required`
     /// result, or one 2025-era request): a person's Ctrl-C ends a round.
     fn begin_round(&self) {}
+    /// What else of the client a server may see and keep (the roots it is
+    /// given), for the daemon's launch key; `null` when nothing.
+    fn identity(&self) -> Value {
+        Value::Null
+    }
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -147,6 +152,8 @@ pub(crate) struct Session {
     started: std::time::Instant,
     /// The config's `tools` filter: the tools hidden from every command.
     tool_filter: Option<crate::config::ToolFilter>,
+    /// Whether the session is a warm server's, lent by the daemon.
+    pub(crate) warm: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -168,19 +175,13 @@ impl Session {
         request_timeout: Duration,
         client: Arc<dyn Client>,
     ) -> Result<Session> {
-        let mut s = Session {
-            name: name.to_string(),
+        let mut s = Session::new(
+            name,
             transport,
-            next_id: 1,
-            server: ServerInfo::default(),
+            ServerInfo::default(),
             request_timeout,
-            list_changed: BTreeSet::new(),
-            closed: None,
             client,
-            answers: None,
-            started: std::time::Instant::now(),
-            tool_filter: None,
-        };
+        );
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
             (Choice::Modern, _) => s.discover(startup, "configured"),
@@ -205,6 +206,60 @@ impl Session {
         );
         s.set_log_level(startup);
         Ok(s)
+    }
+
+    /// A session on a server that is already open (a warm server the
+    /// daemon lends): no handshake, the era and what the server said of
+    /// itself as the daemon's handshake found them.
+    pub(crate) fn resume(
+        name: &str,
+        transport: Box<dyn Transport>,
+        server: ServerInfo,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
+        crate::journal::event(
+            "initialized",
+            json!({"server": name, "protocol": server.protocol,
+                   "serverInfo": server.info, "chosen": server.chosen,
+                   "warm": true}),
+        );
+        let mut s =
+            Session::new(name, transport, server, request_timeout, client);
+        s.warm = true;
+        s
+    }
+
+    fn new(
+        name: &str,
+        transport: Box<dyn Transport>,
+        server: ServerInfo,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
+        Session {
+            name: name.to_string(),
+            transport,
+            next_id: 1,
+            server,
+            request_timeout,
+            list_changed: BTreeSet::new(),
+            closed: None,
+            client,
+            answers: None,
+            started: std::time::Instant::now(),
+            tool_filter: None,
+            warm: false,
+        }
+    }
+
+    /// The transport and what the opening found, for the daemon, which
+    /// keeps the server running after the session it opened it with.
+    pub(crate) fn into_parts(mut self) -> (Box<dyn Transport>, ServerInfo) {
+        let t = std::mem::replace(&mut self.transport, Box::new(Detached));
+        let info = std::mem::take(&mut self.server);
+        self.closed = Some(Closed::Gone);
+        (t, info)
     }
 
     /// `--log-level` in the handshake era: `logging/setLevel`, to a
@@ -965,6 +1020,25 @@ impl Session {
 fn lists_modern(e: &RpcError) -> bool {
     e.supported_versions()
         .is_some_and(|v| v.iter().any(|v| v == Version::MODERN.as_str()))
+}
+
+/// What is left in a session whose transport [`Session::into_parts`]
+/// took away: nothing to send to or close.
+struct Detached;
+
+impl Transport for Detached {
+    fn wire(&self) -> Wire {
+        Wire::Stdio
+    }
+    fn send(&mut self, _: &Value, _: &Deadline) -> Result<()> {
+        Err(Error::server("the session was handed over"))
+    }
+    fn recv(&mut self, _: &Deadline) -> Result<Value> {
+        Err(Error::server("the session was handed over"))
+    }
+    fn close(&mut self) -> Closed {
+        Closed::Gone
+    }
 }
 
 impl Drop for Session {

@@ -65,6 +65,7 @@ fn settings(g: &cli::Global) -> launch::Settings {
         roots: g.client.roots.clone(),
         no_sandbox: g.no_sandbox.clone(),
         refresh: g.refresh,
+        no_daemon: g.no_daemon,
     }
 }
 

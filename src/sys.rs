@@ -501,9 +501,11 @@ pub(crate) fn unblock_signals_in_child(cmd: &mut std::process::Command) {
     }
 }
 
-/// Makes `cmd`'s child the leader of a new session (and process group).
-/// Must not be combined with `process_group`: a group leader cannot
-/// start a session.
+/// Makes `cmd`'s child the leader of a new session (and process group),
+/// with no controlling terminal: a stdio server, and the detached daemon
+/// (which outlives the shell that started it, out of reach of terminal
+/// signals). Must not be combined with `process_group`: a group leader
+/// cannot start a session.
 pub(crate) fn new_session_in_child(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs between fork and exec and calls only
@@ -551,6 +553,71 @@ pub(crate) fn lock_exclusive(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The user id of the process at the other end of a connected Unix
+/// socket: `SO_PEERCRED` on Linux, `getpeereid` on the BSDs and macOS;
+/// `None` when the system cannot say (the daemon then refuses).
+pub(crate) fn peer_uid(fd: i32) -> Option<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: getsockopt writes at most `len` bytes into a ucred we
+        // own on the stack.
+        unsafe {
+            let mut cred: libc::ucred = std::mem::zeroed();
+            let mut len =
+                std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+            let r = libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&raw mut cred).cast(),
+                &mut len,
+            );
+            (r == 0 && len as usize == std::mem::size_of::<libc::ucred>())
+                .then_some(cred.uid)
+        }
+    }
+    #[cfg(any(
+        target_os = "macos",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd"
+    ))]
+    {
+        // SAFETY: getpeereid writes two ints we own.
+        unsafe {
+            let mut uid: libc::uid_t = 0;
+            let mut gid: libc::gid_t = 0;
+            (libc::getpeereid(fd, &mut uid, &mut gid) == 0).then_some(uid)
+        }
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd"
+    )))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// The resident set size of this process now and at its peak, in KiB
+/// (`VmRSS`, `VmHWM` of /proc/self/status on Linux; `None` elsewhere).
+pub(crate) fn memory_kib() -> (Option<u64>, Option<u64>) {
+    let Ok(text) = std::fs::read_to_string("/proc/self/status") else {
+        return (None, None);
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|r| r.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 #[cfg(test)]

@@ -72,6 +72,8 @@ mod headless_auth;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;
+// The daemon: warm servers, the peer check, status, stop, cancellation.
+mod daemon;
 // `lock` and `lock --check`, and the lock file enforced at call time.
 mod lock;
 // The opt-in kernel sandbox of stdio servers (Linux): a hostile server

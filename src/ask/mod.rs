@@ -412,6 +412,10 @@ impl Client for Operator {
         self.round_cancelled.store(false, Ordering::SeqCst);
     }
 
+    fn identity(&self) -> Value {
+        json!({"roots": self.roots})
+    }
+
     fn log_level(&self) -> Option<&str> {
         self.log_level.map(|l| l.0)
     }

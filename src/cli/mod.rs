@@ -92,6 +92,8 @@ pub(crate) struct Global {
     /// `list --grep PATTERN`: only the items whose names, titles or
     /// descriptions contain it.
     pub(crate) grep: Option<String>,
+    /// `--no-daemon`: start servers cold even when a daemon runs.
+    pub(crate) no_daemon: bool,
     /// `--no-sandbox SERVER`: servers whose sandbox is lifted this run.
     pub(crate) no_sandbox: Vec<String>,
 }

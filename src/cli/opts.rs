@@ -49,6 +49,7 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     NoSandbox,
+    NoDaemon,
     Output,
     Grep,
     LogLevel,
@@ -630,6 +631,15 @@ const OPTS: &[Opt] = &[
         group: Group::Server,
         help: "Start SERVER without its sandbox block, for this run only \
                (journaled; repeatable)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::NoDaemon,
+        long: "no-daemon",
+        applies: Applies::Mcp,
+        group: Group::Server,
+        help: "Start servers here even when a daemon runs (rivumi-mcp \
+               daemon --help; RIVUMI_MCP_DAEMON=off)",
         ..BASE
     },
 ];

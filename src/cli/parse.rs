@@ -296,6 +296,7 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::SamplingCommand => g.client.sampling_command = Some(value),
         Flag::Root => g.client.roots.push(PathBuf::from(value)),
         Flag::NoSandbox => g.no_sandbox.push(value),
+        Flag::NoDaemon => g.no_daemon = true,
         Flag::LogLevel => g.client.log_level = Some(choice(opt, &value)?),
     }
     Ok(())

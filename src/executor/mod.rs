@@ -142,7 +142,7 @@ impl Executor {
             "call_requested",
             json!({"server": server, "tool": name,
                    "qualified_name": action.qualified(&server),
-                   "classification": class.label()}),
+                   "classification": class.label(), "warm": s.warm}),
         );
         let _pending = journal::call_pending(&server, &name);
         self.check_lock(s, &action)?;

@@ -656,6 +656,50 @@ impl<T> Queue<T> {
     }
 }
 
+/// A handle that queues messages for the server's stdin from any
+/// thread, through the same bounded writer queue as [`Transport::send`]
+/// (the daemon's callers send while its pump thread receives).
+#[derive(Clone)]
+pub(crate) struct Sender(Arc<Queue<Vec<u8>>>);
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sender")
+    }
+}
+
+impl Sender {
+    /// Queues one message, waiting for room until `until`; an error when
+    /// the queue is closed (the server is gone) or stays full.
+    pub(crate) fn send(
+        &self,
+        msg: &Value,
+        until: Instant,
+    ) -> std::result::Result<(), &'static str> {
+        let mut bytes =
+            serde_json::to_vec(msg).map_err(|_| "cannot encode")?;
+        bytes.push(b'\n');
+        let size = bytes.len();
+        match self.0.push(bytes, size, Some(until)) {
+            Push::Queued => Ok(()),
+            Push::Closed => Err("the server closed its stdin"),
+            Push::Full => Err("the server is not reading its stdin"),
+        }
+    }
+}
+
+impl StdioTransport {
+    /// A [`Sender`] to this server's stdin.
+    pub(crate) fn sender(&self) -> Sender {
+        Sender(Arc::clone(&self.stdin))
+    }
+
+    /// The server's process id (its group's id too).
+    pub(crate) fn pid(&self) -> i32 {
+        self.pgid
+    }
+}
+
 impl Transport for StdioTransport {
     fn wire(&self) -> Wire {
         Wire::Stdio

@@ -208,6 +208,10 @@ impl TestCommand {
         env.push(("HOME".into(), home.into_os_string()));
         env.push(("XDG_CONFIG_HOME".into(), xdg.into_os_string()));
         env.push(("LANG".into(), "C.UTF-8".into()));
+        // No daemon of the user running the tests is ever used: the
+        // daemon's directory is the test's own (tests/daemon.rs starts
+        // one there when it wants one).
+        env.push(("XDG_RUNTIME_DIR".into(), dir.path("run").into_os_string()));
         TestCommand {
             program: program.as_ref().to_os_string(),
             args: vec![],
@@ -530,7 +534,14 @@ mod tests {
         names.sort();
         assert_eq!(
             names,
-            ["EXTRA", "HOME", "LANG", "PATH", "XDG_CONFIG_HOME"],
+            [
+                "EXTRA",
+                "HOME",
+                "LANG",
+                "PATH",
+                "XDG_CONFIG_HOME",
+                "XDG_RUNTIME_DIR"
+            ],
             "{}",
             out.stdout
         );

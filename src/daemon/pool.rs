@@ -1,0 +1,237 @@
+//! The pool: live sessions keyed by launch identity, at most one per key.
+//!
+//! A reusable piece (the daemon holds warm servers in it; a gateway can
+//! hold its upstream sessions the same way). The pool knows nothing of
+//! what it holds beyond [`Pooled`]: whether an entry is still alive, since
+//! when nobody has used it, and how to close it. Starting is serialised
+//! per key (two callers asking for one key at once start one server, the
+//! second waits for it), never across keys, and the number of entries is
+//! bounded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// What a pool can hold.
+pub(crate) trait Pooled: Send + Sync {
+    /// Whether it can still be used (a server that exited cannot).
+    fn alive(&self) -> bool;
+    /// Since when nobody has used it, or `None` while it is in use.
+    fn idle_since(&self) -> Option<Instant>;
+    /// Closes it for good (and what it started); idempotent.
+    fn close(&self);
+}
+
+type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
+
+/// Entries of type `T` by key.
+pub(crate) struct Pool<T> {
+    slots: Mutex<HashMap<String, Slot<T>>>,
+    max: usize,
+}
+
+impl<T> std::fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("max", &self.max).finish_non_exhaustive()
+    }
+}
+
+fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<T: Pooled> Pool<T> {
+    /// An empty pool of at most `max` entries.
+    pub(crate) fn new(max: usize) -> Pool<T> {
+        Pool { slots: Mutex::new(HashMap::new()), max }
+    }
+
+    /// The live entry of `key`, or a new one from `start` (called with
+    /// only this key's slot held); `true` when it was started now. A dead
+    /// entry is closed and replaced.
+    pub(crate) fn get_or_start(
+        &self,
+        key: &str,
+        start: impl FnOnce() -> Result<Arc<T>>,
+    ) -> Result<(Arc<T>, bool)> {
+        let slot = {
+            let mut slots = lock(&self.slots);
+            if !slots.contains_key(key) && slots.len() >= self.max {
+                return Err(Error::server(format!(
+                    "the daemon holds {} servers already, its bound",
+                    self.max
+                )));
+            }
+            Arc::clone(slots.entry(key.to_string()).or_default())
+        };
+        let mut held = lock(&slot);
+        if let Some(t) = held.as_ref() {
+            if t.alive() {
+                return Ok((Arc::clone(t), false));
+            }
+            t.close();
+            *held = None;
+        }
+        match start() {
+            Ok(t) => {
+                *held = Some(Arc::clone(&t));
+                Ok((t, true))
+            }
+            Err(e) => {
+                drop(held);
+                self.forget_empty(key);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes `key`'s slot when it holds nothing (nobody is starting it).
+    fn forget_empty(&self, key: &str) {
+        let mut slots = lock(&self.slots);
+        let empty = slots
+            .get(key)
+            .is_some_and(|s| s.try_lock().is_ok_and(|held| held.is_none()));
+        if empty {
+            slots.remove(key);
+        }
+    }
+
+    /// Removes and closes `key`'s entry when it is still `which`.
+    pub(crate) fn retire(&self, key: &str, which: &Arc<T>) {
+        let slot = lock(&self.slots).get(key).cloned();
+        let Some(slot) = slot else { return };
+        let taken = {
+            let mut held = lock(&slot);
+            match held.as_ref() {
+                Some(t) if Arc::ptr_eq(t, which) => held.take(),
+                _ => None,
+            }
+        };
+        if let Some(t) = taken {
+            t.close();
+        }
+        self.forget_empty(key);
+    }
+
+    /// Every entry now, by key (those being started are left out).
+    pub(crate) fn entries(&self) -> Vec<(String, Arc<T>)> {
+        let slots: Vec<(String, Slot<T>)> = lock(&self.slots)
+            .iter()
+            .map(|(k, s)| (k.clone(), Arc::clone(s)))
+            .collect();
+        slots
+            .into_iter()
+            .filter_map(|(k, s)| {
+                let held = s.try_lock().ok()?;
+                held.as_ref().map(|t| (k, Arc::clone(t)))
+            })
+            .collect()
+    }
+
+    /// Closes the entries that are dead or unused for `idle`; how many.
+    pub(crate) fn retire_idle(&self, idle: Duration) -> usize {
+        let mut n = 0;
+        for (k, t) in self.entries() {
+            let unused = t.idle_since().is_some_and(|s| s.elapsed() >= idle);
+            if unused || !t.alive() {
+                self.retire(&k, &t);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Whether no key is held or being started.
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.slots).is_empty()
+    }
+
+    /// Closes every entry, in parallel (each close may wait for a
+    /// process to exit).
+    pub(crate) fn close_all(&self) {
+        let all: Vec<Arc<T>> = {
+            let mut slots = lock(&self.slots);
+            let taken: Vec<Slot<T>> = slots.drain().map(|(_, s)| s).collect();
+            taken.iter().filter_map(|s| lock(s).take()).collect()
+        };
+        std::thread::scope(|s| {
+            for t in &all {
+                s.spawn(|| t.close());
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::*;
+
+    struct Item {
+        alive: AtomicBool,
+        closed: AtomicUsize,
+        idle: Option<Instant>,
+    }
+
+    impl Item {
+        fn new(idle: Option<Instant>) -> Arc<Item> {
+            Arc::new(Item {
+                alive: AtomicBool::new(true),
+                closed: AtomicUsize::new(0),
+                idle,
+            })
+        }
+    }
+
+    impl Pooled for Item {
+        fn alive(&self) -> bool {
+            self.alive.load(Ordering::SeqCst)
+        }
+        fn idle_since(&self) -> Option<Instant> {
+            self.idle
+        }
+        fn close(&self) {
+            self.closed.fetch_add(1, Ordering::SeqCst);
+            self.alive.store(false, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn one_entry_per_key_and_a_dead_one_is_replaced() {
+        let p = Pool::new(4);
+        let (a, fresh) = p.get_or_start("k", || Ok(Item::new(None))).unwrap();
+        assert!(fresh);
+        let (b, fresh) = p.get_or_start("k", || panic!("started")).unwrap();
+        assert!(!fresh && Arc::ptr_eq(&a, &b));
+        a.alive.store(false, Ordering::SeqCst);
+        let (c, fresh) = p.get_or_start("k", || Ok(Item::new(None))).unwrap();
+        assert!(fresh && !Arc::ptr_eq(&a, &c));
+        assert_eq!(a.closed.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn bounded_and_a_failed_start_leaves_nothing() {
+        let p = Pool::new(1);
+        assert!(p.get_or_start("a", || Err(Error::server("no"))).is_err());
+        assert!(p.is_empty());
+        p.get_or_start("a", || Ok(Item::new(None))).unwrap();
+        assert!(p.get_or_start("b", || Ok(Item::new(None))).is_err());
+    }
+
+    #[test]
+    fn idle_entries_retire_and_close_all_closes() {
+        let p = Pool::new(4);
+        let old = Instant::now().checked_sub(Duration::from_secs(10));
+        let (a, _) = p.get_or_start("old", || Ok(Item::new(old))).unwrap();
+        let (b, _) = p.get_or_start("busy", || Ok(Item::new(None))).unwrap();
+        assert_eq!(p.retire_idle(Duration::from_secs(5)), 1);
+        assert_eq!(a.closed.load(Ordering::SeqCst), 1);
+        assert_eq!(p.entries().len(), 1);
+        p.close_all();
+        assert_eq!(b.closed.load(Ordering::SeqCst), 1);
+        assert!(p.is_empty());
+    }
+}

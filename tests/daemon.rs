@@ -1,0 +1,855 @@
+//! The daemon (`rivumi-mcp daemon`): warm stdio servers between
+//! invocations, driven through the real binary with real processes. Each
+//! test runs its own daemon in the foreground with `XDG_RUNTIME_DIR`
+//! pointing into its directory, and every invocation is the real client.
+
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    Dir, Output, TestCommand, assert_contains, assert_pids_gone,
+    demo_recording, demo_with_pids, fixture_server, read_pids, run_allowed,
+    write_mcp_json,
+};
+
+/// A daemon started in the foreground for one test; SIGTERM on drop.
+struct Daemon {
+    child: Option<Child>,
+    run: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(dir: &Dir, extra: &[&str]) -> Daemon {
+        let run = runtime_dir(dir);
+        let log = dir.path("daemon.out");
+        let mut args = vec!["daemon", "start", "--foreground", "-v"];
+        args.extend_from_slice(extra);
+        let mut cmd = dir.command(&args);
+        cmd.env("XDG_RUNTIME_DIR", &run);
+        let out = std::fs::File::create(&log).unwrap();
+        let child = cmd
+            .std_command()
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        let d = Daemon { child: Some(child), run, log };
+        let start = Instant::now();
+        // Listening (a stale socket file may have been there before).
+        while !d.log_text().contains("listening on") {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the daemon did not start: {}",
+                d.log_text()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.run.join("rivumi-mcp/daemon.sock")
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Waits for the daemon process to end; its exit status.
+    fn wait(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the daemon did not exit"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            send_signal(c.id(), "TERM");
+            let start = Instant::now();
+            while c.try_wait().ok().flatten().is_none() {
+                if start.elapsed() > Duration::from_secs(10) {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Sends a signal with kill(1) (the tests use no libc).
+fn send_signal(pid: u32, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status();
+}
+
+/// `<dir>/run`, 0700, as `$XDG_RUNTIME_DIR`.
+fn runtime_dir(dir: &Dir) -> PathBuf {
+    let run = dir.path("run");
+    if !run.exists() {
+        std::fs::create_dir(&run).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+    }
+    run
+}
+
+/// `rivumi-mcp ARGS` with the allowlist and the daemon's directory set.
+fn warm(dir: &Dir, args: &[&str]) -> TestCommand {
+    let mut c = run_allowed(dir, "demo", args);
+    c.env("XDG_RUNTIME_DIR", runtime_dir(dir));
+    c
+}
+
+/// `rivumi-mcp ARGS` with `allow` as the allowlist; cold (`--no-daemon`)
+/// when `cold`.
+fn run_with(dir: &Dir, allow: &str, args: &[&str], cold: bool) -> Output {
+    let mut all = args.to_vec();
+    if cold {
+        all.push("--no-daemon");
+    }
+    let mut c = warm(dir, &all);
+    c.env("RIVUMI_MCP_ALLOWLIST", allow);
+    c.run()
+}
+
+fn status(dir: &Dir) -> Value {
+    warm(dir, &["daemon", "status", "--json"]).assert_exit(0).stdout_json()
+}
+
+fn servers(dir: &Dir) -> Vec<Value> {
+    status(dir)["servers"].as_array().cloned().unwrap_or_default()
+}
+
+fn same_output(a: &Output, b: &Output) {
+    assert_eq!(a.code, b.code, "exit codes differ:\n{}\n{}", a.all(), b.all());
+    assert_eq!(a.stdout, b.stdout, "stdout differs");
+    assert_eq!(a.stderr, b.stderr, "stderr differs");
+}
+
+#[test]
+fn daemon_warm_call_and_list_are_as_cold_and_the_server_stays() {
+    let (dir, pids) = demo_with_pids("daemon_warm", &[]);
+    let cold_call = warm(&dir, &["call", "demo", "echo", "text=hi", "--json"])
+        .assert_exit(0);
+    let cold_list = warm(&dir, &["list", "demo", "--json"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 2, "cold runs start a server each");
+    let _d = Daemon::start(&dir, &[]);
+    let journal = dir.path("journal.jsonl");
+    let j = journal.to_str().unwrap();
+    for _ in 0..3 {
+        let c = warm(
+            &dir,
+            &["call", "demo", "echo", "text=hi", "--json", "--journal", j],
+        )
+        .assert_exit(0);
+        same_output(&cold_call, &c);
+        let l = warm(&dir, &["list", "demo", "--json"]).assert_exit(0);
+        same_output(&cold_list, &l);
+    }
+    assert_eq!(read_pids(&pids).len(), 3, "one warm server for six runs");
+    let s = servers(&dir);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["name"], "demo");
+    assert_eq!(s[0]["transport"], "stdio");
+    assert_eq!(s[0]["in_flight"], 0);
+    assert_eq!(s[0]["pid"], json!(read_pids(&pids)[2]));
+    assert!(s[0]["calls"].as_u64().unwrap() >= 6, "{s:?}");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert_contains(&text, "\"warm\":true");
+    assert!(!text.contains("\"warm\":false"), "{text}");
+    // The human status names it too.
+    let human = warm(&dir, &["daemon", "status"]).assert_exit(0);
+    assert_contains(&human.stdout, "FINGERPRINT");
+    assert_contains(&human.stdout, "demo");
+    assert_contains(&human.stdout, s[0]["fingerprint"].as_str().unwrap());
+}
+
+#[test]
+fn daemon_is_bypassed_by_no_daemon_and_the_variable() {
+    let (dir, pids) = demo_with_pids("daemon_bypass", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 1);
+    let calls = servers(&dir)[0]["calls"].clone();
+    warm(&dir, &["call", "demo", "echo", "text=a", "--no-daemon"])
+        .assert_exit(0);
+    let mut c = warm(&dir, &["call", "demo", "echo", "text=a"]);
+    c.env("RIVUMI_MCP_DAEMON", "off");
+    c.assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 3, "both ran cold");
+    assert_eq!(servers(&dir)[0]["calls"], calls);
+}
+
+#[test]
+fn daemon_ten_parallel_callers_each_get_their_own_answer() {
+    let (dir, pids) = demo_with_pids("daemon_parallel", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    let children: Vec<(String, Child, TestCommand)> = (0..10)
+        .map(|i| {
+            let text = format!("caller-{i}");
+            let c =
+                warm(&dir, &["call", "demo", "echo", &format!("text={text}")]);
+            let child = c.spawn();
+            (text, child, c)
+        })
+        .collect();
+    for (text, child, c) in children {
+        let out = crate::util::wait_with_timeout(child, &c);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), text);
+    }
+    assert_eq!(read_pids(&pids).len(), 1, "one server for all");
+    assert!(servers(&dir)[0]["calls"].as_u64().unwrap() >= 11);
+}
+
+/// The raw messages a `--record` fixture received.
+fn recorded(rec: &Path) -> Vec<Value> {
+    std::fs::read_to_string(rec)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(20), "never: {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the server recorded a `notifications/cancelled` of the
+/// `slow` call it received (with `reason`, when given).
+fn wait_for_cancel_of_slow(rec: &Path, reason: Option<&str>) {
+    let slow_id = recorded(rec)
+        .iter()
+        .find(|m| m["params"]["name"] == "slow")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    wait_for("the cancellation reaches the server", || {
+        recorded(rec).iter().any(|m| {
+            m["method"] == "notifications/cancelled"
+                && m["params"]["requestId"] == slow_id
+                && reason.is_none_or(|r| m["params"]["reason"] == r)
+        })
+    });
+}
+
+#[test]
+fn daemon_cancels_the_request_of_a_caller_killed_mid_call() {
+    let (dir, rec) = demo_recording("daemon_killed");
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    let c = warm(&dir, &["call", "-y", "demo", "slow", "ms:=1500"]);
+    let mut victim = c.spawn();
+    wait_for("the slow call reaches the server", || {
+        recorded(&rec).iter().any(|m| m["params"]["name"] == "slow")
+    });
+    let other = warm(&dir, &["call", "demo", "echo", "text=other"]);
+    let other_child = other.spawn();
+    victim.kill().unwrap();
+    let _ = victim.wait();
+    let out = crate::util::wait_with_timeout(other_child, &other);
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert_eq!(out.stdout.trim(), "other");
+    wait_for_cancel_of_slow(&rec, None);
+    // The server is still warm and serves the next caller.
+    let next =
+        warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
+    assert_eq!(next.stdout.trim(), "next");
+    assert_eq!(
+        recorded(&rec).iter().filter(|m| m["method"] == "initialize").count(),
+        1
+    );
+}
+
+#[test]
+fn daemon_server_crash_fails_the_call_as_cold_and_restarts() {
+    let (dir, pids) = demo_with_pids("daemon_crash", &["--exit-at-call"]);
+    let cold = warm(&dir, &["call", "demo", "echo", "text=x"]).run();
+    let _d = Daemon::start(&dir, &[]);
+    let first = warm(&dir, &["call", "demo", "echo", "text=x"]).run();
+    assert_eq!(first.code, cold.code, "{}\n{}", first.all(), cold.all());
+    assert_eq!(first.code, Some(4));
+    assert_contains(&first.stderr, "demo");
+    // The next invocation gets a new server.
+    warm(&dir, &["list", "demo"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 3, "cold, crashed, restarted");
+    let s = servers(&dir);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["pid"], json!(read_pids(&pids)[2]));
+}
+
+#[test]
+fn daemon_a_changed_launch_is_another_server_and_the_old_retires() {
+    let (dir, pids) = demo_with_pids("daemon_changed", &[]);
+    let _d = Daemon::start(&dir, &["--idle", "2"]);
+    warm(&dir, &["call", "-y", "demo", "env"]).assert_exit(0);
+    let mut c = warm(&dir, &["call", "demo", "echo", "text=b"]);
+    c.env("TZ", "UTC");
+    c.assert_exit(0);
+    let s = servers(&dir);
+    assert_eq!(s.len(), 2, "a changed environment is another key: {s:?}");
+    assert_ne!(s[0]["fingerprint"], s[1]["fingerprint"]);
+    assert_eq!(read_pids(&pids).len(), 2);
+    // Nobody uses either: both retire after --idle, their processes gone.
+    wait_for("idle servers retire", || servers(&dir).is_empty());
+    assert_pids_gone(&pids, Duration::from_secs(5));
+}
+
+#[test]
+fn daemon_stop_leaves_no_process_and_no_socket() {
+    let (dir, pids) = demo_with_pids("daemon_stop", &["--grandchild"]);
+    let mut d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    let out = warm(&dir, &["daemon", "stop"]).assert_exit(0);
+    assert_contains(&out.stdout, "daemon stopped");
+    assert!(d.wait().success());
+    assert!(!d.socket().exists());
+    assert_pids_gone(&pids, Duration::from_secs(5));
+    let none = warm(&dir, &["daemon", "status"]).assert_exit(1);
+    assert_contains(&none.stderr, "no daemon is running");
+}
+
+#[test]
+fn daemon_sigterm_closes_every_server() {
+    let (dir, pids) = demo_with_pids("daemon_sigterm", &["--grandchild"]);
+    let mut d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    send_signal(d.pid(), "TERM");
+    let st = d.wait();
+    assert_eq!(st.code(), Some(143), "{}", d.log_text());
+    assert!(!d.socket().exists());
+    assert_pids_gone(&pids, Duration::from_secs(5));
+}
+
+#[test]
+fn daemon_a_request_that_times_out_retires_the_server() {
+    let (dir, pids) = demo_with_pids("daemon_timeout", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    let cold = warm(
+        &dir,
+        &[
+            "call",
+            "-y",
+            "demo",
+            "slow",
+            "ms:=3000",
+            "--timeout",
+            "0.5",
+            "--no-daemon",
+        ],
+    )
+    .run();
+    let out = warm(
+        &dir,
+        &["call", "-y", "demo", "slow", "ms:=3000", "--timeout", "0.5"],
+    )
+    .run();
+    assert_eq!(out.code, Some(5), "{}", out.all());
+    assert_eq!(out.stderr, cold.stderr);
+    wait_for("the timed-out server is retired", || servers(&dir).is_empty());
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 3, "cold, timed out, fresh");
+}
+
+#[test]
+fn daemon_stale_socket_runs_cold_then_is_replaced() {
+    let (dir, pids) = demo_with_pids("daemon_stale", &[]);
+    let run = runtime_dir(&dir);
+    let d = run.join("rivumi-mcp");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    drop(
+        std::os::unix::net::UnixListener::bind(d.join("daemon.sock")).unwrap(),
+    );
+    let out =
+        warm(&dir, &["call", "demo", "echo", "text=a", "-v"]).assert_exit(0);
+    assert_eq!(out.stdout.trim(), "a");
+    assert_contains(&out.stderr, "running cold");
+    assert_contains(&out.stderr, "stale socket");
+    assert_eq!(out.stderr.matches("running cold").count(), 1);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=b"]).assert_exit(0);
+    assert_eq!(servers(&dir).len(), 1);
+    assert_eq!(read_pids(&pids).len(), 2);
+    // A second daemon for the same user is refused.
+    let second =
+        warm(&dir, &["daemon", "start", "--foreground"]).assert_exit(3);
+    assert_contains(&second.stderr, "another daemon already runs");
+}
+
+#[test]
+fn daemon_socket_permissions_and_an_open_directory_refused() {
+    let (dir, _) = demo_with_pids("daemon_perms", &[]);
+    let d = Daemon::start(&dir, &[]);
+    let meta = std::fs::symlink_metadata(d.run.join("rivumi-mcp")).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o700);
+    let sock = std::fs::symlink_metadata(d.socket()).unwrap();
+    assert_eq!(sock.mode() & 0o777, 0o600);
+    drop(d);
+    // A directory others may enter is refused, and so is a link.
+    let other = Dir::new("daemon_perms_open");
+    let run = runtime_dir(&other);
+    std::fs::create_dir(run.join("rivumi-mcp")).unwrap();
+    std::fs::set_permissions(
+        run.join("rivumi-mcp"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out =
+        warm(&other, &["daemon", "start", "--foreground"]).assert_exit(3);
+    assert_contains(&out.stderr, "it must be 0700");
+    let linked = Dir::new("daemon_perms_link");
+    let run = runtime_dir(&linked);
+    std::os::unix::fs::symlink(linked.root(), run.join("rivumi-mcp")).unwrap();
+    let out =
+        warm(&linked, &["daemon", "start", "--foreground"]).assert_exit(3);
+    assert_contains(&out.stderr, "is a symbolic link");
+}
+
+#[test]
+fn daemon_refuses_a_connection_from_another_uid() {
+    if not_root() {
+        eprintln!("skipped: needs root to run a client as nobody");
+        return;
+    }
+    let (dir, _) = demo_with_pids("daemon_uid", &[]);
+    let d = Daemon::start(&dir, &[]);
+    // Let the other user reach the socket: only the peer check is left.
+    for (p, mode) in [
+        (d.run.clone(), 0o711),
+        (d.run.join("rivumi-mcp"), 0o711),
+        (d.socket(), 0o666),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+            .unwrap();
+    }
+    let mut open = dir.root().to_path_buf();
+    while let Some(parent) = open.parent().map(Path::to_path_buf) {
+        let m = std::fs::metadata(&open).unwrap().mode();
+        std::fs::set_permissions(
+            &open,
+            std::fs::Permissions::from_mode(m | 0o711),
+        )
+        .unwrap();
+        if parent == Path::new("/") || parent == std::env::temp_dir() {
+            break;
+        }
+        open = parent;
+    }
+    let c = warm(&dir, &["daemon", "status"]);
+    let mut cmd = c.std_command();
+    cmd.uid(65534).gid(65534);
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    wait_for("the refusal is logged", || {
+        d.log_text().contains("refused a connection from uid 65534")
+    });
+}
+
+/// Whether this test runs as another user than root.
+fn not_root() -> bool {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() != "0"
+}
+
+#[test]
+fn daemon_lock_hooks_and_approval_are_enforced_as_cold() {
+    let (dir, _) = demo_with_pids("daemon_checks", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["lock"]).assert_exit(0);
+    // A drifted server: one more tool than the lock knows.
+    let pids = dir.path("pids");
+    let pid_arg = format!("--pid-file={}", pids.display());
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&["--extra-tool", "sneaky", &pid_arg]))],
+    );
+    for args in [
+        &["list", "demo"][..],
+        &["call", "demo", "sneaky"][..],
+        &["call", "demo", "echo", "text=a", "--pre-tool-hook", "false"][..],
+        &["call", "demo", "add", "a:=1", "b:=2"][..],
+    ] {
+        let mut cold_args = args.to_vec();
+        cold_args.push("--no-daemon");
+        let cold = warm(&dir, &cold_args).run();
+        let hot = warm(&dir, args).run();
+        same_output(&cold, &hot);
+        if args[0] == "call" {
+            assert_ne!(hot.code, Some(0), "{args:?}: {}", hot.all());
+        }
+    }
+    assert_eq!(servers(&dir).len(), 2, "the changed entry runs warm too");
+}
+
+#[test]
+fn daemon_elicitation_is_answered_by_the_calling_invocation() {
+    let dir = Dir::new("daemon_elicit");
+    let form = json!({"method": "elicitation/create", "params": {
+        "message": "Who are you?",
+        "requestedSchema": {"type": "object", "properties": {
+            "age": {"type": "integer", "title": "Age"}},
+          "required": ["age"]}}});
+    let file = dir.write("asks.json", json!([form]).to_string());
+    write_mcp_json(
+        &dir,
+        &[(
+            "demo",
+            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
+        )],
+    );
+    let _d = Daemon::start(&dir, &[]);
+    for age in ["40", "41"] {
+        let a = format!("age={age}");
+        let args = ["call", "-y", "demo", "echo", "text=x", "--answer", &a];
+        let cold = {
+            let mut v = args.to_vec();
+            v.push("--no-daemon");
+            warm(&dir, &v).assert_exit(0)
+        };
+        let hot = warm(&dir, &args).assert_exit(0);
+        same_output(&cold, &hot);
+        let got: Value = serde_json::from_str(hot.stdout.trim()).unwrap();
+        assert_eq!(
+            got[0]["content"]["age"],
+            json!(age.parse::<u64>().unwrap())
+        );
+    }
+    assert_eq!(servers(&dir).len(), 1);
+}
+
+#[test]
+fn daemon_an_unreachable_daemon_is_never_fatal() {
+    // Another build's answer is a version mismatch: the command runs cold.
+    let (dir, _) = demo_with_pids("daemon_version", &[]);
+    let run = runtime_dir(&dir);
+    let d = run.join("rivumi-mcp");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(d.join("daemon.sock")).unwrap();
+    let fake = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(s.try_clone().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        writeln!(s, "{}", json!({"ok": false, "why": "version", "error": "the daemon is rivumi-mcp 9.9.9"})).unwrap();
+        line
+    });
+    let out =
+        warm(&dir, &["call", "demo", "echo", "text=a", "-v"]).assert_exit(0);
+    assert_eq!(out.stdout.trim(), "a");
+    assert_contains(&out.stderr, "running cold");
+    assert_contains(&out.stderr, "9.9.9");
+    let asked: Value = serde_json::from_str(&fake.join().unwrap()).unwrap();
+    assert_eq!(asked["op"], "open");
+    assert_eq!(asked["rivumi_daemon"], 1);
+}
+
+// ---- real servers --------------------------------------------------------
+
+/// server-everything (Node) and two Python SDK servers over stdio, warm:
+/// the same output as cold, elicitation answered by the calling
+/// invocation's `--answer`, one process per server, none left after
+/// `daemon stop`.
+#[test]
+fn daemon_interop_real_servers_warm_as_cold() {
+    use crate::util::interop::{Turn, assert_no_leftovers, installed};
+    let Some(s) = installed("daemon_interop", &[]) else { return };
+    let turn = Turn::take("interop", "daemon_interop");
+    let marker = turn.marker.clone();
+    write_mcp_json(
+        &turn.dir,
+        &[
+            (
+                "everything",
+                json!({"command": s.node,
+                       "args": [s.everything_js, "stdio", &marker]}),
+            ),
+            (
+                "py",
+                json!({"command": s.python,
+                       "args": ["-X", format!("{marker}=1"), s.py_server]}),
+            ),
+            (
+                "pe",
+                json!({"command": s.python,
+                       "args": ["-X", format!("{marker}=1"),
+                                s.py_server.with_file_name("py_elicit.py")]}),
+            ),
+        ],
+    );
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| {
+        run_with(dir, "everything,py,pe", args, cold)
+    };
+    let root = dir.path("a root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.to_str().unwrap();
+    // Roots are part of the key; the daemon answers `roots/list` with
+    // them, as cold does.
+    let roots = ["call", "-y", "everything", "get-roots-list", "--root", root];
+    let cases: [&[&str]; 6] = [
+        &["list", "everything"],
+        &["call", "everything", "echo", "message=hi", "--json"],
+        &["list", "py", "--json"],
+        &["call", "py", "echo", "message=warm"],
+        &["call", "-y", "pe", "book", "--answer", "seats=2"],
+        &roots,
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let mut d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    assert_eq!(
+        run(&["call", "-y", "pe", "book", "--answer", "seats=3"], false)
+            .stdout,
+        "accept seats=3 name=guest window=false\n"
+    );
+    let form = [
+        "call",
+        "-y",
+        "everything",
+        "trigger-elicitation-request",
+        "--elicit",
+        "defaults",
+        "--answer",
+        "name=Ann",
+        "--answer",
+        "untitledMultipleSelectEnum=Piano,Drums",
+    ];
+    let out = run(&form, false);
+    assert_contains(&out.stdout, "- Name: Ann");
+    assert_contains(&colds[5].stdout, "a%20root");
+    let st = servers(dir);
+    let names: Vec<&str> =
+        st.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["everything", "everything", "pe", "py"], "{st:?}");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
+}
+
+/// A 2026-07-28-only server (TypeScript SDK v2) over stdio, warm: the
+/// daemon's `server/discover` stands for every invocation, each of which
+/// sends its own `_meta` envelope.
+#[test]
+fn daemon_interop_modern_server_warm_as_cold() {
+    use crate::util::interop::{Ts2, Ts2Era, Turn, assert_no_leftovers};
+    let Some(ts2) = Ts2::installed("daemon_interop_modern") else { return };
+    let turn = Turn::take("interop", "daemon_interop_modern");
+    let marker = turn.marker.clone();
+    write_mcp_json(
+        &turn.dir,
+        &[("ts2", ts2.stdio_entry(Ts2Era::ModernOnly, &marker))],
+    );
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| run_with(dir, "ts2", args, cold);
+    let cases: [&[&str]; 3] = [
+        &["list", "ts2", "--json"],
+        &["call", "ts2", "add", "a=2", "b=40"],
+        &["call", "-y", "ts2", "whereami", "region=eu", "verbose=true"],
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let mut d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    let st = servers(dir);
+    assert_eq!(st.len(), 1, "{st:?}");
+    assert_eq!(st[0]["era"], "2026-07-28");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
+}
+
+#[test]
+fn daemon_batch_read_prompt_and_lists_are_as_cold() {
+    let (dir, pids) = demo_with_pids("daemon_bridges", &[]);
+    let cases: [&[&str]; 5] = [
+        &["read", "demo", "fixture://docs/readme"],
+        &["prompt", "demo", "greet", "name=Ann"],
+        &["resources", "demo", "--json"],
+        &["prompts", "demo"],
+        &["batch"],
+    ];
+    let lines = "{\"id\":1,\"tool\":\"mcp__demo__echo\",\"arguments\":{\"text\":\"a\"}}\n\
+                 {\"id\":2,\"tool\":\"mcp__demo__nope\",\"arguments\":{}}\n\
+                 {\"id\":3,\"tool\":\"mcp__demo__echo\",\"arguments\":{\"text\":\"b\"}}\n";
+    let run = |args: &[&str], cold: bool| {
+        let mut all = args.to_vec();
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(&dir, &all);
+        if args[0] == "batch" {
+            c.stdin(lines);
+        }
+        c.run()
+    };
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let _d = Daemon::start(&dir, &[]);
+    let before = read_pids(&pids).len();
+    for (args, cold) in cases.iter().zip(&colds) {
+        let hot = run(args, false);
+        same_output(cold, &hot);
+        assert!(hot.code == Some(0) || args[0] == "batch", "{}", hot.all());
+    }
+    assert_contains(&colds[4].stdout, "\"id\":3");
+    assert_eq!(read_pids(&pids).len(), before + 1, "one warm server for all");
+}
+
+#[test]
+fn daemon_a_server_held_by_a_slow_hook_is_not_retired() {
+    let (dir, pids) = demo_with_pids("daemon_held", &[]);
+    let _d = Daemon::start(&dir, &["--idle", "0.3"]);
+    let out = warm(
+        &dir,
+        &["call", "demo", "echo", "text=held", "--pre-tool-hook", "sleep 1.5"],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout.trim(), "held");
+    assert_eq!(read_pids(&pids).len(), 1);
+}
+
+#[test]
+fn daemon_start_detaches_and_stop_ends_it() {
+    let (dir, pids) = demo_with_pids("daemon_detached", &[]);
+    let out = warm(&dir, &["daemon", "start", "--idle", "60"]).assert_exit(0);
+    assert_contains(&out.stdout, "daemon started: pid ");
+    let again = warm(&dir, &["daemon", "start"]).assert_exit(0);
+    assert_contains(&again.stdout, "a daemon already runs");
+    let pid = status(&dir)["pid"].as_u64().unwrap();
+    assert_eq!(status(&dir)["idle_secs"], 60.0);
+    warm(&dir, &["call", "demo", "echo", "text=a"]).assert_exit(0);
+    warm(&dir, &["call", "demo", "echo", "text=b"]).assert_exit(0);
+    assert_eq!(read_pids(&pids).len(), 1);
+    let log = runtime_dir(&dir).join("rivumi-mcp/daemon.log");
+    let meta = std::fs::symlink_metadata(&log).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    assert_contains(
+        &std::fs::read_to_string(&log).unwrap(),
+        "started server 'demo'",
+    );
+    warm(&dir, &["daemon", "stop"]).assert_exit(0);
+    assert_pids_gone(&pids, Duration::from_secs(5));
+    wait_for("the detached daemon exits", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |s| s.contains(") Z "))
+    });
+}
+
+#[test]
+fn daemon_ctrl_c_cancels_on_the_wire_through_the_daemon() {
+    let (dir, rec) = demo_recording("daemon_interrupt");
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    let c = warm(&dir, &["call", "-y", "demo", "slow", "ms:=3000"]);
+    let child = c.spawn();
+    wait_for("the slow call reaches the server", || {
+        recorded(&rec).iter().any(|m| m["params"]["name"] == "slow")
+    });
+    send_signal(child.id(), "INT");
+    let out = crate::util::wait_with_timeout(child, &c);
+    assert_eq!(out.code, Some(130), "{}", out.all());
+    wait_for_cancel_of_slow(&rec, Some("interrupted"));
+    // The server stays warm for the next caller.
+    warm(&dir, &["call", "demo", "echo", "text=next"]).assert_exit(0);
+    assert_eq!(servers(&dir).len(), 1);
+}
+
+/// A Python SDK server over Streamable HTTP (no credentials), in the
+/// 2026-07-28 era and, with `--protocol legacy`, in the handshake era:
+/// warm as cold, one request at a time on the wire, parallel callers each
+/// with their own answer.
+#[test]
+fn daemon_interop_http_server_warm_as_cold() {
+    use crate::util::interop::{Turn, installed, start_py_http};
+    let Some(s) = installed("daemon_interop_http", &[]) else { return };
+    let turn = Turn::take("interop", "daemon_interop_http");
+    let (_server, url) = start_py_http(&s, &turn.dir, "sse", &turn.marker);
+    write_mcp_json(&turn.dir, &[("ph", json!({"url": url}))]);
+    let dir = &turn.dir;
+    let run = |args: &[&str], cold: bool| run_with(dir, "ph", args, cold);
+    let cases: [&[&str]; 4] = [
+        &["list", "ph", "--json"],
+        &["call", "ph", "echo", "message=hi"],
+        &["call", "ph", "add", "a=2", "b=3", "--json"],
+        &["call", "ph", "echo", "message=old", "--protocol", "legacy"],
+    ];
+    let colds: Vec<Output> = cases.iter().map(|a| run(a, true)).collect();
+    let _d = Daemon::start(dir, &[]);
+    for _ in 0..2 {
+        for (args, cold) in cases.iter().zip(&colds) {
+            let hot = run(args, false);
+            assert_eq!(hot.code, Some(0), "{args:?}: {}", hot.all());
+            assert_eq!(hot.stdout, cold.stdout, "{args:?}");
+        }
+    }
+    let children: Vec<(String, Child, TestCommand)> = (0..5)
+        .map(|i| {
+            let text = format!("caller-{i}");
+            let mut c =
+                warm(dir, &["call", "ph", "echo", &format!("message={text}")]);
+            c.env("RIVUMI_MCP_ALLOWLIST", "ph");
+            let child = c.spawn();
+            (text, child, c)
+        })
+        .collect();
+    for (text, child, c) in children {
+        let out = crate::util::wait_with_timeout(child, &c);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), format!("Echo: {text}"));
+    }
+    let st = servers(dir);
+    let mut eras: Vec<&str> =
+        st.iter().map(|v| v["era"].as_str().unwrap()).collect();
+    eras.sort();
+    assert_eq!(eras, ["2025-11-25", "2026-07-28"], "{st:?}");
+    assert!(st.iter().all(|v| v["transport"] == "http" && v["pid"].is_null()));
+}
