@@ -161,6 +161,23 @@ pub(crate) enum Command {
     Servers,
     /// Hidden: the man page, generated from the help texts.
     Man,
+    Serve(Box<ServeOptions>),
+}
+
+/// What `serve` was given.
+#[derive(Debug, Default)]
+pub(crate) struct ServeOptions {
+    /// `--listen ADDR:PORT`: the HTTP front instead of stdio.
+    pub(crate) listen: Option<String>,
+    /// `--servers a,b`: only these of the allowed servers.
+    pub(crate) servers: Vec<String>,
+    /// `--token-env VAR`: the HTTP front's bearer token from `VAR`.
+    pub(crate) token_env: Option<String>,
+    /// `--allow-origin ORIGIN` (repeatable).
+    pub(crate) origins: Vec<String>,
+    /// `--approve PATTERN` other than `execute` (repeatable).
+    pub(crate) approve: Vec<String>,
+    pub(crate) dry_run: bool,
 }
 
 /// A shell `completions` writes a script for.
@@ -214,12 +231,13 @@ pub(crate) enum Cmd {
     Servers,
     /// Hidden: prints the man page.
     Man,
+    Serve,
 }
 
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 17] = [
+    pub(crate) const ALL: [Cmd; 18] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
@@ -229,6 +247,7 @@ impl Cmd {
         Cmd::Prompts,
         Cmd::Prompt,
         Cmd::Batch,
+        Cmd::Serve,
         Cmd::Login,
         Cmd::Logout,
         Cmd::Discover,
@@ -258,6 +277,7 @@ impl Cmd {
             Cmd::Help => "help",
             Cmd::Servers => "__servers",
             Cmd::Man => "__man",
+            Cmd::Serve => "serve",
         }
     }
 
@@ -299,6 +319,9 @@ impl Cmd {
             Cmd::Help => "Show the help of a command",
             Cmd::Servers => "Print the configured server names",
             Cmd::Man => "Print the man page",
+            Cmd::Serve => {
+                "Be one MCP server for allowed servers, every call governed"
+            }
         }
     }
 
@@ -322,6 +345,7 @@ impl Cmd {
             Cmd::Help => USAGE_HELP,
             Cmd::Servers => USAGE_SERVERS,
             Cmd::Man => USAGE_MAN,
+            Cmd::Serve => USAGE_SERVE,
         }
     }
 
@@ -339,12 +363,16 @@ impl Cmd {
                 | Cmd::Batch
                 | Cmd::Login
                 | Cmd::Discover
+                | Cmd::Serve
         )
     }
 
     /// Commands that go through the executor (hooks, approval, bounds).
     fn executes(self) -> bool {
-        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch)
+        matches!(
+            self,
+            Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch | Cmd::Serve
+        )
     }
 
     /// Commands that speak MCP to a server (and so may step up).
@@ -434,6 +462,11 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     LogLevel,
+    Listen,
+    Servers,
+    TokenEnv,
+    AllowOrigin,
+    DryRun,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -478,7 +511,11 @@ impl Flag {
             | Flag::MaxOutput
             | Flag::Stdio
             | Flag::Http
-            | Flag::Name => ValueKind::Free,
+            | Flag::Name
+            | Flag::Listen
+            | Flag::Servers
+            | Flag::TokenEnv
+            | Flag::AllowOrigin => ValueKind::Free,
             Flag::Json
             | Flag::Verbose
             | Flag::Quiet
@@ -494,7 +531,8 @@ impl Flag {
             | Flag::StepUp
             | Flag::Unlocked
             | Flag::Check
-            | Flag::NoBrowser => ValueKind::None,
+            | Flag::NoBrowser
+            | Flag::DryRun => ValueKind::None,
         }
     }
 }
@@ -571,11 +609,8 @@ const OPTS: &[Opt] = &[
     opt(Flag::Prompts, "prompts", Applies::Only(&[Cmd::List])),
     opt(Flag::All, "all", Applies::Only(&[Cmd::List])),
     valued(Flag::Args, "args", Applies::Only(&[Cmd::Call])),
-    Opt {
-        short: Some('y'),
-        ..opt(Flag::Yes, "yes", Applies::Only(&[Cmd::Call, Cmd::Batch]))
-    },
-    valued(Flag::Approve, "approve", Applies::Only(&[Cmd::Call, Cmd::Batch])),
+    Opt { short: Some('y'), ..opt(Flag::Yes, "yes", Applies::Only(APPROVES)) },
+    valued(Flag::Approve, "approve", Applies::Only(APPROVES)),
     opt(Flag::ReadOnly, "read-only", Applies::Execs),
     valued(Flag::PreToolHook, "pre-tool-hook", Applies::Execs),
     valued(Flag::HookTimeout, "hook-timeout", Applies::Execs),
@@ -598,12 +633,27 @@ const OPTS: &[Opt] = &[
     valued(Flag::SamplingCommand, "sampling-command", Applies::Mcp),
     valued(Flag::Root, "root", Applies::Mcp),
     valued(Flag::LogLevel, "log-level", Applies::Mcp),
+    valued(Flag::Listen, "listen", Applies::Only(&[Cmd::Serve])),
+    valued(Flag::Servers, "servers", Applies::Only(&[Cmd::Serve])),
+    valued(Flag::TokenEnv, "token-env", Applies::Only(&[Cmd::Serve])),
+    valued(Flag::AllowOrigin, "allow-origin", Applies::Only(&[Cmd::Serve])),
+    opt(Flag::DryRun, "dry-run", Applies::Only(&[Cmd::Serve])),
 ];
+
+/// The commands that take `--yes` and `--approve`.
+const APPROVES: &[Cmd] = &[Cmd::Call, Cmd::Batch, Cmd::Serve];
 
 /// The commands a lock file applies to: `lock` itself, then those that
 /// enforce it (and so take `--unlocked`).
-const LOCKED: &[Cmd] =
-    &[Cmd::Lock, Cmd::Call, Cmd::Read, Cmd::Prompt, Cmd::Batch, Cmd::List];
+const LOCKED: &[Cmd] = &[
+    Cmd::Lock,
+    Cmd::Call,
+    Cmd::Read,
+    Cmd::Prompt,
+    Cmd::Batch,
+    Cmd::List,
+    Cmd::Serve,
+];
 
 const USAGE_HEAD: &str = "\
 rivumi-mcp: a command-line client for the Model Context Protocol
@@ -823,6 +873,57 @@ OPTIONS:
         --answer NAME=VALUE        Answer form field NAME (repeatable)
 
 EXIT: 0 when every request succeeded, 1 when any failed.
+";
+
+const USAGE_SERVE: &str = "\
+rivumi-mcp serve: one MCP server for every allowed server, every call governed
+
+USAGE:
+    rivumi-mcp serve [--servers a,b] [--listen 127.0.0.1:PORT] [OPTIONS]
+
+Speaks MCP to its host (an agent, an editor, an SDK client) on stdin and
+stdout, or over Streamable HTTP with --listen, in both eras (initialize
+up to 2025-11-25, and 2026-07-28). Behind it are the allowed servers of
+the config (RIVUMI_MCP_ALLOWLIST and pins as they are at start), started
+on first use and closed when serve ends. The host sees tools and prompts
+named SERVER__NAME and the servers' resources; every call, read and prompt
+goes through the executor: the lock, pre-tool hooks, approval, the
+output bound and the journal. A refused call is a tool result with
+isError: true.
+
+APPROVAL (a call classified execute):
+    asked of the host (an elicitation form) when it declared elicitation;
+    otherwise denied, unless --yes, or --approve names the tool.
+
+OPTIONS:
+        --servers a,b              Only these of the allowed servers
+        --listen ADDR:PORT         Streamable HTTP on a loopback address
+        --token-env VAR            HTTP bearer token from VAR (default: a
+                                   new one, printed once on stderr)
+        --allow-origin ORIGIN      Accept browser requests from ORIGIN
+                                   (repeatable; default: none)
+        --dry-run                  Print what would be exposed, then exit
+    -y, --yes                      Approve every call classified execute
+        --approve PATTERN          Approve the tools PATTERN names:
+                                   SERVER__TOOL or mcp__SERVER__TOOL, *
+                                   matching any run of characters
+                                   (repeatable; 'execute' = --yes)
+        --read-only                Deny every call classified execute
+        --pre-tool-hook CMD        Run CMD before every call (repeatable)
+        --hook-timeout SECS        Deadline of each hook (default 10)
+        --max-output BYTES         Cap each result (default 1M)
+        --timeout SECS             Per-request deadline (default 300)
+        --startup-timeout SECS     Start-up deadline (default 30)
+        --journal PATH             Append JSONL events to PATH
+        --lock PATH                The lock file (default: beside config)
+        --unlocked                 Do not refuse items that drifted
+        --root DIR                 Roots for servers whose host declares none
+        --sampling-command CMD     Sampling for servers whose host cannot
+
+EXAMPLES:
+    RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp serve
+    rivumi-mcp serve --dry-run --json
+    rivumi-mcp serve --listen 127.0.0.1:8931 --token-env MY_TOKEN
 ";
 
 const USAGE_LOGIN: &str = "\
@@ -1143,6 +1244,7 @@ fn build(
     let mut refresh = false;
     let mut check = false;
     let mut adhoc_name = None;
+    let mut serve = ServeOptions::default();
 
     let mut save = None;
     for (opt, value) in given {
@@ -1186,6 +1288,11 @@ fn build(
             }
             Flag::Args => args_json = Some(value),
             Flag::Yes => yes = true,
+            Flag::Approve if command == Cmd::Serve && value != "execute" => {
+                crate::serve::check_pattern(&value)
+                    .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+                serve.approve.push(value);
+            }
             Flag::Approve => {
                 if !APPROVE_CLASSES.contains(&value.as_str()) {
                     return Err(Error::usage(format!(
@@ -1267,6 +1374,13 @@ fn build(
                 }
                 g.client.log_level = Some(value)
             }
+            Flag::Listen => serve.listen = Some(value),
+            Flag::Servers => serve.servers.extend(
+                value.split(',').filter(|s| !s.is_empty()).map(String::from),
+            ),
+            Flag::TokenEnv => serve.token_env = Some(value),
+            Flag::AllowOrigin => serve.origins.push(value),
+            Flag::DryRun => serve.dry_run = true,
         }
     }
     match (&mut g.adhoc, adhoc_name) {
@@ -1353,6 +1467,7 @@ fn build(
         }
         Cmd::Servers => Command::Servers,
         Cmd::Man => Command::Man,
+        Cmd::Serve => Command::Serve(Box::new(serve)),
 
         Cmd::Prompt => {
             let server = need("SERVER")?;

@@ -36,6 +36,7 @@ mod naming;
 mod net;
 mod out;
 mod render;
+mod serve;
 mod session;
 mod setup;
 mod spawn;
@@ -119,12 +120,16 @@ fn run(args: cli::Args) -> Result<()> {
     let setup::Setup { exec, ctx, lock_path } =
         setup::prepare(&args.command, g, &path)?;
     let json = g.json;
+    if let Command::Serve(o) = &args.command {
+        return serve::run(ctx, exec, o, g);
+    }
     if let Command::Status = &args.command {
         return cmd::auth::status(&ctx, json, &setup::lookup);
     }
     let only =
         |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
+        Command::Serve(_) => unreachable!("above"),
         Command::CheckConfig { .. }
         | Command::Completions { .. }
         | Command::Servers

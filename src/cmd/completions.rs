@@ -69,6 +69,7 @@ fn operand(c: Cmd) -> Operand {
         Cmd::Completions => Operand::Shell,
         Cmd::CheckConfig
         | Cmd::Batch
+        | Cmd::Serve
         | Cmd::Status
         | Cmd::Servers
         | Cmd::Man => Operand::Nothing,

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+pub(crate) use approval::{Asked, Asker};
 pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
 pub(crate) use hooks::{DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, timed_out};
 
@@ -50,7 +51,7 @@ pub(crate) enum Action<'a> {
 }
 
 impl Action<'_> {
-    fn class(&self) -> Class {
+    pub(crate) fn class(&self) -> Class {
         match self {
             Action::Tool { tool, .. } => tool.class,
             // The bridges are read-only by construction.
@@ -59,7 +60,7 @@ impl Action<'_> {
     }
 
     /// The name shown to hooks and in prompts and the journal.
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Action::Tool { tool, .. } => tool.name.clone(),
             Action::Read { .. } => mcp::method::RESOURCES_READ.to_string(),
@@ -67,7 +68,7 @@ impl Action<'_> {
         }
     }
 
-    fn qualified(&self, server: &str) -> String {
+    pub(crate) fn qualified(&self, server: &str) -> String {
         match self {
             Action::Tool { tool, .. } => tool.qualified.clone(),
             _ => format!("mcp__{server}__{}", self.name().replace('/', "_")),
@@ -89,7 +90,7 @@ impl Action<'_> {
         }
     }
 
-    fn arguments(&self) -> Value {
+    pub(crate) fn arguments(&self) -> Value {
         match self {
             Action::Tool { arguments, .. } => {
                 Value::Object((*arguments).clone())
@@ -110,12 +111,25 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    /// Runs one action through every step, in order.
+    /// Runs one action through every step, in order, asking the operator
+    /// at the terminal for approval.
     pub(crate) fn run(
         &self,
         s: &mut Session,
         action: Action<'_>,
         transport: &str,
+    ) -> Result<Observation> {
+        self.run_with(s, action, transport, &approval::Terminal)
+    }
+
+    /// [`Executor::run`] with another asker for approval (`serve` asks
+    /// its host).
+    pub(crate) fn run_with(
+        &self,
+        s: &mut Session,
+        action: Action<'_>,
+        transport: &str,
+        asker: &dyn Asker,
     ) -> Result<Observation> {
         let server = s.name().to_string();
         let name = action.name();
@@ -164,7 +178,7 @@ impl Executor {
                 .for_server(&server));
             }
         }
-        let approval = self.approve(&server, &action, class);
+        let approval = self.approve(&server, &action, class, asker);
         journal::event(
             "approval_decision",
             json!({"server": server, "tool": name,

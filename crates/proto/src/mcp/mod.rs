@@ -15,6 +15,7 @@
 //! is unit-tested on values.
 
 pub mod headers;
+pub mod host;
 
 use serde_json::{Map, Value, json};
 
@@ -143,12 +144,19 @@ pub mod method {
     pub const PROGRESS: &str = "notifications/progress";
     pub const MESSAGE: &str = "notifications/message";
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const RESOURCES_LIST_CHANGED: &str =
+        "notifications/resources/list_changed";
+    pub const PROMPTS_LIST_CHANGED: &str =
+        "notifications/prompts/list_changed";
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
 }
 
 /// JSON-RPC and MCP error codes that this client produces or names.
 pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;

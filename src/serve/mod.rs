@@ -1,0 +1,301 @@
+//! `rivumi-mcp serve`: one MCP server in front of the allowed servers,
+//! every call through the executor.
+//!
+//! - `gateway.rs`: what is answered to the host, in both eras (names,
+//!   lists and their pages, calls through the executor, approval asked of
+//!   the host);
+//! - `upstream.rs`: the upstream sessions, started on first use, closed
+//!   on every exit path;
+//! - `stdio.rs`: the front on stdin/stdout (the default);
+//! - `http.rs`: the Streamable HTTP front (`--listen`), loopback only,
+//!   behind a bearer token and `Host`/`Origin` checks.
+//!
+//! What an upstream server asks (elicitation, sampling, roots) goes to
+//! the host when the host declared that capability and can be reached
+//! while the call runs (the handshake era); otherwise the operator's
+//! options answer it, as they do for `call` ([`ServeClient`]).
+
+mod gateway;
+mod http;
+mod stdio;
+mod upstream;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::ask::Operator;
+use crate::cli::{Global, ServeOptions};
+use crate::error::Result;
+use crate::executor::Executor;
+use crate::launch::Context;
+use crate::mcp::{self, Ask, Capabilities};
+use crate::session::{Client, ServerAsk};
+use crate::{journal, msg, out, term};
+
+pub(crate) use gateway::{Gateway, HostLink};
+
+/// Runs `serve` until its host goes away.
+pub(crate) fn run(
+    ctx: Context,
+    exec: Executor,
+    o: &ServeOptions,
+    g: &Global,
+) -> Result<()> {
+    let listen = o.listen.as_deref().map(http::parse_listen).transpose()?;
+    let servers = servers(&ctx, &o.servers)?;
+    let operator = Operator::new(
+        &g.client,
+        g.yes,
+        g.read_only,
+        g.timeout,
+        &crate::setup::lookup,
+    )?;
+    let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
+    let pool = upstream::Pool::new(&ctx, &servers);
+    let gw = Gateway { pool, exec, approve: o.approve.clone() };
+    if o.dry_run {
+        return dry_run(&gw, g.json);
+    }
+    journal::event(
+        "serve_started",
+        json!({"servers": servers, "front": if listen.is_some() { "http" } else { "stdio" }}),
+    );
+    let r = match listen {
+        Some(addr) => http::run(&gw, addr, o),
+        None => stdio::run(&gw),
+    };
+    gw.pool.close_all();
+    journal::event("serve_ended", json!({}));
+    r
+}
+
+/// The servers `serve` exposes: the allowed ones, or those of
+/// `--servers` (each must be allowed).
+fn servers(ctx: &Context, wanted: &[String]) -> Result<Vec<String>> {
+    if wanted.is_empty() {
+        return ctx.allowed_servers();
+    }
+    for s in wanted {
+        ctx.startable(s)?;
+    }
+    Ok(wanted.to_vec())
+}
+
+/// `serve --dry-run`: starts each server, prints what the host would
+/// see, and closes them.
+fn dry_run(gw: &Gateway<'_>, json: bool) -> Result<()> {
+    let tools = gw.tools();
+    let prompts = gw.prompts();
+    let (resources, templates) = gw.resources();
+    if json {
+        return out::json(&json!({
+            "servers": gw.pool.names().collect::<Vec<_>>(),
+            "tools": tools, "prompts": prompts,
+            "resources": resources, "resourceTemplates": templates,
+        }));
+    }
+    let name = |v: &Value, k: &str| {
+        term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
+            .into_owned()
+    };
+    let mut text = format!(
+        "serve would expose {} server(s): {}\n",
+        gw.pool.names().count(),
+        gw.pool.names().collect::<Vec<_>>().join(", ")
+    );
+    text.push_str(&format!("tools ({}):\n", tools.len()));
+    for t in &tools {
+        let class = crate::naming::classify(t).label();
+        text.push_str(&format!("  {} ({class})\n", name(t, "name")));
+    }
+    text.push_str(&format!("prompts ({}):\n", prompts.len()));
+    for p in &prompts {
+        text.push_str(&format!("  {}\n", name(p, "name")));
+    }
+    text.push_str(&format!("resources ({}):\n", resources.len()));
+    for r in &resources {
+        text.push_str(&format!("  {}\n", name(r, "uri")));
+    }
+    text.push_str(&format!("resource templates ({}):\n", templates.len()));
+    for t in &templates {
+        text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
+    }
+    out::print(&text)
+}
+
+/// Checks an `--approve` pattern: a tool name (`SERVER__TOOL` or
+/// `mcp__SERVER__TOOL`) in which `*` matches any run of characters.
+pub(crate) fn check_pattern(p: &str) -> std::result::Result<(), String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "_-*".contains(c);
+    if p.is_empty() || !p.chars().all(ok) {
+        return Err(format!(
+            "'{}' is not a tool pattern (SERVER__TOOL, mcp__SERVER__TOOL, \
+             '*' for any run of characters) or 'execute'",
+            term::clip(&term::line(p), 80)
+        ));
+    }
+    if !p.trim_start_matches("mcp__").contains("__") {
+        return Err(format!(
+            "'{p}' names no server: write SERVER__TOOL (e.g. demo__echo or \
+             demo__*)"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether an `--approve` pattern names the tool `qualified`
+/// (`mcp__server__tool`). Patterns are matched with and without `mcp__`.
+pub(crate) fn approved_by_pattern(
+    patterns: &[String],
+    qualified: &str,
+) -> bool {
+    let short = mcp::host::exposed(qualified);
+    patterns.iter().any(|p| {
+        let p = p.strip_prefix("mcp__").unwrap_or(p);
+        glob(p.as_bytes(), short.as_bytes())
+    })
+}
+
+/// `*` matches any run of bytes; everything else itself.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+thread_local! {
+    /// The host of the request this thread is handling, for what an
+    /// upstream server asks meanwhile (the session answers on the thread
+    /// that made the request).
+    static CURRENT: RefCell<Option<(Arc<dyn HostLink>, Capabilities)>> =
+        const { RefCell::new(None) };
+}
+
+/// Sets the current host for the life of the guard.
+pub(crate) struct CurrentHost;
+
+impl CurrentHost {
+    pub(crate) fn set(
+        link: Option<Arc<dyn HostLink>>,
+        caps: Capabilities,
+    ) -> CurrentHost {
+        CURRENT.with(|c| *c.borrow_mut() = link.map(|l| (l, caps)));
+        CurrentHost
+    }
+}
+
+impl Drop for CurrentHost {
+    fn drop(&mut self) {
+        CURRENT.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// What answers the upstream servers: the host when it declared the
+/// kind and can be reached, else the operator's options.
+struct ServeClient {
+    operator: Operator,
+}
+
+impl Client for ServeClient {
+    /// Everything the host may answer is declared upstream; what the
+    /// host cannot answer, the operator's options do (or refuse).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            sampling: true,
+            roots: true,
+        }
+    }
+
+    fn log_level(&self) -> Option<&str> {
+        self.operator.log_level()
+    }
+
+    fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String> {
+        if q.ask == Ask::Ping {
+            return Ok(json!({}));
+        }
+        let host = CURRENT.with(|c| c.borrow().clone());
+        if let Some((link, caps)) = host {
+            let (declared, method) = match q.ask {
+                Ask::Form => {
+                    (caps.elicitation_form, mcp::method::ELICITATION_CREATE)
+                }
+                Ask::Url => {
+                    (caps.elicitation_url, mcp::method::ELICITATION_CREATE)
+                }
+                Ask::Sampling => {
+                    (caps.sampling, mcp::method::SAMPLING_CREATE_MESSAGE)
+                }
+                Ask::Roots => (caps.roots, mcp::method::ROOTS_LIST),
+                Ask::Ping => (false, mcp::method::PING),
+            };
+            if declared {
+                let mut params = q.params.clone();
+                if let Some(m) = params.get("message").and_then(Value::as_str)
+                {
+                    params["message"] = json!(format!("[{}] {m}", q.server));
+                }
+                if let Some(p) = params.as_object_mut() {
+                    p.remove(mcp::FIELD_ORDER);
+                    if let Some(Value::Object(s)) =
+                        p.get_mut("requestedSchema")
+                    {
+                        s.remove(mcp::FIELD_ORDER);
+                    }
+                }
+                let r = link.request(method, params, gateway::ASK_TIMEOUT);
+                journal::event(
+                    "server_request",
+                    json!({"server": q.server, "kind": q.ask.kind(),
+                           "action": if r.is_ok() { "forwarded" } else { "failed" }}),
+                );
+                return r;
+            }
+        }
+        let op = self.operator.capabilities();
+        let can = match q.ask {
+            Ask::Form | Ask::Url | Ask::Ping => true,
+            Ask::Sampling => op.sampling,
+            Ask::Roots => op.roots,
+        };
+        if !can {
+            msg::debug(&format!(
+                "server '{}': {} refused: neither the host nor serve's options answer it",
+                q.server,
+                q.ask.kind()
+            ));
+            return Err(format!(
+                "{} is not available: the host did not declare it and serve \
+                 was not given an option that answers it",
+                q.ask.kind()
+            ));
+        }
+        self.operator.serve(q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_with_and_without_the_prefix() {
+        let p = vec!["demo__echo".to_string(), "mcp__fs__read_*".into()];
+        assert!(approved_by_pattern(&p, "mcp__demo__echo"));
+        assert!(!approved_by_pattern(&p, "mcp__demo__echo2"));
+        assert!(approved_by_pattern(&p, "mcp__fs__read_file"));
+        assert!(!approved_by_pattern(&p, "mcp__fs__write_file"));
+        assert!(approved_by_pattern(&["*__*".into()], "mcp__a__b"));
+        assert!(check_pattern("demo__*").is_ok());
+        assert!(check_pattern("mcp__demo__x").is_ok());
+        assert!(check_pattern("demo").is_err());
+        assert!(check_pattern("de mo__x").is_err());
+        assert!(check_pattern("").is_err());
+    }
+}
