@@ -56,3 +56,5 @@ mod machine_auth;
 mod hostile_auth;
 // `lock` and `lock --check`, and the lock file enforced at call time.
 mod lock;
+// `serve`: the gateway driven by a scripted host and by rivumi-mcp itself.
+mod serve;
