@@ -510,3 +510,200 @@ fn dry_run_shows_what_would_be_exposed() {
         .assert_exit(2);
     assert!(out.stderr.contains("names no server"), "{}", out.stderr);
 }
+
+/// `rivumi-mcp serve --listen 127.0.0.1:0 ARGS`, its address and token
+/// read from its stderr.
+struct Listening {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Listening {
+    fn start(
+        dir: &Dir,
+        allow: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Listening {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut cmd = run_allowed(dir, allow, &all);
+        cmd.env("RIVUMI_MCP_JOURNAL", dir.path("journal.jsonl"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let mut addr = String::new();
+        let mut token = env
+            .iter()
+            .find(|(k, _)| *k == "MY_TOKEN")
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_default();
+        while addr.is_empty() || token.is_empty() {
+            let line =
+                rx.recv_timeout(WAIT).expect("serve printed its address");
+            if let Some(a) = line.strip_prefix("serve: listening on http://") {
+                addr = a.trim_end_matches("/mcp").to_string();
+            }
+            if let Some(t) = line.strip_prefix("serve: bearer token: ") {
+                token = t.to_string();
+            }
+        }
+        Listening { child, addr, token }
+    }
+
+    /// One raw HTTP request; the status and the body.
+    fn post(&self, headers: &[String], body: &str) -> (u16, String) {
+        use std::io::Read;
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        let mut req = "POST /mcp HTTP/1.1\r\n".to_string();
+        if !headers.iter().any(|h| h.starts_with("Content-Length")) {
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        for h in headers {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        let status = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+        (status, out)
+    }
+
+    fn host(&self) -> String {
+        format!("Host: {}", self.addr)
+    }
+
+    fn auth(&self) -> String {
+        format!("Authorization: Bearer {}", self.token)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+#[test]
+fn the_http_front_refuses_missing_and_wrong_tokens_foreign_hosts_and_origins()
+{
+    let dir = demo("serve_http_checks", &[]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    assert_eq!(l.token.len(), 64, "256 bits in hex");
+    let json = "Content-Type: application/json".to_string();
+    let (status, body) = l.post(&[l.host(), l.auth(), json.clone()], INIT);
+    assert_eq!(status, 200, "{body}");
+    let sid = body
+        .lines()
+        .find_map(|h| h.strip_prefix("Mcp-Session-Id: "))
+        .expect("a session id");
+    assert_eq!(sid.len(), 32, "128 bits in hex");
+    assert!(!body.to_ascii_lowercase().contains("access-control"), "{body}");
+    let (status, body) = l.post(&[l.host(), json.clone()], INIT);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("WWW-Authenticate: Bearer"));
+    let wrong = format!("Authorization: Bearer {}x", l.token);
+    assert_eq!(l.post(&[l.host(), wrong], INIT).0, 401);
+    let foreign = "Host: evil.example:80".to_string();
+    assert_eq!(l.post(&[foreign, l.auth()], INIT).0, 403);
+    let origin = "Origin: https://evil.example".to_string();
+    assert_eq!(l.post(&[l.host(), l.auth(), origin], INIT).0, 403);
+    // A session id nobody was given.
+    let bogus = "Mcp-Session-Id: 00000000000000000000000000000000".to_string();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(l.post(&[l.host(), l.auth(), bogus], list).0, 404);
+    let big = format!("Content-Length: {}", 5 << 20);
+    assert_eq!(l.post(&[l.host(), l.auth(), big], "").0, 413);
+    let j = journal(&dir);
+    let refused = events(&j, "serve_refused");
+    assert_eq!(refused.len(), 6, "{refused:?}");
+    // The token is never journalled.
+    assert!(
+        !std::fs::read_to_string(dir.path("journal.jsonl"))
+            .unwrap()
+            .contains(&l.token)
+    );
+}
+
+#[test]
+fn the_http_front_binds_loopback_only_and_takes_a_named_token() {
+    let dir = demo("serve_http_bind", &[]);
+    let out =
+        run_allowed(&dir, "demo", &["serve", "--listen", "0.0.0.0:8931"])
+            .assert_exit(2);
+    assert!(out.stderr.contains("not a loopback address"), "{}", out.stderr);
+    let out = run_allowed(
+        &dir,
+        "demo",
+        &["serve", "--listen", "127.0.0.1:1", "--token-env", "UNSET_VAR"],
+    )
+    .assert_exit(2);
+    assert!(out.stderr.contains("--token-env UNSET_VAR"), "{}", out.stderr);
+    let l = Listening::start(
+        &dir,
+        "demo",
+        &["--token-env", "MY_TOKEN"],
+        &[("MY_TOKEN", "a-token-of-twenty-chars")],
+    );
+    assert_eq!(l.post(&[l.host(), l.auth()], INIT).0, 200);
+}
+
+#[test]
+fn rivumi_mcp_is_a_host_of_serve_over_http_in_both_eras() {
+    let dir = demo("serve_http_two_hops", &[]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let host = Dir::new("serve_http_two_hops_host");
+    write_mcp_json(
+        &host,
+        &[(
+            "gw",
+            json!({"url": format!("http://{}/mcp", l.addr), "bearer_token_env_var": "GW_TOKEN"}),
+        )],
+    );
+    for era in ["legacy", "modern"] {
+        let run = |args: &[&str]| {
+            let mut all = vec!["--protocol", era];
+            all.extend_from_slice(args);
+            let mut c = run_allowed(&host, "gw", &all);
+            c.env("GW_TOKEN", &l.token);
+            c
+        };
+        let out = run(&["call", "gw", "demo__echo", "text=over http"])
+            .assert_exit(0);
+        assert_eq!(out.stdout.trim(), "over http", "{era}");
+        let out = run(&[
+            "call",
+            "-y",
+            "--elicit",
+            "defaults",
+            "gw",
+            "demo__delete_all",
+        ])
+        .assert_exit(0);
+        assert_eq!(out.stdout.trim(), "deleted", "{era}");
+        run(&["call", "-y", "--elicit", "decline", "gw", "demo__delete_all"])
+            .assert_exit(1);
+        let out =
+            run(&["prompt", "gw", "demo__greet", "name=Ada"]).assert_exit(0);
+        assert!(out.stdout.contains("Ada"), "{era}");
+    }
+    assert_eq!(received(&dir.path("rec"), "tools/call").len(), 4);
+    // One upstream process served every request.
+    assert_eq!(read_pids(&dir.path("pids")).len(), 1);
+}
