@@ -58,3 +58,5 @@ mod hostile_auth;
 mod lock;
 // `serve`: the gateway driven by a scripted host and by rivumi-mcp itself.
 mod serve;
+// `serve` with real hosts (SDK clients, Inspector, mcporter) and real upstreams.
+mod interop_serve;

@@ -143,7 +143,7 @@ fn is_error(result: &Value) -> bool {
 
 /// A directory whose server `demo` is the fixture, recording in `rec`
 /// and writing its pid to `pids`, with `args`.
-fn demo(test: &str, args: &[&str]) -> Dir {
+pub(crate) fn demo(test: &str, args: &[&str]) -> Dir {
     let dir = Dir::new(test);
     let rec = format!("--record={}", dir.path("rec").display());
     let pids = format!("--pid-file={}", dir.path("pids").display());
@@ -513,14 +513,14 @@ fn dry_run_shows_what_would_be_exposed() {
 
 /// `rivumi-mcp serve --listen 127.0.0.1:0 ARGS`, its address and token
 /// read from its stderr.
-struct Listening {
+pub(crate) struct Listening {
     child: Child,
-    addr: String,
-    token: String,
+    pub(crate) addr: String,
+    pub(crate) token: String,
 }
 
 impl Listening {
-    fn start(
+    pub(crate) fn start(
         dir: &Dir,
         allow: &str,
         args: &[&str],

@@ -180,7 +180,7 @@ impl Gateway<'_> {
         let _current = super::CurrentHost::set(link.cloned(), h.caps);
         let mut r = self.dispatch(&h, link, modern, name, params);
         if modern && let Ok(v) = &mut r {
-            host::modern_result(v, &server_info());
+            host::modern_result(v, &server_info(), name);
         }
         if let Some(l) = link {
             for m in self.pool.take_changed() {
@@ -262,6 +262,7 @@ impl Gateway<'_> {
             for t in tool::tools(server, &items) {
                 let mut def = t.def.clone();
                 def["name"] = json!(host::exposed(&t.qualified));
+                clean_annotations(&mut def);
                 out.push(def);
             }
         }
@@ -573,6 +574,24 @@ fn page(key: &str, items: &[Value], cursor: Option<&str>) -> Reply {
         r["nextCursor"] = json!(n);
     }
     Ok(r)
+}
+
+/// Drops annotations hosts would reject the whole list for: hints that
+/// are not booleans, a title that is not a string, annotations that are
+/// not an object. The tool's class was decided before, from the original
+/// (anything but a boolean `readOnlyHint: true` is execute).
+fn clean_annotations(def: &mut Value) {
+    let Some(Value::Object(a)) = def.get_mut("annotations") else {
+        if let Some(d) = def.as_object_mut() {
+            d.remove("annotations");
+        }
+        return;
+    };
+    a.retain(|k, v| match k.as_str() {
+        "title" => v.is_string(),
+        k if k.ends_with("Hint") => v.is_boolean(),
+        _ => true,
+    });
 }
 
 /// Records the server of a listed item in its `_meta`.

@@ -40,17 +40,20 @@ impl Upstream {
 
     /// The server's tools (as listed; cached).
     pub(crate) fn tools(&mut self) -> Result<Vec<Value>> {
+        // Notices that came before this listing are answered by it.
+        self.note_changes();
         if self.tools.is_none() {
             let show = Show { tools: true, ..Show::default() };
             let l = catalog::collect(self.session(), show)?;
             self.tools = Some(l.tools.map(|l| l.items).unwrap_or_default());
         }
-        self.note_changes();
         Ok(self.tools.clone().unwrap_or_default())
     }
 
     /// The server's resources and resource templates (cached).
     pub(crate) fn resources(&mut self) -> Result<(Vec<Value>, Vec<Value>)> {
+        // Notices that came before this listing are answered by it.
+        self.note_changes();
         if self.resources.is_none() {
             let show = Show { resources: true, ..Show::default() };
             let l = catalog::collect(self.session(), show)?;
@@ -59,19 +62,19 @@ impl Upstream {
                 l.templates.map(|l| l.items).unwrap_or_default(),
             ));
         }
-        self.note_changes();
         Ok(self.resources.clone().unwrap_or_default())
     }
 
     /// The server's prompts (cached).
     pub(crate) fn prompts(&mut self) -> Result<Vec<Value>> {
+        // Notices that came before this listing are answered by it.
+        self.note_changes();
         if self.prompts.is_none() {
             let show = Show { prompts: true, ..Show::default() };
             let l = catalog::collect(self.session(), show)?;
             self.prompts =
                 Some(l.prompts.map(|l| l.items).unwrap_or_default());
         }
-        self.note_changes();
         Ok(self.prompts.clone().unwrap_or_default())
     }
 

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Capabilities, Version, meta};
+use super::{Capabilities, Version, meta, method};
 use crate::term;
 
 /// The protocol revisions a host may negotiate in `initialize`, newest
@@ -113,15 +113,35 @@ pub fn discover_result(
     if let Some(i) = instructions {
         r["instructions"] = json!(i);
     }
-    modern_result(&mut r, info);
+    modern_result(&mut r, info, method::SERVER_DISCOVER);
     r
 }
 
-/// Adds what every 2026-07-28 result carries: `resultType` (complete
-/// unless set) and the server's info in `_meta`.
-pub fn modern_result(result: &mut Value, info: &Value) {
+/// Whether a method's 2026-07-28 result carries cache directives
+/// (`ttlMs`, `cacheScope`; SEP-2549).
+pub fn cacheable(m: &str) -> bool {
+    matches!(
+        m,
+        method::SERVER_DISCOVER
+            | method::TOOLS_LIST
+            | method::PROMPTS_LIST
+            | method::RESOURCES_LIST
+            | method::RESOURCE_TEMPLATES_LIST
+            | method::RESOURCES_READ
+    )
+}
+
+/// Adds what every 2026-07-28 result of `m` carries: `resultType`
+/// (complete unless set), the server's info in `_meta`, and for the
+/// cacheable results, directives that cache nothing unless the result
+/// already says otherwise (`ttlMs` 0, `cacheScope` private).
+pub fn modern_result(result: &mut Value, info: &Value, m: &str) {
     let Value::Object(r) = result else { return };
     r.entry("resultType").or_insert_with(|| json!("complete"));
+    if cacheable(m) && r.get("resultType") == Some(&json!("complete")) {
+        r.entry("ttlMs").or_insert_with(|| json!(0));
+        r.entry("cacheScope").or_insert_with(|| json!("private"));
+    }
     let m = r.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(m) = m {
         m.insert(meta::SERVER_INFO.into(), info.clone());
@@ -283,9 +303,18 @@ mod tests {
         assert_eq!(d["resultType"], "complete");
         assert_eq!(d["_meta"][meta::SERVER_INFO]["name"], "g");
         assert_eq!(d["instructions"], "hi");
+        assert_eq!(d["ttlMs"], 0);
+        assert_eq!(d["cacheScope"], "private");
         let mut r = json!({"resultType": "input_required"});
-        modern_result(&mut r, &info);
+        modern_result(&mut r, &info, method::RESOURCES_READ);
         assert_eq!(r["resultType"], "input_required");
+        assert!(r.get("ttlMs").is_none());
+        let mut l = json!({"tools": [], "ttlMs": 5});
+        modern_result(&mut l, &info, method::TOOLS_LIST);
+        assert_eq!(l["ttlMs"], 5);
+        let mut c = json!({"content": []});
+        modern_result(&mut c, &info, method::TOOLS_CALL);
+        assert!(c.get("cacheScope").is_none());
         let i = initialize_result(Version::V2025_06_18, json!({}), info, None);
         assert_eq!(i["protocolVersion"], "2025-06-18");
         assert!(i.get("instructions").is_none());
