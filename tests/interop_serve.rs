@@ -144,7 +144,7 @@ fn interop_serve_typescript_sdk_v2_client_in_both_eras_over_stdio_and_http() {
 #[test]
 fn interop_serve_inspector_cli_and_mcporter_over_stdio_and_http() {
     let Some(s) = hosts("interop_serve_cli") else { return };
-    let t = Turn::take("interop_serve", "interop_serve_cli");
+    let _turn = Turn::take("interop_serve", "interop_serve_cli");
     let dir = demo("interop_serve_cli_dir", &[]);
     let l = Listening::start(&dir, "demo", &[], &[]);
     let url = format!("http://{}/mcp", l.addr);
