@@ -27,13 +27,13 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::pending::Pending;
 use crate::cli::ServeOptions;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
@@ -98,8 +98,7 @@ fn random_hex(n: usize) -> Result<String> {
 /// One handshake-era session: its host and the questions asked of it.
 struct Session {
     host: Mutex<Host>,
-    pending:
-        Mutex<HashMap<String, Sender<std::result::Result<Value, String>>>>,
+    pending: Pending,
 }
 
 struct Front<'g, 'a> {
@@ -442,31 +441,9 @@ impl HostLink for StreamLink {
     ) -> std::result::Result<Value, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let id = json!(format!("serve-{}-{n}", self.tag));
-        let (tx, rx) = mpsc::channel();
-        let key = id.to_string();
-        self.session
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), tx);
-        let sent = self.event(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let r = if sent {
-            match rx.recv_timeout(timeout) {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "no answer from the host within {}s",
-                    timeout.as_secs()
-                )),
-            }
-        } else {
-            Err("the host closed the stream".into())
-        };
-        self.session
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
-        r
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
+                             "params": params});
+        self.session.pending.ask(&id, timeout, || self.event(&request))
     }
 
     fn notify(&self, method: &str, params: Value) {
@@ -549,21 +526,7 @@ impl Front<'_, '_> {
                 let Some(session) = self.session(head) else {
                     return refuse(&mut s, 404, "unknown or missing session");
                 };
-                let r = match outcome {
-                    mcp::Outcome::Result(v) => Ok(v),
-                    mcp::Outcome::Error(e) => Err(e.describe()),
-                    mcp::Outcome::BadResult => {
-                        Err("result is not an object".into())
-                    }
-                };
-                let tx = session
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id.to_string());
-                if let Some(tx) = tx {
-                    let _ = tx.send(r);
-                }
+                session.pending.answer(&id, outcome);
                 return respond(&mut s, 202, &[], "");
             }
             Incoming::Notification { .. } => {
@@ -622,7 +585,7 @@ impl Front<'_, '_> {
                     sid.clone(),
                     Arc::new(Session {
                         host: Mutex::new(host),
-                        pending: Mutex::new(HashMap::new()),
+                        pending: Pending::default(),
                     }),
                 );
             }

@@ -6,6 +6,8 @@
 //!   the host);
 //! - `upstream.rs`: the upstream sessions, started on first use, closed
 //!   on every exit path;
+//! - `pending.rs`: the questions asked of a host, matched to its answers
+//!   by id (both fronts);
 //! - `stdio.rs`: the front on stdin/stdout (the default);
 //! - `http.rs`: the Streamable HTTP front (`--listen`), loopback only,
 //!   behind a bearer token and `Host`/`Origin` checks.
@@ -17,6 +19,7 @@
 
 mod gateway;
 mod http;
+mod pending;
 mod stdio;
 mod upstream;
 

@@ -9,16 +9,15 @@
 //! question fails, the requests in flight finish, and every upstream
 //! session is closed.
 
-use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::pending::Pending;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
 use crate::{msg, term};
@@ -31,20 +30,16 @@ const MAX_LINE: usize = 16 << 20;
 /// The host's side of the pipe: our stdout and the questions we asked it.
 pub(crate) struct Link {
     out: Mutex<std::io::Stdout>,
-    pending:
-        Mutex<HashMap<String, Sender<std::result::Result<Value, String>>>>,
+    pending: Pending,
     next: AtomicU64,
-    /// Set at end of input: no answer will come.
-    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
     fn new() -> Link {
         Link {
             out: Mutex::new(std::io::stdout()),
-            pending: Mutex::new(HashMap::new()),
+            pending: Pending::default(),
             next: AtomicU64::new(1),
-            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -56,27 +51,17 @@ impl Link {
         let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
     }
 
-    fn answer(&self, id: &Value, r: std::result::Result<Value, String>) {
-        let key = id.to_string();
-        let tx = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(r);
-            }
-            None => msg::debug(&format!(
+    fn answer(&self, id: &Value, outcome: mcp::Outcome) {
+        if !self.pending.answer(id, outcome) {
+            msg::debug(&format!(
                 "serve: ignored a host response with unknown id {}",
-                term::clip(&key, 60)
-            )),
+                term::clip(&id.to_string(), 60)
+            ));
         }
     }
 
     fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.pending.clear();
     }
 }
 
@@ -87,35 +72,16 @@ impl HostLink for Link {
         params: Value,
         timeout: Duration,
     ) -> std::result::Result<Value, String> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err("the host closed its input".into());
-        }
         let id = json!(format!(
             "serve-{}",
             self.next.fetch_add(1, Ordering::SeqCst)
         ));
-        let (tx, rx) = mpsc::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string(), tx);
-        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        match rx.recv_timeout(timeout) {
-            Ok(r) => r,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id.to_string());
-                Err(format!(
-                    "no answer from the host within {}s",
-                    timeout.as_secs()
-                ))
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err("the host closed its input".into())
-            }
-        }
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
+                             "params": params});
+        self.pending.ask(&id, timeout, || {
+            self.write(&request);
+            true
+        })
     }
 
     fn notify(&self, method: &str, params: Value) {
@@ -170,14 +136,7 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
             };
             match mcp::classify(m) {
                 Incoming::Response { id, outcome } => {
-                    let r = match outcome {
-                        mcp::Outcome::Result(v) => Ok(v),
-                        mcp::Outcome::Error(e) => Err(e.describe()),
-                        mcp::Outcome::BadResult => {
-                            Err("result is not an object".into())
-                        }
-                    };
-                    link.answer(&id, r);
+                    link.answer(&id, outcome)
                 }
                 Incoming::Notification { method, .. } => {
                     msg::debug(&format!(
