@@ -98,6 +98,9 @@ pub(crate) trait Client: Send + Sync {
     /// The result for one request of a declared kind; `Err` is sent as an
     /// error answer.
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+    /// A progress or log notification the server sent, for a client that
+    /// passes them on (`serve`); the default ignores it.
+    fn notified(&self, _server: &str, _method: &str, _params: &Value) {}
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -709,6 +712,9 @@ impl Session {
     }
 
     fn notification(&mut self, method: &str, p: &Value) {
+        if method == method::PROGRESS || method == method::MESSAGE {
+            self.client.notified(&self.name, method, p);
+        }
         match method {
             method::MESSAGE => {
                 let level =

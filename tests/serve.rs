@@ -31,6 +31,8 @@ struct Host {
     pub accept: bool,
     /// Requests the gateway made of the host.
     pub asked: Vec<Value>,
+    /// Notifications the gateway sent.
+    pub notes: Vec<Value>,
 }
 
 impl Host {
@@ -55,7 +57,15 @@ impl Host {
                 }
             }
         });
-        Host { child, stdin, lines: rx, next: 1, accept: true, asked: vec![] }
+        Host {
+            child,
+            stdin,
+            lines: rx,
+            next: 1,
+            accept: true,
+            asked: vec![],
+            notes: vec![],
+        }
     }
 
     fn send(&mut self, m: &Value) {
@@ -90,6 +100,9 @@ impl Host {
             }
             if m.get("id") == Some(&json!(id)) {
                 return m;
+            }
+            if m.get("method").is_some() {
+                self.notes.push(m);
             }
         }
     }
@@ -706,4 +719,54 @@ fn rivumi_mcp_is_a_host_of_serve_over_http_in_both_eras() {
     assert_eq!(received(&dir.path("rec"), "tools/call").len(), 4);
     // One upstream process served every request.
     assert_eq!(read_pids(&dir.path("pids")).len(), 1);
+}
+
+#[test]
+fn a_changed_upstream_list_is_told_to_the_host_and_listed_anew() {
+    let dir = demo("serve_list_changed", &["--tools-after-change"]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({}));
+    let before = h.request("tools/list", json!({}));
+    assert!(!before.to_string().contains("demo__added_later"));
+    let r = h.call("demo__log_and_notify", json!({}));
+    assert_eq!(text(&r), "notified");
+    let changed: Vec<&Value> = h
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/tools/list_changed")
+        .collect();
+    assert_eq!(changed.len(), 1, "{:?}", h.notes);
+    let after = h.request("tools/list", json!({}));
+    assert!(after.to_string().contains("demo__added_later"), "{after}");
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
+fn upstream_progress_and_logs_reach_the_host() {
+    let dir = demo("serve_progress", &[]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({}));
+    let r = h.request(
+        "tools/call",
+        json!({"name": "demo__slow", "arguments": {"ms": 40},
+               "_meta": {"progressToken": "host-token"}}),
+    );
+    assert!(!is_error(&r["result"]), "{r}");
+    let progress: Vec<&Value> = h
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", h.notes);
+    assert_eq!(progress[0]["params"]["progressToken"], "host-token");
+    assert_eq!(progress[2]["params"]["message"], "step 3 of 3");
+    h.call("demo__log_and_notify", json!({}));
+    let log = h
+        .notes
+        .iter()
+        .find(|n| n["method"] == "notifications/message")
+        .expect("a log message");
+    assert_eq!(log["params"]["logger"], "demo");
+    assert_eq!(log["params"]["data"], "hello from fixture");
+    assert_eq!(h.finish(), Some(0));
 }

@@ -177,7 +177,12 @@ impl Gateway<'_> {
         };
         let modern = h.version.is_none();
         let link = if modern { None } else { link };
-        let _current = super::CurrentHost::set(link.cloned(), h.caps);
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let _current = super::CurrentHost::set(link.cloned(), h.caps, token);
         let mut r = self.dispatch(&h, link, modern, name, params);
         if modern && let Ok(v) = &mut r {
             host::modern_result(v, &server_info(), name);

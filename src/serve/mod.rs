@@ -174,8 +174,16 @@ thread_local! {
     /// The host of the request this thread is handling, for what an
     /// upstream server asks meanwhile (the session answers on the thread
     /// that made the request).
-    static CURRENT: RefCell<Option<(Arc<dyn HostLink>, Capabilities)>> =
-        const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+/// The host of the request a thread handles: how to reach it, what it
+/// declared, and the progress token its request carries.
+#[derive(Clone)]
+struct Current {
+    link: Arc<dyn HostLink>,
+    caps: Capabilities,
+    progress: Option<Value>,
 }
 
 /// Sets the current host for the life of the guard.
@@ -185,8 +193,11 @@ impl CurrentHost {
     pub(crate) fn set(
         link: Option<Arc<dyn HostLink>>,
         caps: Capabilities,
+        progress: Option<Value>,
     ) -> CurrentHost {
-        CURRENT.with(|c| *c.borrow_mut() = link.map(|l| (l, caps)));
+        CURRENT.with(|c| {
+            *c.borrow_mut() = link.map(|link| Current { link, caps, progress })
+        });
         CurrentHost
     }
 }
@@ -224,7 +235,7 @@ impl Client for ServeClient {
             return Ok(json!({}));
         }
         let host = CURRENT.with(|c| c.borrow().clone());
-        if let Some((link, caps)) = host {
+        if let Some(Current { link, caps, .. }) = host {
             let (declared, method) = match q.ask {
                 Ask::Form => {
                     (caps.elicitation_form, mcp::method::ELICITATION_CREATE)
@@ -280,6 +291,36 @@ impl Client for ServeClient {
             ));
         }
         self.operator.serve(q)
+    }
+
+    /// Progress goes to the host under the token of its own request (when
+    /// it asked for progress); log messages go with the server as logger.
+    fn notified(&self, server: &str, method: &str, params: &Value) {
+        let Some(host) = CURRENT.with(|c| c.borrow().clone()) else {
+            return;
+        };
+        match method {
+            mcp::method::PROGRESS => {
+                let Some(token) = host.progress else { return };
+                let mut p = json!({"progressToken": token});
+                for k in ["progress", "total", "message"] {
+                    if let Some(v) = params.get(k) {
+                        p[k] = v.clone();
+                    }
+                }
+                host.link.notify(method, p);
+            }
+            mcp::method::MESSAGE => {
+                let mut p = json!({"logger": server});
+                for k in ["level", "data"] {
+                    if let Some(v) = params.get(k) {
+                        p[k] = v.clone();
+                    }
+                }
+                host.link.notify(method, p);
+            }
+            _ => {}
+        }
     }
 }
 
