@@ -770,3 +770,29 @@ fn upstream_progress_and_logs_reach_the_host() {
     assert_eq!(log["params"]["data"], "hello from fixture");
     assert_eq!(h.finish(), Some(0));
 }
+
+#[test]
+fn a_server_that_cannot_start_is_left_out_and_the_others_serve() {
+    let dir = Dir::new("serve_one_broken");
+    write_mcp_json(
+        &dir,
+        &[
+            ("good", fixture_server(&[])),
+            ("bad", fixture_server(&["--crash-at-init"])),
+        ],
+    );
+    let mut h = Host::start(&dir, "good,bad", &[]);
+    let init = h.initialize(json!({}));
+    assert_eq!(init["result"]["serverInfo"]["name"], "rivumi-mcp-serve");
+    let tools = h.request("tools/list", json!({}));
+    let names = tools["result"]["tools"].to_string();
+    assert!(
+        names.contains("good__echo") && !names.contains("bad__"),
+        "{names}"
+    );
+    let r = h.call("bad__echo", json!({"text": "x"}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("server 'bad'"), "{r}");
+    assert_eq!(text(&h.call("good__echo", json!({"text": "ok"}))), "ok");
+    assert_eq!(h.finish(), Some(0));
+}

@@ -236,16 +236,11 @@ impl Gateway<'_> {
              named SERVER__NAME. Calls are checked by the operator's policy; \
              a refused call says why.",
         );
-        for server in self.pool.names() {
-            let i = self
-                .pool
-                .with(server, |u| Ok(u.session().server.instructions.clone()));
-            match i {
-                Ok(Some(i)) if !i.trim().is_empty() => {
-                    text.push_str(&format!("\n\n## {server}\n{}", i.trim()));
-                }
-                Ok(_) => {}
-                Err(e) => crate::msg::warn(&e.to_string()),
+        let all =
+            self.pool.each(|u| Ok(u.session().server.instructions.clone()));
+        for (server, i) in all {
+            if let Some(i) = i.filter(|i| !i.trim().is_empty()) {
+                text.push_str(&format!("\n\n## {server}\n{}", i.trim()));
             }
         }
         text
@@ -255,15 +250,7 @@ impl Gateway<'_> {
     /// is left out (and warned about): the others stay usable.
     pub(crate) fn tools(&self) -> Vec<Value> {
         let mut out = vec![];
-        for server in self.pool.names() {
-            let listed = self.pool.with(server, |u| u.tools());
-            let items = match listed {
-                Ok(items) => items,
-                Err(e) => {
-                    crate::msg::warn(&e.to_string());
-                    continue;
-                }
-            };
+        for (server, items) in self.pool.each(|u| u.tools()) {
             for t in tool::tools(server, &items) {
                 let mut def = t.def.clone();
                 def["name"] = json!(host::exposed(&t.qualified));
@@ -276,22 +263,14 @@ impl Gateway<'_> {
 
     pub(crate) fn prompts(&self) -> Vec<Value> {
         let mut out = vec![];
-        for server in self.pool.names() {
-            let listed = self.pool.with(server, |u| u.prompts());
-            match listed {
-                Ok(items) => {
-                    for p in items {
-                        let Some(n) = p.get("name").and_then(Value::as_str)
-                        else {
-                            continue;
-                        };
-                        let mut def = p.clone();
-                        def["name"] =
-                            json!(format!("{server}{}{n}", host::SEP));
-                        out.push(def);
-                    }
-                }
-                Err(e) => crate::msg::warn(&e.to_string()),
+        for (server, items) in self.pool.each(|u| u.prompts()) {
+            for p in items {
+                let Some(n) = p.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let mut def = p.clone();
+                def["name"] = json!(format!("{server}{}{n}", host::SEP));
+                out.push(def);
             }
         }
         out
@@ -302,16 +281,11 @@ impl Gateway<'_> {
     pub(crate) fn resources(&self) -> (Vec<Value>, Vec<Value>) {
         let mut all: Vec<(String, Value)> = vec![];
         let mut templates = vec![];
-        for server in self.pool.names() {
-            match self.pool.with(server, |u| u.resources()) {
-                Ok((r, t)) => {
-                    all.extend(r.into_iter().map(|r| (server.to_string(), r)));
-                    for mut t in t {
-                        record(&mut t, server);
-                        templates.push(t);
-                    }
-                }
-                Err(e) => crate::msg::warn(&e.to_string()),
+        for (server, (r, t)) in self.pool.each(|u| u.resources()) {
+            all.extend(r.into_iter().map(|r| (server.to_string(), r)));
+            for mut t in t {
+                record(&mut t, server);
+                templates.push(t);
             }
         }
         let uri =

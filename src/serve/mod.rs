@@ -202,6 +202,22 @@ impl CurrentHost {
     }
 }
 
+/// The current host of one thread, carried into another (the listing of
+/// several servers runs side by side).
+pub(crate) struct Carried(Option<Current>);
+
+impl Carried {
+    pub(crate) fn here() -> Carried {
+        Carried(CURRENT.with(|c| c.borrow().clone()))
+    }
+
+    /// Makes it the current host of this thread for the guard's life.
+    pub(crate) fn enter(&self) -> CurrentHost {
+        CURRENT.with(|c| *c.borrow_mut() = self.0.clone());
+        CurrentHost
+    }
+}
+
 impl Drop for CurrentHost {
     fn drop(&mut self) {
         CURRENT.with(|c| *c.borrow_mut() = None);

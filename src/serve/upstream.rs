@@ -177,6 +177,42 @@ impl<'a> Pool<'a> {
         r
     }
 
+    /// Runs `f` on every server's upstream at once (each starting if
+    /// needed) and returns the results in name order; a server that fails
+    /// is warned about and left out, the others are unaffected.
+    pub(crate) fn each<R: Send>(
+        &self,
+        f: impl Fn(&mut Upstream) -> Result<R> + Sync,
+    ) -> Vec<(&str, R)> {
+        let host = super::Carried::here();
+        let (f, host) = (&f, &host);
+        std::thread::scope(|scope| {
+            let running: Vec<_> = self
+                .names()
+                .map(|name| {
+                    (
+                        name,
+                        scope.spawn(move || {
+                            let _current = host.enter();
+                            self.with(name, f)
+                        }),
+                    )
+                })
+                .collect();
+            running
+                .into_iter()
+                .filter_map(|(name, t)| match t.join() {
+                    Ok(Ok(r)) => Some((name, r)),
+                    Ok(Err(e)) => {
+                        msg::warn(&e.to_string());
+                        None
+                    }
+                    Err(_) => None,
+                })
+                .collect()
+        })
+    }
+
     /// The list-changed notices of every server, taken.
     pub(crate) fn take_changed(&self) -> Vec<String> {
         let mut all = vec![];
