@@ -5,7 +5,7 @@
 #   make bench   our overhead against the fixture server, and memory
 #   make fuzz    every fuzz target for FUZZ_SECONDS (20) each, if cargo-fuzz
 #   make install the binary, the man page and the completions under PREFIX
-#   make man     regenerate rivumi-mcp.1 from the help texts
+#   make man     regenerate rivumi-mcp.1 from the option and command tables
 
 CARGO ?= cargo
 RELEASE := target/release

@@ -99,6 +99,38 @@ RIVUMI_INTEROP_NODE_DIR="$NODE_DIR" node "$FIX/ts2_server.cjs" check ||
 "$VENV/bin/python" "$FIX/fastmcp_server.py" --check || die "fixtures/interop/fastmcp_server.py --check failed"
 step "ok: node $(node --version) $node_pins; python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())') $py_pins"
 
+# ---- sandbox: real servers run inside rivumi-mcp's sandbox (tests/sandbox.rs) -----------
+#   .interop/sandbox-node  @modelcontextprotocol/server-filesystem (fixtures/interop/sandbox-node, locked)
+#   .interop/sandbox-venv  mcp-server-fetch (fixtures/interop/sandbox-constraints.txt)
+SANDBOX_FETCH_VERSION="2026.10.24" # mcp-server-fetch on PyPI, newest as of 2026-12
+sandbox_node="$DEST/sandbox-node"
+sandbox_node_stamp="$(hash_of "$FIX/sandbox-node/package.json" "$FIX/sandbox-node/package-lock.json")"
+if [ "$(cat "$sandbox_node/.stamp" 2>/dev/null)" = "$sandbox_node_stamp" ]; then
+  step "sandbox-node: already installed, skipping"
+else
+  step "sandbox-node: installing server-filesystem into .interop/sandbox-node (npm ci, locked tree)"
+  mkdir -p "$sandbox_node"
+  rm -f "$sandbox_node/.stamp"
+  cp "$FIX/sandbox-node/package.json" "$FIX/sandbox-node/package-lock.json" "$sandbox_node/"
+  npm ci --prefix "$sandbox_node" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  echo "$sandbox_node_stamp" >"$sandbox_node/.stamp"
+fi
+sandbox_venv="$DEST/sandbox-venv"
+sandbox_py_stamp="$(printf '%s %s\n' "$SANDBOX_FETCH_VERSION" "$(python3 -c 'import sys; print(sys.version)')" | cat - "$FIX/sandbox-constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$sandbox_venv/.stamp" 2>/dev/null)" = "$sandbox_py_stamp" ]; then
+  step "sandbox-venv: mcp-server-fetch $SANDBOX_FETCH_VERSION already installed, skipping"
+else
+  step "sandbox-venv: installing mcp-server-fetch $SANDBOX_FETCH_VERSION into .interop/sandbox-venv"
+  rm -rf "$sandbox_venv"
+  python3 -m venv "$sandbox_venv" || die "python3 -m venv failed"
+  "$sandbox_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/sandbox-constraints.txt" "mcp-server-fetch==$SANDBOX_FETCH_VERSION"
+  echo "$sandbox_py_stamp" >"$sandbox_venv/.stamp"
+fi
+"$sandbox_venv/bin/python" -c 'import mcp_server_fetch' || die "mcp_server_fetch not importable in .interop/sandbox-venv"
+[ -f "$sandbox_node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] ||
+  die "server-filesystem missing in .interop/sandbox-node"
+step "ok: sandbox servers (server-filesystem, mcp-server-fetch $SANDBOX_FETCH_VERSION)"
 # ---- 4. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
 # The TypeScript SDK v2 client, the Inspector (its --cli) and mcporter, pinned exactly in
 # fixtures/interop/clients-node/package.json + package-lock.json. npm ci runs in the directory

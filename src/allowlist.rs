@@ -16,7 +16,15 @@
 //! fingerprint pins which variables feed the launch, not their values,
 //! which may be secrets and may rotate), and for a stdio server the
 //! effective directory it runs in (`cwd`, else the config file's
-//! directory, made absolute), since `args: ["."]` depends on it.
+//! directory, made absolute), since `args: ["."]` depends on it. Header
+//! templates count whole (the variable names and the literal text around
+//! them): which variable feeds which header decides where a token goes.
+//!
+//! What was added to a class after pins existed (a `protocol` other than
+//! `auto`; `step_up`, `offline_access` and `"registration": "dynamic"` in
+//! an `oauth` block) enters the canonical form only when set, so a pin of
+//! an entry without it stays valid. A changed `protocol` is named as such:
+//! the verdict tries the other eras against the pin.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -139,6 +147,18 @@ impl Allowlist {
         if *pin == now {
             return Verdict::Pinned;
         }
+        // Only the era changed? Say so rather than naming class 0.
+        let era = crate::mcp::Choice::NAMES
+            .iter()
+            .filter_map(|n| crate::mcp::Choice::parse(n))
+            .filter(|c| *c != server.protocol)
+            .any(|c| {
+                let other = Server { protocol: c, ..server.clone() };
+                *pin == fingerprint(&other)
+            });
+        if era {
+            return Verdict::Mismatch(vec!["protocol"]);
+        }
         let classes = class_names(server);
         let changed = pin
             .bytes()
@@ -154,13 +174,28 @@ impl Allowlist {
 
 fn class_names(server: &Server) -> &'static [&'static str; 4] {
     match server.transport {
-        Transport::Stdio(_) => &["command", "args", "env", "cwd"],
+        Transport::Stdio(_) => &["command", "args", "env", "cwd/sandbox"],
         Transport::Http(_) => &["url", "headers", "auth", "oauth"],
     }
 }
 
 /// The canonical launch spec, one JSON value per class.
 fn classes(server: &Server) -> [Value; 4] {
+    let mut parts = transport_classes(server);
+    // The era spoken (what is sent, and how): with what is reached, and
+    // only when chosen, so that pins of entries without it stay valid.
+    if server.protocol != crate::mcp::Choice::Auto
+        && let Value::Array(a) = &mut parts[0]
+    {
+        let era = crate::mcp::Choice::NAMES
+            .iter()
+            .find(|n| crate::mcp::Choice::parse(n) == Some(server.protocol));
+        a.push(json!({"protocol": era}));
+    }
+    parts
+}
+
+fn transport_classes(server: &Server) -> [Value; 4] {
     match &server.transport {
         Transport::Stdio(s) => {
             let mut env: Vec<(&String, &String)> =
@@ -172,16 +207,29 @@ fn classes(server: &Server) -> [Value; 4] {
                 json!(["stdio", s.command]),
                 json!(s.args),
                 json!({"env": env, "env_vars": passed}),
-                json!(s.cwd_path.as_ref().map(|p| p.display().to_string())),
+                {
+                    let cwd = json!(
+                        s.cwd_path.as_ref().map(|p| p.display().to_string())
+                    );
+                    // The whole sandbox block, so that a config that
+                    // loosens it no longer matches a pin; only when set,
+                    // so that entries without one keep their fingerprints.
+                    match &s.sandbox {
+                        None => cwd,
+                        Some(b) => json!({"cwd": cwd, "sandbox": b.to_json()}),
+                    }
+                },
             ]
         }
         Transport::Http(h) => {
-            let mut names: Vec<String> = h
+            // Names and templates as written (`${VAR}` unexpanded): which
+            // variable feeds a header decides whose token goes there.
+            let mut headers: Vec<(String, &String)> = h
                 .headers
                 .iter()
-                .map(|(k, _)| k.to_ascii_lowercase())
+                .map(|(k, v)| (k.to_ascii_lowercase(), v))
                 .collect();
-            names.sort();
+            headers.sort();
             let oauth = h.oauth.as_ref().map(|o| {
                 let mut v = json!({
                     "client_id": o.client_id,
@@ -193,6 +241,17 @@ fn classes(server: &Server) -> [Value; 4] {
                     "port": o.redirect_port,
                     "path": o.redirect_path,
                 });
+                // What a login asks for and when it runs: only when set,
+                // as below.
+                if o.dynamic_registration {
+                    v["registration"] = json!("dynamic");
+                }
+                if o.offline_access {
+                    v["offline_access"] = json!(true);
+                }
+                if o.step_up {
+                    v["step_up"] = json!(true);
+                }
                 // Where keys and assertions come from and go to (the IdP
                 // is sent the ID token): only when set, so that the
                 // fingerprints of blocks without them stay what they were.
@@ -216,6 +275,9 @@ fn classes(server: &Server) -> [Value; 4] {
                             DpopMode::Auto => "auto",
                         },
                     });
+                    if m.trust_discovery {
+                        v["machine"]["trust_discovery"] = json!(true);
+                    }
                 }
                 v
             });
@@ -230,7 +292,7 @@ fn classes(server: &Server) -> [Value; 4] {
                         h.url.to_string()
                     }
                 ]),
-                json!(names),
+                json!(headers),
                 json!({"mode": server.auth_mode(),
                        "bearer_var": h.bearer_token_env_var}),
                 json!(oauth),
@@ -270,6 +332,7 @@ mod tests {
                 env_vars: vec![],
                 cwd_path: None,
                 expand: true,
+                sandbox: None,
             }),
             startup_timeout: None,
             tool_timeout: None,
@@ -311,17 +374,9 @@ mod tests {
 
     /// The server of a one-server config whose `oauth` block is `oauth`.
     fn with_oauth(oauth: &str) -> Server {
-        let text = format!(
-            r#"{{"mcpServers": {{"a": {{"url": "https://x.example/mcp", "oauth": {oauth}}}}}}}"#
-        );
-        let c = crate::config::validate(
-            &text,
-            std::path::Path::new("t.json"),
-            std::path::Path::new("/"),
-            false,
-            &|_| Some("v".into()),
-        );
-        c.entries[0].server.clone().expect("a valid entry")
+        entry(&format!(
+            r#"{{"url": "https://x.example/mcp", "oauth": {oauth}}}"#
+        ))
     }
 
     /// Where an assertion is sent (the IdP) and read from are part of
@@ -342,9 +397,99 @@ mod tests {
         assert_ne!(a, plain);
         assert_ne!(a, corp("https://evil.example/token"));
         let key = fingerprint(&with_oauth(
-            r#"{"client_id": "c", "grant": "client_credentials", "client_key_file": "/k.pem"}"#,
+            r#"{"client_id": "c", "grant": "client_credentials", "client_key_file": "/k.pem",
+                "authorization_server": "https://as.example"}"#,
         ));
         assert_ne!(key, plain);
+        // The opt-in to the server's choice of authorization server.
+        let trusting = fingerprint(&with_oauth(
+            r#"{"client_id": "c", "trust_discovery": true}"#,
+        ));
+        assert_ne!(trusting, plain);
+    }
+
+    /// The server of a one-server config whose entry is `entry`.
+    fn entry(entry: &str) -> Server {
+        let text = format!(r#"{{"mcpServers": {{"a": {entry}}}}}"#);
+        let c = crate::config::validate(
+            &text,
+            std::path::Path::new("t.json"),
+            std::path::Path::new("/"),
+            false,
+            &|_| Some("v".into()),
+        );
+        c.entries[0].server.clone().expect("a valid entry")
+    }
+
+    /// The verdict for `now` of a list pinning `then`.
+    fn verdict(then: &Server, now: &Server) -> Verdict {
+        let list = format!("a@{}", fingerprint(then));
+        Allowlist::parse(Some(&list)).unwrap().verdict(now)
+    }
+
+    /// Which variable feeds a header, and the literal text around it,
+    /// are pinned (issue 22, item 4); the header names' case is not.
+    #[test]
+    fn header_templates_are_in_the_fingerprint() {
+        let http = |h: &str| {
+            entry(&format!(
+                r#"{{"url": "https://x.example/mcp", "headers": {h}}}"#
+            ))
+        };
+        let docs = http(r#"{"X-Api-Key": "${DOCS_KEY}"}"#);
+        for other in [
+            r#"{"X-Api-Key": "${GITHUB_TOKEN}"}"#,
+            r#"{"X-Api-Key": "literal"}"#,
+            r#"{"X-Api-Key": "k ${DOCS_KEY}"}"#,
+        ] {
+            let v = verdict(&docs, &http(other));
+            assert!(
+                matches!(&v, Verdict::Mismatch(c) if c.is_empty() || c == &["headers"]),
+                "{other}: {v:?}"
+            );
+        }
+        assert_eq!(
+            verdict(&docs, &http(r#"{"x-api-key": "${DOCS_KEY}"}"#)),
+            Verdict::Pinned
+        );
+    }
+
+    /// `step_up`, `offline_access`, `registration` and `protocol` change
+    /// what is sent, so they change the fingerprint; left out (or at
+    /// their defaults) they leave it as it was.
+    #[test]
+    fn login_switches_and_the_era_are_in_the_fingerprint() {
+        let plain = with_oauth(r#"{"client_id": "c"}"#);
+        for set in [
+            r#"{"client_id": "c", "step_up": true}"#,
+            r#"{"client_id": "c", "offline_access": true}"#,
+            r#"{"registration": "dynamic"}"#,
+        ] {
+            assert_ne!(fingerprint(&with_oauth(set)), fingerprint(&plain));
+        }
+        let defaults = r#"{"client_id": "c", "step_up": false,
+            "offline_access": false, "registration": "none"}"#;
+        assert_eq!(fingerprint(&with_oauth(defaults)), fingerprint(&plain));
+        for base in [
+            r#""url": "https://x.example/mcp""#,
+            r#""command": "srv", "args": ["-x"]"#,
+        ] {
+            let auto = entry(&format!("{{{base}}}"));
+            let same = entry(&format!(r#"{{{base}, "protocol": "auto"}}"#));
+            assert_eq!(fingerprint(&auto), fingerprint(&same));
+            for era in ["modern", "legacy"] {
+                let now =
+                    entry(&format!(r#"{{{base}, "protocol": "{era}"}}"#));
+                assert_eq!(
+                    verdict(&auto, &now),
+                    Verdict::Mismatch(vec!["protocol"])
+                );
+                assert_eq!(
+                    verdict(&now, &auto),
+                    Verdict::Mismatch(vec!["protocol"])
+                );
+            }
+        }
     }
 
     #[test]

@@ -6,10 +6,17 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::Show;
 use crate::error::Result;
 use crate::mcp;
 use crate::session::{Listing, Session};
+
+/// Which lists `list` (and the lock) asks a server for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Show {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
 
 /// One server's answer.
 #[derive(Debug)]

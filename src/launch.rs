@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use crate::allowlist::{self, Allowlist, Verdict};
 use crate::auth::Authorization;
-use crate::cli::Global;
 use crate::config::{self, Config, Server, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -28,6 +27,48 @@ pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_REQUEST: Duration = Duration::from_secs(300);
 pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
 
+/// What the operator's options say about launching servers, built by
+/// `setup` from the command line.
+#[derive(Debug, Default)]
+pub(crate) struct Settings {
+    /// `-c PATH`; `None`: `./.mcp.json`.
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// `--stdio` / `--http`: a server typed on the command line, used
+    /// instead of a config file.
+    pub(crate) adhoc: Option<Adhoc>,
+    pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_message: Option<usize>,
+    /// Log in inline when a server asks for (more) authorization.
+    pub(crate) step_up: bool,
+    /// `--protocol`: overrides every server's `protocol` key.
+    pub(crate) protocol: Option<crate::mcp::Choice>,
+    /// `--root` directories (a sandboxed server may read and write them).
+    pub(crate) roots: Vec<std::path::PathBuf>,
+    /// `--no-sandbox SERVER`: sandboxes the operator lifts for this run.
+    pub(crate) no_sandbox: Vec<String>,
+}
+
+/// A server the operator typed on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Adhoc {
+    /// `--name`, default [`ADHOC_NAME`].
+    pub(crate) name: String,
+    pub(crate) target: AdhocTarget,
+}
+
+/// What an ad-hoc server runs or reaches, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AdhocTarget {
+    /// `--stdio 'CMD ARG…'`, split into words without a shell.
+    Stdio(Vec<String>),
+    /// `--http URL`, unparsed (the config rules check it at load).
+    Http(String),
+}
+
+/// The name of an ad-hoc server when `--name` does not give one.
+pub(crate) const ADHOC_NAME: &str = "adhoc";
+
 /// The configuration and allowlist a run command works from.
 #[derive(Debug)]
 pub(crate) struct Context {
@@ -36,18 +77,23 @@ pub(crate) struct Context {
     startup: Option<Duration>,
     timeout: Option<Duration>,
     max_message: usize,
-    lookup: fn(&str) -> Option<String>,
+    pub(crate) lookup: fn(&str) -> Option<String>,
     step_up: bool,
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.
     adhoc: Option<String>,
     /// What answers the servers' requests (the operator's options).
     client: std::sync::Arc<dyn crate::session::Client>,
+    /// `--root` directories: a sandboxed server may read and write them.
+    roots: Vec<std::path::PathBuf>,
+    /// `--no-sandbox SERVER`: the operator lifts these servers' sandboxes
+    /// for this run.
+    no_sandbox: Vec<String>,
 }
 
 impl Context {
     pub(crate) fn load(
-        g: &Global,
+        g: &Settings,
         lookup: fn(&str) -> Option<String>,
     ) -> Result<Context> {
         if let Some(a) = &g.adhoc {
@@ -109,7 +155,7 @@ impl Context {
     }
 
     /// A context with no server, from the command-line settings.
-    fn new(g: &Global, lookup: fn(&str) -> Option<String>) -> Context {
+    fn new(g: &Settings, lookup: fn(&str) -> Option<String>) -> Context {
         Context {
             config: Config {
                 path: config::default_path(),
@@ -126,6 +172,8 @@ impl Context {
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
+            roots: g.roots.clone(),
+            no_sandbox: g.no_sandbox.clone(),
         }
     }
 
@@ -274,6 +322,41 @@ impl Context {
         self.timeout.or(s.tool_timeout).unwrap_or(DEFAULT_REQUEST)
     }
 
+    /// The sandbox a stdio server starts in: its `sandbox` block unless
+    /// the operator lifted it for this run (`--no-sandbox`, journaled).
+    fn sandbox(
+        &self,
+        name: &str,
+        spec: &config::Stdio,
+        program: &str,
+        env: &[(String, String)],
+    ) -> Result<Option<crate::sandbox::Plan>> {
+        let Some(block) = &spec.sandbox else { return Ok(None) };
+        if self.no_sandbox.iter().any(|n| n == name) {
+            msg::warn(&format!(
+                "server '{name}': --no-sandbox: its sandbox is lifted for \
+                 this run"
+            ));
+            crate::journal::event(
+                "sandbox_lifted",
+                serde_json::json!({"server": name, "by": "--no-sandbox"}),
+            );
+            return Ok(None);
+        }
+        let path =
+            env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
+        crate::sandbox::Plan::new(
+            name,
+            block,
+            program,
+            path,
+            spec.cwd_path.as_deref(),
+            &self.roots,
+            &self.lookup,
+        )
+        .map(Some)
+    }
+
     /// Checks, starts and initializes a server.
     pub(crate) fn start(&self, name: &str) -> Result<Session> {
         let server = self.startable(name)?;
@@ -288,6 +371,9 @@ impl Context {
                     spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
                 let env = stdio::child_env(spec, &self.lookup)
                     .map_err(|e| e.for_server(name))?;
+                let sandbox = self
+                    .sandbox(name, spec, &argv.0, &env)
+                    .map_err(|e| e.for_server(name))?;
                 Box::new(
                     StdioTransport::spawn(
                         name,
@@ -295,6 +381,7 @@ impl Context {
                         &argv,
                         env,
                         self.max_message,
+                        sandbox,
                     )
                     .map_err(|e| e.for_server(name))?,
                 )
@@ -330,8 +417,7 @@ impl Context {
 /// The one-entry configuration of an ad-hoc server: built as the config
 /// rules would build it, with no expansion (nothing is read from a file)
 /// and the URL checked by the same rules.
-fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
-    use crate::cli::AdhocTarget;
+fn adhoc_config(a: &Adhoc) -> Result<Config> {
     let transport = match &a.target {
         AdhocTarget::Stdio(argv) => {
             let (command, args) = argv
@@ -344,6 +430,7 @@ fn adhoc_config(a: &crate::cli::Adhoc) -> Result<Config> {
                 env_vars: vec![],
                 cwd_path: None,
                 expand: false,
+                sandbox: None,
             })
         }
         AdhocTarget::Http(raw) => {

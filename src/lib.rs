@@ -36,6 +36,7 @@ mod naming;
 mod net;
 mod out;
 mod render;
+mod sandbox;
 mod serve;
 mod session;
 mod setup;
@@ -43,9 +44,11 @@ mod spawn;
 mod sys;
 mod tool;
 mod transport;
+mod words;
 
 use std::process::ExitCode;
 
+use crate::catalog::Show;
 use crate::cli::{Command, Parsed};
 use crate::error::{Kind, Result};
 
@@ -91,58 +94,64 @@ fn report(e: &error::Error, json: bool) {
     }
 }
 
+/// Runs one command: those that start nothing first, then those that
+/// need the operator's setup (journal, lock, policy, launch context).
 fn run(args: cli::Args) -> Result<()> {
     let g = &args.global;
     msg::set_level(if g.quiet { 0 } else { 1 + g.verbose });
     let path = g.config.clone().unwrap_or_else(config::default_path);
-    if let Command::CheckConfig { format } = args.command {
-        return cmd::check_config::run(
-            &path,
-            format,
-            g.strict,
-            &setup::lookup,
-        );
-    }
     // Before anything that reads the environment or starts a server:
     // completion runs these on every TAB.
-    match args.command {
-        Command::Completions { shell } => {
-            return out::print(&cmd::completions::script(shell));
-        }
-        Command::Servers => return cmd::completions::servers(&path),
-        Command::Man => return out::print(&cmd::man::page()),
-        _ => {}
-    }
-    out::set_raw(g.raw);
-    if let Command::Logout { server } = &args.command {
-        return cmd::auth::logout(server, g.json, &setup::lookup);
-    }
-    let setup::Setup { exec, ctx, lock_path } =
-        setup::prepare(&args.command, g, &path)?;
-    let json = g.json;
-    if let Command::Serve(o) = &args.command {
-        return serve::run(ctx, exec, o, g);
-    }
-    if let Command::Status = &args.command {
-        return cmd::auth::status(&ctx, json, &setup::lookup);
-    }
-    let only =
-        |tools, resources, prompts| cli::Show { tools, resources, prompts };
     match &args.command {
-        Command::Serve(_) => unreachable!("above"),
-        Command::CheckConfig { .. }
-        | Command::Completions { .. }
-        | Command::Servers
-        | Command::Man => unreachable!("handled above"),
+        Command::CheckConfig { format } => {
+            cmd::check_config::run(&path, *format, g.strict, &setup::lookup)
+        }
+        Command::Completions { shell } => {
+            out::print(&cmd::completions::script(*shell))
+        }
+        Command::Servers => cmd::completions::servers(&path),
+        Command::Man => out::print(&cmd::man::page()),
+        Command::Logout { server } => {
+            out::set_raw(g.raw);
+            cmd::auth::logout(server, g.json, &setup::lookup)
+        }
+        command => {
+            out::set_raw(g.raw);
+            let s = setup::prepare(command, g, &path)?;
+            if let Command::Serve(o) = command {
+                let operator = ask::Operator::new(
+                    &g.client,
+                    g.yes,
+                    g.read_only,
+                    g.timeout,
+                    &setup::lookup,
+                )?;
+                return serve::run(s.ctx, s.exec, operator, o, g.json);
+            }
+            run_set_up(command, g, &s)
+        }
+    }
+}
+
+/// The commands that run with a [`setup::Setup`].
+fn run_set_up(
+    command: &Command,
+    g: &cli::Global,
+    s: &setup::Setup,
+) -> Result<()> {
+    let (ctx, exec, json) = (&s.ctx, &s.exec, g.json);
+    let only = |tools, resources, prompts| Show { tools, resources, prompts };
+    match command {
+        Command::Status => cmd::auth::status(ctx, json, &setup::lookup),
         Command::Lock { servers, check, format } => {
-            cmd::lock::run(&ctx, servers, *check, *format, &lock_path)
+            cmd::lock::run(ctx, servers, *check, *format, &s.lock_path)
         }
         Command::List { servers, show } => {
-            cmd::list::run(&ctx, servers, *show, json, exec.lock.as_ref())
+            cmd::list::run(ctx, servers, *show, json, exec.lock.as_ref())
         }
-        Command::Batch => cmd::batch::run(&ctx, &exec),
+        Command::Batch => cmd::batch::run(ctx, exec),
         Command::Login { server, no_browser, refresh } => cmd::auth::login(
-            &ctx,
+            ctx,
             server,
             cmd::auth::LoginOptions {
                 no_browser: *no_browser,
@@ -152,36 +161,33 @@ fn run(args: cli::Args) -> Result<()> {
             json,
             &setup::lookup,
         ),
-        Command::Logout { .. } | Command::Status => unreachable!("above"),
-        Command::Discover { server } => {
-            cmd::auth::discover(&ctx, server, json)
-        }
-        Command::Call { target, pairs, args: a, save } => cmd::call::run(
-            &ctx,
-            &exec,
+        Command::Discover { server } => cmd::auth::discover(ctx, server, json),
+        Command::Call { target, pairs, args, save } => cmd::call::run(
+            ctx,
+            exec,
             target,
             pairs,
-            a.as_deref(),
+            args.as_deref(),
             save.as_deref(),
             json,
         ),
-        Command::Resources { server } => cmd::bridges::list_one(
-            &ctx,
-            server,
-            only(false, true, false),
-            json,
-        ),
+        Command::Resources { server } => {
+            cmd::bridges::list_one(ctx, server, only(false, true, false), json)
+        }
         Command::Read { server, uri, save } => {
-            cmd::bridges::read(&ctx, &exec, server, uri, save.as_deref(), json)
+            cmd::bridges::read(ctx, exec, server, uri, save.as_deref(), json)
         }
-        Command::Prompts { server } => cmd::bridges::list_one(
-            &ctx,
-            server,
-            only(false, false, true),
-            json,
-        ),
+        Command::Prompts { server } => {
+            cmd::bridges::list_one(ctx, server, only(false, false, true), json)
+        }
         Command::Prompt { server, name, pairs } => {
-            cmd::bridges::prompt(&ctx, &exec, server, name, pairs, json)
+            cmd::bridges::prompt(ctx, exec, server, name, pairs, json)
         }
+        Command::CheckConfig { .. }
+        | Command::Completions { .. }
+        | Command::Servers
+        | Command::Man
+        | Command::Logout { .. }
+        | Command::Serve(_) => unreachable!("run handles them"),
     }
 }

@@ -137,6 +137,34 @@ impl Snapshot {
     }
 }
 
+/// The ids that `items` lists more than once with different definitions,
+/// in the order first seen. A server that lists one name twice, one way
+/// and another, leaves open which of them a call reaches: such an item is
+/// neither locked nor called. The same definition listed twice is only
+/// repetition and is not reported.
+pub(crate) fn conflicts(kind: ItemKind, items: &[Value]) -> Vec<String> {
+    let mut seen: HashMap<&str, String> = HashMap::new();
+    let mut out: Vec<String> = vec![];
+    for def in items {
+        let Some(id) = def.get(kind.id_field()).and_then(Value::as_str) else {
+            continue;
+        };
+        let form = canonical(def);
+        match seen.get(id) {
+            Some(first) if *first != form => {
+                if !out.iter().any(|o| o == id) {
+                    out.push(id.to_string());
+                }
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(id, form);
+            }
+        }
+    }
+    out
+}
+
 /// A lock file: the servers it pins, and where each entry is in the file
 /// it was read from (for reports that point at lines).
 #[derive(Debug, Clone, Default)]
@@ -827,6 +855,23 @@ mod tests {
         let mut l = Lock::new(Path::new(FILE_NAME));
         l.servers.insert("demo".into(), s);
         l
+    }
+
+    #[test]
+    fn a_name_listed_twice_differently_is_a_conflict() {
+        let a = json!({"name": "a", "description": "one"});
+        let a2 = json!({"description": "one", "name": "a"});
+        let b = json!({"name": "a", "description": "two"});
+        let c = json!({"name": "c"});
+        let k = ItemKind::Tool;
+        assert!(conflicts(k, &[a.clone(), c.clone()]).is_empty());
+        // The same definition twice (key order aside) is only repetition.
+        assert!(conflicts(k, &[a.clone(), a2, c.clone()]).is_empty());
+        assert_eq!(conflicts(k, &[a.clone(), c.clone(), b.clone()]), ["a"]);
+        assert_eq!(conflicts(k, &[b.clone(), a.clone(), b]), ["a"]);
+        let uri = json!({"uri": "x", "name": "n"});
+        let uri2 = json!({"uri": "x", "name": "m"});
+        assert_eq!(conflicts(ItemKind::Resource, &[uri, uri2]), ["x"]);
     }
 
     #[test]

@@ -48,9 +48,24 @@ pub(crate) fn prepare(
     let exec = executor::Executor { policy: policy(g)?, lock };
     let operator =
         ask::Operator::new(&g.client, g.yes, g.read_only, g.timeout, &lookup)?;
-    let ctx = launch::Context::load(g, lookup)?
+    let ctx = launch::Context::load(&settings(g), lookup)?
         .with_client(std::sync::Arc::new(operator));
     Ok(Setup { exec, ctx, lock_path })
+}
+
+/// What the launcher needs of the operator's options.
+fn settings(g: &cli::Global) -> launch::Settings {
+    launch::Settings {
+        config: g.config.clone(),
+        adhoc: g.adhoc.clone(),
+        startup_timeout: g.startup_timeout,
+        timeout: g.timeout,
+        max_message: g.max_message,
+        step_up: g.step_up,
+        protocol: g.protocol,
+        roots: g.client.roots.clone(),
+        no_sandbox: g.no_sandbox.clone(),
+    }
 }
 
 /// The process environment, the one lookup every command is given.
@@ -71,7 +86,7 @@ fn policy(g: &cli::Global) -> Result<executor::Policy> {
         .map(|h| ("--pre-tool-hook", h))
         .chain(env_hook.iter().map(|h| ("RIVUMI_MCP_PRE_TOOL_HOOK", h)))
     {
-        let argv = cli::split_command(cmd)
+        let argv = crate::words::split_command(cmd)
             .map_err(|e| error::Error::usage(format!("{src}: {e}")))?;
         hooks.push(argv);
     }

@@ -65,6 +65,19 @@ pub(crate) fn start_group(cmd: &mut Command) -> std::io::Result<(Child, i32)> {
     sys::spawn_registered(cmd)
 }
 
+/// Starts `cmd` as the leader of a new session (and so of a new process
+/// group with the same id), registered for cleanup like
+/// [`start_group`]: a stdio server, so that what leaves its group but not
+/// its session can be found and ended with it ([`sys::end_session`]). The
+/// server has no controlling terminal, as it had none to read from in a
+/// background group before.
+pub(crate) fn start_session(
+    cmd: &mut Command,
+) -> std::io::Result<(Child, i32)> {
+    sys::new_session_in_child(cmd);
+    sys::spawn_registered(cmd)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,8 +15,13 @@
 //! registers a group under the lock that the signal thread takes to read
 //! the groups, and the signal thread marks the shutdown under the same
 //! lock, after which nothing is spawned. So a child is either never
-//! started or registered before the signal thread looks. Only what leaves
-//! its process group (`setsid`, `setpgid`) escapes; see GUIDE.md.
+//! started or registered before the signal thread looks.
+//!
+//! A stdio server leads a session of its own ([`crate::spawn::start_session`]),
+//! so a helper that leaves its process group (`setpgid`) is still found:
+//! on Linux the members of the session are read from `/proc` and ended with
+//! the group ([`end_session`]). Only what starts a session of its own
+//! (`setsid`) escapes; elsewhere, what leaves the group does; see GUIDE.md.
 #![allow(unsafe_code)]
 
 use std::sync::Mutex;
@@ -206,6 +211,100 @@ pub(crate) fn kill_and_reap(pid: i32, limit: Duration) {
     }
 }
 
+/// The process group and session of a process, from the text of
+/// `/proc/PID/stat` (`pid (comm) state ppid pgrp session ...`; the command
+/// name may itself hold spaces and parentheses, so fields are counted
+/// from the last `)`).
+pub(crate) fn parse_stat(stat: &str) -> Option<(i32, i32)> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = rest.split_ascii_whitespace();
+    let _state = fields.next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((pgrp, session))
+}
+
+/// The processes (other than this one) whose session is `sid`: on Linux
+/// from `/proc`; elsewhere none are found. Never our own session.
+pub(crate) fn session_members(sid: i32) -> Vec<i32> {
+    // SAFETY: getsid(0) takes an integer and reads no memory of ours.
+    let own = unsafe { libc::getsid(0) };
+    if sid <= 1 || sid == own {
+        return vec![];
+    }
+    other_processes()
+        .into_iter()
+        .filter(|(_, dir)| {
+            std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|(_, session)| session == sid)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Every process but this one, with its `/proc/PID` directory (Linux;
+/// none where there is no `/proc`).
+pub(crate) fn other_processes() -> Vec<(i32, std::path::PathBuf)> {
+    let me = std::process::id() as i32;
+    let Ok(procs) = std::fs::read_dir("/proc") else { return vec![] };
+    procs
+        .flatten()
+        .filter_map(|p| {
+            let pid: i32 = p.file_name().to_str()?.parse().ok()?;
+            (pid != me).then(|| (pid, p.path()))
+        })
+        .collect()
+}
+
+/// Ends what is left of session `sid` (the members that left the
+/// server's process group but not its session): SIGTERM, up to `grace`
+/// for them to go, then SIGKILL, reaping those that are our children (as
+/// the subreaper, orphans are). Returns how many were found.
+pub(crate) fn end_session(sid: i32, grace: Duration) -> usize {
+    let found = session_members(sid);
+    if found.is_empty() {
+        return 0;
+    }
+    let signal = |sig: i32| {
+        for &pid in &found {
+            // SAFETY: kill(2) on one pid; plain integers only.
+            unsafe { libc::kill(pid, sig) };
+        }
+    };
+    let reap = || {
+        for &pid in &found {
+            let mut status = 0;
+            // SAFETY: waitpid on one pid with WNOHANG; writes one int.
+            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        }
+    };
+    signal(libc::SIGTERM);
+    let start = Instant::now();
+    loop {
+        reap();
+        if session_members(sid).is_empty() {
+            return found.len();
+        }
+        if start.elapsed() >= grace {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    signal(libc::SIGKILL);
+    let start = Instant::now();
+    while start.elapsed() < grace {
+        reap();
+        if session_members(sid).is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    found.len()
+}
+
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
 fn signal_set() -> libc::sigset_t {
@@ -257,6 +356,12 @@ pub(crate) fn install_signal_thread() {
                     kill_group(g, libc::SIGKILL);
                     wait_group_gone(g, Duration::from_millis(500));
                 }
+            }
+            // A server's group id is its session id: what left the group
+            // but not the session goes too (hooks share our session, and
+            // `session_members` never returns our own).
+            for &g in &groups {
+                end_session(g, Duration::from_millis(200));
             }
             let code = crate::error::Kind::Signal(sig).exit_code();
             let name = match sig {
@@ -385,6 +490,23 @@ pub(crate) fn unblock_signals_in_child(cmd: &mut std::process::Command) {
     }
 }
 
+/// Makes `cmd`'s child the leader of a new session (and process group).
+/// Must not be combined with `process_group`: a group leader cannot
+/// start a session.
+pub(crate) fn new_session_in_child(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and calls only
+    // setsid, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The effective user id (credential files must belong to it).
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid takes nothing and cannot fail.
@@ -417,5 +539,29 @@ pub(crate) fn lock_exclusive(
             ));
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_parenthesis() {
+        let stat = "4242 (a) b (c) S 1 4243 4244 0 -1 4194560 113 0 0";
+        assert_eq!(parse_stat(stat), Some((4243, 4244)));
+        assert_eq!(parse_stat("1 (x) S 0 1 1 0"), Some((1, 1)));
+        assert_eq!(parse_stat("1 (x) S 0"), None);
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    /// Our own session is never a target, nor the init session.
+    #[test]
+    fn our_own_session_is_never_found() {
+        // SAFETY: getsid(0) takes an integer only.
+        let own = unsafe { libc::getsid(0) };
+        assert!(session_members(own).is_empty());
+        assert!(session_members(1).is_empty());
+        assert!(session_members(0).is_empty());
     }
 }

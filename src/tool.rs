@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::lockfile::ItemKind;
 use crate::mcp::headers::{self, ParamHeader};
 use crate::naming::{self, Class};
 use crate::suggest::suggest;
@@ -26,6 +27,9 @@ pub(crate) struct Tool {
     /// The parameters it designated with `x-mcp-header`, mirrored into
     /// `Mcp-Param-*` headers on the 2026-07-28 HTTP wire.
     pub(crate) headers: Vec<ParamHeader>,
+    /// The server lists this name more than once with different
+    /// definitions: shown by `list`, refused by [`resolve`].
+    pub(crate) listed_twice: bool,
 }
 
 impl Tool {
@@ -65,6 +69,7 @@ pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
         .collect();
     let names: Vec<&str> = named.iter().map(|(n, _, _)| *n).collect();
     let qualified = naming::qualify(server, &names);
+    let twice = crate::lockfile::conflicts(ItemKind::Tool, items);
     named
         .into_iter()
         .zip(qualified)
@@ -74,6 +79,7 @@ pub(crate) fn tools(server: &str, items: &[Value]) -> Vec<Tool> {
             class: naming::classify(def),
             def: def.clone(),
             headers,
+            listed_twice: twice.iter().any(|t| t == n),
         })
         .collect()
 }
@@ -100,6 +106,15 @@ pub(crate) fn resolve<'a>(
             || t.qualified == wanted
             || t.qualified == as_qualified
     }) {
+        if t.listed_twice {
+            return Err(Error::refused(format!(
+                "tool '{}' is listed twice with different definitions, so \
+                 which one a call reaches is unknown; not called (see: \
+                 rivumi-mcp list {server})",
+                out::shown(&t.name)
+            ))
+            .for_server(server));
+        }
         return Ok(t);
     }
     let mut text = format!("no tool '{}'", out::shown(wanted));

@@ -1220,7 +1220,8 @@ fn client_credentials(
         test,
         &mcp,
         json!({"client_id": CLIENT, "client_secret_env_var": SECRET_VAR,
-               "grant": "client_credentials", "scopes": ["mcp:tools"]}),
+               "grant": "client_credentials", "scopes": ["mcp:tools"],
+               "trust_discovery": true}),
     );
     (dir, auth, mcp)
 }
@@ -1288,6 +1289,48 @@ fn client_credentials_with_form_fields() {
     let f = form_decode(&t.body);
     assert_eq!(param(&f, "client_id"), CLIENT);
     assert_eq!(param(&f, "client_secret"), SECRET);
+}
+
+/// Without `"trust_discovery": true`, a client-credentials block that
+/// names no authorization server is refused before anything is sent: the
+/// MCP server's metadata would choose where the client secret goes
+/// (issue 22, item 7). The opt-in is warned about.
+#[test]
+fn client_credentials_needs_a_configured_authorization_server() {
+    let (dir, auth, mcp) = client_credentials(
+        "auth_paths_cc_discovered",
+        &["client_secret_basic"],
+    );
+    let out = cmd(&dir, &["check-config"]).assert_exit(0);
+    assert_contains(
+        &out.stdout,
+        "warning: server 'web': \"trust_discovery\": the MCP server's \
+         metadata chooses the authorization server that receives the \
+         client's credentials",
+    );
+    config(
+        &dir,
+        &mcp.url(),
+        json!({"client_id": CLIENT, "client_secret_env_var": SECRET_VAR,
+               "grant": "client_credentials"}),
+    );
+    let out = login(&dir).assert_exit(3);
+    assert_contains(
+        &out.stderr,
+        "\"grant\": \"client_credentials\" would send the client's \
+         credentials to whatever authorization server the MCP server names",
+    );
+    assert!(auth.requests().is_empty(), "{}", auth.summary());
+    assert!(mcp.requests().is_empty(), "{}", mcp.summary());
+    // Named by the operator, it works as before.
+    config(
+        &dir,
+        &mcp.url(),
+        json!({"client_id": CLIENT, "client_secret_env_var": SECRET_VAR,
+               "grant": "client_credentials", "scopes": ["mcp:tools"],
+               "authorization_server": auth.issuer()}),
+    );
+    client_credentials_login(&dir, &auth, &mcp);
 }
 
 #[test]

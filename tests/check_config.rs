@@ -1112,3 +1112,67 @@ fn text_that_fails_a_check_is_never_quoted() {
         }
     }
 }
+
+/// A pinned HTTP entry cannot switch which variable feeds a header (the
+/// user's token would go to that server), nor its login switches or its
+/// protocol era, without the pin failing and naming the class (issue 22,
+/// item 4). Values are never part of it: rotating a secret keeps the pin.
+#[test]
+fn pins_cover_header_templates_login_switches_and_the_era() {
+    let dir = Dir::new("check_config_pin_headers");
+    let write = |headers: &str, oauth: &str, protocol: &str| {
+        dir.write(
+            ".mcp.json",
+            format!(
+                r#"{{"mcpServers": {{"docs": {{"url": "https://docs.example/mcp",
+                    "headers": {headers}, "oauth": {oauth}{protocol}}}}}}}"#
+            ),
+        );
+    };
+    let key = r#"{"X-Api-Key": "${DOCS_KEY}"}"#;
+    let oauth = r#"{"client_id": "c"}"#;
+    write(key, oauth, "");
+    let fp = fingerprints(&dir).remove(0);
+    let list = format!("docs@{fp}");
+    let verdict = |env: &[(&str, &str)]| {
+        let mut cmd = dir.command(["check-config", "--json"]);
+        cmd.env("RIVUMI_MCP_ALLOWLIST", &list);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let v = cmd.assert_exit(0).stdout_json();
+        v["servers"][0]["allowlist"].as_str().unwrap().to_string()
+    };
+    assert_eq!(verdict(&[("DOCS_KEY", "one")]), "pinned");
+    assert_eq!(verdict(&[("DOCS_KEY", "rotated")]), "pinned");
+    for other in [
+        r#"{"X-Api-Key": "${GITHUB_TOKEN}"}"#,
+        r#"{"X-Api-Key": "fixed-value"}"#,
+    ] {
+        write(other, oauth, "");
+        assert_eq!(
+            verdict(&[("GITHUB_TOKEN", "t")]),
+            "pin mismatch (headers changed)",
+            "{other}"
+        );
+    }
+    for switch in [
+        r#"{"client_id": "c", "step_up": true}"#,
+        r#"{"client_id": "c", "offline_access": true}"#,
+        r#"{"client_id": "c", "registration": "dynamic"}"#,
+    ] {
+        write(key, switch, "");
+        assert_eq!(verdict(&[]), "pin mismatch (oauth changed)", "{switch}");
+    }
+    write(key, oauth, r#", "protocol": "legacy""#);
+    assert_eq!(verdict(&[]), "pin mismatch (protocol changed)");
+    // And a pinned server does not start with the header switched.
+    write(r#"{"X-Api-Key": "${GITHUB_TOKEN}"}"#, oauth, "");
+    let out = dir
+        .command(["list", "docs"])
+        .env("RIVUMI_MCP_ALLOWLIST", &list)
+        .env("GITHUB_TOKEN", "secret-token-value")
+        .assert_exit(3);
+    assert_contains(&out.stderr, "but headers changed since");
+    assert_absent(&out.stderr, "secret-token-value");
+}

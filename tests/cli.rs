@@ -1,7 +1,12 @@
 //! The command line as a user meets it: help, version, usage errors (exit
 //! 2, one line on stderr), option placement and a closed stdout pipe.
 
-use crate::util::{Dir, Output, assert_contains, wait_with_timeout};
+use std::os::unix::fs::PermissionsExt;
+
+use crate::util::{
+    Dir, Output, assert_contains, demo_recording, fixture_bin, run_allowed,
+    wait_with_timeout,
+};
 
 const EMPTY: &str = "{\"mcpServers\": {}}\n";
 
@@ -234,4 +239,102 @@ fn broken_stdout_pipe_is_quiet_success() {
     let out = wait_with_timeout(child, &cmd);
     assert_eq!(out.code, Some(0), "{}", cmd.report(&out));
     assert_eq!(out.stderr, "", "no error message");
+}
+
+/// An executable `#!/bin/sh` script in `dir`; its path.
+fn script(dir: &Dir, name: &str, body: &str) -> String {
+    let p = dir.write(name, format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
+        .unwrap();
+    p.to_str().expect("UTF-8 path").to_string()
+}
+
+/// #22 item 9: a word a script took from a server (a prompt name, a URI,
+/// an argument) is one word; after an operand of call, read and prompt it
+/// may not be an option and its value at once, so it never runs a hook,
+/// a sampling command or a server. `--` makes every later word an operand;
+/// an option and its value as two words still work anywhere.
+#[test]
+fn one_server_chosen_word_never_runs_a_program() {
+    let (dir, _) = demo_recording("cli_operand_words");
+    let mark = dir.path("ran");
+    let hook = script(
+        &dir,
+        "mark.sh",
+        &format!("cat >/dev/null\ntouch '{}'\nexit 0", mark.display()),
+    );
+    for args in [
+        vec!["prompt", "demo", "greet", &format!("--pre-tool-hook={hook}")],
+        vec!["read", "demo", &format!("--stdio={hook}"), "fixture://x"],
+        vec!["call", "demo", "echo", &format!("--sampling-command={hook}")],
+        vec!["call", "mcp__demo__echo", "--http=http://127.0.0.1:1/"],
+    ] {
+        let out = run_allowed(&dir, "demo", &args).run();
+        let line = assert_usage_error(&out);
+        assert_contains(&line, "after an operand of");
+        assert_contains(&line, "two words");
+        assert!(!mark.exists(), "{args:?} ran a program");
+    }
+    // After --, the word is an operand: here a prompt argument the
+    // prompt does not declare.
+    let glued = format!("--pre-tool-hook={hook}");
+    let out =
+        run_allowed(&dir, "demo", &["prompt", "demo", "greet", "--", &glued])
+            .run();
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(!mark.exists(), "-- did not end the options");
+    // Two words after the operands: the operator typed both.
+    run_allowed(
+        &dir,
+        "demo",
+        &["prompt", "demo", "greet", "name=Ann", "--pre-tool-hook", &hook],
+    )
+    .assert_exit(0);
+    assert!(mark.exists(), "the hook given as two words did not run");
+}
+
+/// #22 item 10: --pre-tool-hook and --stdio split as POSIX sh splits
+/// words: only ASCII blanks separate them, and inside double quotes a
+/// backslash stays unless it escapes $ ` " \ or newline.
+#[test]
+fn command_lines_split_as_sh_splits_them() {
+    let (dir, _) = demo_recording("cli_word_splitting");
+    let hook_args = dir.path("hook-args");
+    let hook = script(
+        &dir,
+        "hook.sh",
+        &format!(
+            "cat >/dev/null\nprintf '%s\\n' \"$@\" > '{}'\nexit 0",
+            hook_args.display()
+        ),
+    );
+    // NO-BREAK SPACE and EM SPACE are word characters to sh.
+    let line = format!("{hook} \"a\\b\" \"q\\\"\" c\u{a0}d\te\u{2003}f");
+    run_allowed(
+        &dir,
+        "demo",
+        &["call", "--pre-tool-hook", &line, "demo", "echo", "text=hi"],
+    )
+    .assert_exit(0);
+    assert_eq!(
+        std::fs::read_to_string(&hook_args).unwrap(),
+        "a\\b\nq\"\nc\u{a0}d\ne\u{2003}f\n"
+    );
+
+    let srv_args = dir.path("srv-args");
+    let server = script(
+        &dir,
+        "srv.sh",
+        &format!(
+            "printf '%s\\n' \"$@\" > '{}'\nexec '{}'",
+            srv_args.display(),
+            fixture_bin().display()
+        ),
+    );
+    let line = format!("{server} \"C:\\x\\\\y\" \\$HOME\u{3000}z");
+    dir.command(["list", "--stdio", &line]).assert_exit(0);
+    assert_eq!(
+        std::fs::read_to_string(&srv_args).unwrap(),
+        "C:\\x\\y\n$HOME\u{3000}z\n"
+    );
 }

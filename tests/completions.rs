@@ -32,6 +32,9 @@ impl Servers {
             "beta-2": {"type": "http",
                        "url": format!("http://127.0.0.1:{port}/mcp")},
             "bad name": {"command": "x"},
+            // Would read as options when typed: never offered (#22).
+            "--config": {"command": "x"},
+            "-e": {"command": "x"},
         }});
         dir.write(".mcp.json", config.to_string());
         dir.write(

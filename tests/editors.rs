@@ -288,6 +288,47 @@ fn vscode_file_is_read_with_comments_inputs_and_positions() {
     assert_contains(&out.stdout, ".mcp.json:1:1: error: invalid JSON");
 }
 
+/// A `//` comment ends at a lone CR, as in VS Code: what follows on the
+/// next line is configuration, not comment, so the editor and rivumi-mcp
+/// run the same thing (issue 22, item 5). What older editors took for a
+/// line break and newer ones do not is refused.
+#[test]
+fn vscode_comment_ends_at_a_lone_cr() {
+    let dir = Dir::new("editors_vscode_cr");
+    let fixture = fixture_bin();
+    let text = format!(
+        "{{\n  \"servers\": {{\n    \"s\": {{\n      \"type\": \"stdio\",\n      \
+         \"command\": \"{}\", // reviewed\r      \
+         \"args\": [\"--extra-tool\", \"hidden\"]\n    }}\n  }}\n}}\n",
+        fixture.to_str().unwrap()
+    );
+    dir.write(".vscode/mcp.json", &text);
+    let out = dir
+        .command(["check-config", "-c", ".vscode/mcp.json", "--json"])
+        .assert_exit(0)
+        .stdout_json();
+    let target = out["servers"][0]["target"].as_str().unwrap().to_string();
+    assert!(target.ends_with("--extra-tool hidden"), "{target}");
+    let out = dir
+        .command(["list", "s", "-c", ".vscode/mcp.json"])
+        .env(ALLOWLIST, "s")
+        .assert_exit(0);
+    assert_contains(&out.stdout, "mcp__s__hidden");
+    for sep in ["\u{2028}", "\u{2029}"] {
+        dir.write(".vscode/mcp.json", text.replace('\r', sep));
+        let out = dir
+            .command(["check-config", "-c", ".vscode/mcp.json"])
+            .assert_exit(1);
+        assert_contains(&out.stdout, "which some editors read as the end");
+        let out = dir
+            .command(["list", "s", "-c", ".vscode/mcp.json"])
+            .env(ALLOWLIST, "s")
+            .assert_exit(3);
+        assert_contains(&out.stderr, "invalid JSON: a '//' comment holds");
+        assert_absent(&out.stdout, "mcp__s__");
+    }
+}
+
 #[test]
 fn cursor_env_syntax_works_in_mcp_servers_files() {
     let dir = Dir::new("editors_cursor");

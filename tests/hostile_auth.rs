@@ -600,3 +600,106 @@ fn with_step_up_a_token_that_expires_in_zero_or_less_starts_a_new_login() {
     assert_eq!(out.code, Some(6), "{}", out.stderr);
     assert!(out.stderr.contains("already expired"), "{}", out.stderr);
 }
+
+// ---------------------------------------------------------------------------
+// Discovered URLs may not point inside (issue 22, item 16)
+// ---------------------------------------------------------------------------
+
+/// The test-only switch that treats the configured server as outside
+/// (every test server is on loopback).
+const OUTSIDE: &str = "RIVUMI_MCP_TEST_SERVER_OUTSIDE";
+
+/// What a remote server names by discovery (the 401's
+/// `resource_metadata`, its authorization server) may not be on a
+/// loopback, private or link-local address unless the configured server
+/// is on one itself; its own origin is never refused. Refused before any
+/// request goes there, `login` and `discover` alike.
+#[test]
+fn discovered_urls_may_not_point_inside() {
+    let auth = OAuthSite::start(SiteOptions::auth_server());
+    let cases = [
+        (
+            "the authorization server",
+            SiteOptions::mcp_for(&auth),
+            format!(
+                "authorization server {}/ points inside (127.0.0.1",
+                auth.issuer()
+            ),
+        ),
+        (
+            "a metadata service",
+            SiteOptions {
+                prm_hint: Some(
+                    "https://169.254.169.254/latest/meta-data".into(),
+                ),
+                ..SiteOptions::mcp_for(&auth)
+            },
+            "the resource_metadata URL from the 401 \
+             https://169.254.169.254/latest/meta-data points inside \
+             (169.254.169.254"
+                .to_string(),
+        ),
+        (
+            "a hint on another local origin",
+            SiteOptions {
+                prm_hint: Some(format!(
+                    "{}/.well-known/oauth-protected-resource",
+                    auth.issuer()
+                )),
+                ..SiteOptions::mcp_for(&auth)
+            },
+            "the resource_metadata URL from the 401".to_string(),
+        ),
+        (
+            "a private address by name",
+            SiteOptions {
+                prm_authorization_server: Some("https://localhost:1".into()),
+                ..SiteOptions::mcp_for(&auth)
+            },
+            "authorization server https://localhost:1/ points inside"
+                .to_string(),
+        ),
+    ];
+    for (what, opts, want) in cases {
+        let mcp = OAuthSite::start(opts);
+        let dir = Dir::new("hostile_auth_inside");
+        write_browser(&dir, "");
+        config(&dir, &mcp.url(), json!({"client_id": CLIENT}));
+        let out = cmd(&dir, &["login", "web", "--timeout", "15"])
+            .env(OUTSIDE, "1")
+            .assert_exit(3);
+        let line = last_line(&out);
+        assert!(line.contains(&want), "{what}: {line}");
+        assert!(
+            line.contains(&format!(
+                "and the configured server {}",
+                mcp.issuer()
+            )),
+            "{what}: {line}"
+        );
+        assert!(auth.requests().is_empty(), "{what}: {}", auth.summary());
+        assert_eq!(browser_url(&dir), None, "{what}");
+        // `discover` reports an authorization server it refuses among
+        // the others (exit 0), and stops at a refused hint (exit 3).
+        let out = cmd(&dir, &["discover", "web"]).env(OUTSIDE, "1").run();
+        assert!(out.all().contains(&want), "{what}: {}", out.all());
+        assert!(auth.requests().is_empty(), "{what}: {}", auth.summary());
+    }
+    // The same servers, the configured one on loopback as it really is:
+    // its discoveries may point there too.
+    let mcp = OAuthSite::start(SiteOptions::mcp_for(&auth));
+    let dir = Dir::new("hostile_auth_inside_ok");
+    config(&dir, &mcp.url(), json!({"client_id": CLIENT}));
+    cmd(&dir, &["discover", "web"]).assert_exit(0);
+    assert!(!auth.requests().is_empty());
+    // An authorization server on the configured server's own origin is
+    // never refused.
+    let both = OAuthSite::start(SiteOptions {
+        authorization_server: true,
+        mcp: true,
+        ..SiteOptions::default()
+    });
+    let dir = Dir::new("hostile_auth_inside_same_origin");
+    config(&dir, &both.url(), json!({"client_id": CLIENT}));
+    cmd(&dir, &["discover", "web"]).env(OUTSIDE, "1").assert_exit(0);
+}

@@ -156,6 +156,34 @@ fn exited_server_is_noticed_though_its_grandchild_holds_stdout() {
     assert_pids_gone(&pids, GONE);
 }
 
+/// A helper that moved to a process group of its own (`setpgid`) holds
+/// none of the server's pipes and is not in its group, but it is still in
+/// the server's session: it ends with the server, after a normal close and
+/// after the server died at a call (issue 22, item 15).
+#[test]
+fn a_helper_that_left_the_group_ends_with_the_session() {
+    for (test, args, code) in [
+        ("hostile_session_list", &["list", "demo"][..], 0),
+        (
+            "hostile_session_exit",
+            &["call", "-y", "demo", "echo", "text=hi"],
+            4,
+        ),
+    ] {
+        let dir = Dir::new(test);
+        let pids = dir.path("pids");
+        let pid_arg = format!("--pid-file={}", pids.display());
+        let mut flags = vec!["--grandchild-own-group", pid_arg.as_str()];
+        if code == 4 {
+            flags.push("--exit-at-call");
+        }
+        write_mcp_json(&dir, &[("demo", fixture_server(&flags))]);
+        run_allowed(&dir, "demo", args).assert_exit(code);
+        assert_eq!(read_pids(&pids).len(), 2, "server and helper");
+        assert_pids_gone(&pids, GONE);
+    }
+}
+
 /// The pids of live processes (zombies aside) that run in `dir` or below
 /// (rivumi-mcp runs there; its servers and their children inherit it).
 fn processes_in(dir: &Path) -> Vec<u32> {

@@ -56,6 +56,9 @@ mod machine_auth;
 mod hostile_auth;
 // `lock` and `lock --check`, and the lock file enforced at call time.
 mod lock;
+// The opt-in kernel sandbox of stdio servers (Linux): a hostile server
+// denied inside, the same unconfined; refusals, fingerprint, --no-sandbox.
+mod sandbox;
 // `serve`: the gateway driven by a scripted host and by rivumi-mcp itself.
 mod serve;
 // `serve` with real hosts (SDK clients, Inspector, mcporter) and real upstreams.

@@ -619,3 +619,69 @@ fn a_tool_that_appears_mid_batch_is_refused() {
     );
     assert_eq!(replies[2]["ok"], json!(true), "{}", out.stdout);
 }
+
+/// A server that lists one tool name twice with different definitions
+/// (issue 22, item 6): `lock` and `lock --check` fail rather than pin one
+/// of them, a call is refused before anything is sent, and `list` marks
+/// both. The same definition listed twice is only repetition.
+#[test]
+fn a_tool_listed_twice_differently_is_refused() {
+    let dir = Dir::new("lock_listed_twice");
+    let rec = format!("--record={}", dir.path("rec").display());
+    write_mcp_json(&dir, &[("demo", fixture_server(&[&rec]))]);
+    run(&dir, &["lock"]).assert_exit(0);
+    // The fixture's own `echo`, and a second `echo` with another schema.
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&[&rec, "--extra-tool", "echo"]))],
+    );
+    let before = read_lock(&dir);
+    let twice = "server 'demo': tools: 'echo' is listed twice with \
+                 different definitions, so it cannot be locked or checked";
+    let out = run(&dir, &["lock", "--check"]).assert_exit(4);
+    assert_contains(&out.stderr, twice);
+    let out = run(&dir, &["lock"]).assert_exit(4);
+    assert_contains(&out.stderr, twice);
+    assert_eq!(read_lock(&dir), before, "the lock file is left alone");
+    for args in [
+        &["call", "demo", "echo", "text=hi"][..],
+        &["call", "demo", "echo", "text=hi", "--unlocked"],
+        &["call", "mcp__demo__echo", "text=hi", "--unlocked"],
+    ] {
+        let out = run(&dir, args).assert_exit(3);
+        assert_contains(
+            &out.stderr,
+            "server 'demo': tool 'echo' is listed twice with different \
+             definitions, so which one a call reaches is unknown; not called",
+        );
+    }
+    assert!(tool_calls(&dir).is_empty(), "nothing reached the server");
+    let out = run(&dir, &["list", "demo", "--unlocked"]).assert_exit(0);
+    let marked: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("[listed twice, differently: not callable]"))
+        .collect();
+    assert_eq!(marked.len(), 2, "{}", out.stdout);
+    let v = run(&dir, &["list", "demo", "--json", "--unlocked"])
+        .assert_exit(0)
+        .stdout_json();
+    let flagged = v["servers"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["listed_twice"] == true)
+        .count();
+    assert_eq!(flagged, 2);
+    // The same definition twice: locked once, callable.
+    write_mcp_json(
+        &dir,
+        &[(
+            "demo",
+            fixture_server(&[&rec, "--extra-tool", "x", "--extra-tool", "x"]),
+        )],
+    );
+    run(&dir, &["lock"]).assert_exit(0);
+    let out = run(&dir, &["call", "demo", "x", "--yes"]).assert_exit(0);
+    assert_eq!(out.stdout, "x\n");
+}

@@ -298,13 +298,16 @@ fn private_key_jwt_refusals() {
 // ---------------------------------------------------------------------------
 
 /// A JWT as a platform would hand one (the signature is not ours to
-/// check), expiring `exp`.
-fn workload_jwt(exp: u64) -> String {
+/// check), addressed to `aud` and expiring `exp`.
+fn workload_jwt(exp: u64, aud: &str) -> String {
+    jwt_with(json!({"iss": "https://ci.example", "sub": "repo:x",
+                    "aud": aud, "exp": exp}))
+}
+
+/// A JWT with these claims and a base64url signature.
+fn jwt_with(claims: Value) -> String {
     let h = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
-    let c = URL_SAFE_NO_PAD.encode(
-        json!({"iss": "https://ci.example", "sub": "repo:x", "exp": exp})
-            .to_string(),
-    );
+    let c = URL_SAFE_NO_PAD.encode(claims.to_string());
     format!("{h}.{c}.c2ln")
 }
 
@@ -323,7 +326,7 @@ fn workload_identity_presents_the_assertion_from_a_variable() {
         json!({"client_id": CLIENT, "grant": "jwt_bearer",
                "assertion_env_var": ASSERTION_VAR, "scopes": ["mcp:tools"]}),
     );
-    let jwt = workload_jwt(now() + 600);
+    let jwt = workload_jwt(now() + 600, &site.issuer());
     let out =
         cmd(&dir, &["login", "web"]).env(ASSERTION_VAR, &jwt).assert_exit(0);
     assert_absent(&out.all(), &jwt);
@@ -354,7 +357,11 @@ fn workload_identity_reads_a_file_and_refusals_are_final() {
         json!({}),
     );
     let file = dir.path("token.jwt");
-    std::fs::write(&file, format!("{}\n", workload_jwt(now() + 600))).unwrap();
+    std::fs::write(
+        &file,
+        format!("{}\n", workload_jwt(now() + 600, &site.issuer())),
+    )
+    .unwrap();
     config(
         &dir,
         &site.url(),
@@ -395,7 +402,7 @@ fn workload_identity_refuses_a_bad_assertion_before_sending_it() {
         ),
         (
             "expired",
-            Some(workload_jwt(1000).into_bytes()),
+            Some(workload_jwt(1000, &site.issuer()).into_bytes()),
             by_file.clone(),
             6,
             "token.jwt expired at 1970-01-01T00:16:40",
@@ -455,6 +462,79 @@ fn workload_identity_refuses_a_bad_assertion_before_sending_it() {
     }
 }
 
+/// A workload assertion whose `exp` is not a non-negative integer, or
+/// whose signature is not base64url, is refused before any request (exit
+/// 3); one addressed (`aud`) to another audience is refused before the
+/// token request (issue 22, items 7 and 12).
+#[test]
+fn workload_assertions_malformed_or_for_another_audience_are_not_sent() {
+    let (dir, site) =
+        site("machine_wif_shape", MachineOptions::default(), json!({}));
+    config(
+        &dir,
+        &site.url(),
+        json!({"client_id": CLIENT, "grant": "jwt_bearer",
+               "assertion_env_var": ASSERTION_VAR,
+               "authorization_server": site.issuer()}),
+    );
+    let iss = site.issuer();
+    let good = workload_jwt(now() + 600, &iss);
+    let (input, _) = good.rsplit_once('.').unwrap();
+    let exp = |v: Value| jwt_with(json!({"aud": iss, "exp": v}));
+    let malformed = [
+        (
+            exp(json!("9999999999")),
+            "has an 'exp' that is not a non-negative integer",
+        ),
+        (exp(json!(-5)), "has an 'exp' that is not a non-negative integer"),
+        (exp(json!(1e12)), "has an 'exp' that is not a non-negative integer"),
+        (
+            format!("{input}.a+b/c"),
+            "does not hold a JWT: its signature is not base64url",
+        ),
+        (
+            format!("{input}."),
+            "does not hold a JWT: its signature is not base64url",
+        ),
+    ];
+    for (jwt, want) in malformed {
+        let out = cmd(&dir, &["login", "web"])
+            .env(ASSERTION_VAR, &jwt)
+            .assert_exit(3);
+        assert_contains(&last_line(&out), want);
+        assert_absent(&out.all(), &jwt);
+        assert!(site.requests().is_empty(), "{want}: {}", site.summary());
+    }
+    for aud in [
+        json!("https://elsewhere.example"),
+        json!(["sts.amazonaws.com"]),
+        Value::Null,
+    ] {
+        let mut claims = json!({"sub": "repo:x", "exp": now() + 600});
+        if !aud.is_null() {
+            claims["aud"] = aud.clone();
+        }
+        let jwt = jwt_with(claims);
+        let out = cmd(&dir, &["login", "web"])
+            .env(ASSERTION_VAR, &jwt)
+            .assert_exit(3);
+        assert_contains(
+            &last_line(&out),
+            &format!(
+                "which does not name the authorization server it would be \
+                 sent to ({iss}); not sent"
+            ),
+        );
+        assert_absent(&out.all(), &jwt);
+        assert!(site.token_requests().is_empty(), "{aud}: {}", site.summary());
+    }
+    // Addressed to the token endpoint: sent.
+    let jwt = workload_jwt(now() + 600, &format!("{iss}/token"));
+    cmd(&dir, &["login", "web"]).env(ASSERTION_VAR, &jwt).assert_exit(0);
+    let (_, f) = one_token_request(&site);
+    assert_eq!(param(&f, "assertion"), jwt);
+}
+
 // ---------------------------------------------------------------------------
 // Enterprise-managed authorization (SEP-990)
 // ---------------------------------------------------------------------------
@@ -477,7 +557,7 @@ fn enterprise(test: &str, opts: MachineOptions) -> (Dir, MachineSite) {
 fn enterprise_exchanges_the_id_token_then_presents_the_id_jag() {
     let (dir, site) =
         enterprise("machine_enterprise", MachineOptions::default());
-    let id_token = workload_jwt(now() + 600);
+    let id_token = workload_jwt(now() + 600, &site.issuer());
     cmd(&dir, &["login", "web"])
         .env(ASSERTION_VAR, &id_token)
         .env("RIVUMI_TEST_SECRET", "s3cret")
@@ -521,7 +601,7 @@ fn enterprise_stops_when_the_idp_refuses() {
     let opts = MachineOptions { idp_refuse: true, ..Default::default() };
     let (dir, site) = enterprise("machine_enterprise_refused", opts);
     let out = cmd(&dir, &["login", "web"])
-        .env(ASSERTION_VAR, workload_jwt(now() + 600))
+        .env(ASSERTION_VAR, workload_jwt(now() + 600, &site.issuer()))
         .env("RIVUMI_TEST_SECRET", "s3cret")
         .assert_exit(6);
     assert_contains(
@@ -539,7 +619,7 @@ fn enterprise_stops_when_the_idp_refuses() {
 fn dpop_site(test: &str, opts: MachineOptions) -> (Dir, MachineSite) {
     let (dir, site) = site(test, opts, json!({}));
     let jwt = dir.path("token.jwt");
-    std::fs::write(&jwt, workload_jwt(now() + 600)).unwrap();
+    std::fs::write(&jwt, workload_jwt(now() + 600, &site.issuer())).unwrap();
     config(
         &dir,
         &site.url(),
@@ -633,7 +713,7 @@ fn dpop_true_refuses_a_bearer_token() {
     let opts = MachineOptions { ignore_dpop: true, ..Default::default() };
     let (dir, site) = site("machine_dpop_true_bearer", opts, json!({}));
     let jwt = dir.path("token.jwt");
-    std::fs::write(&jwt, workload_jwt(now() + 600)).unwrap();
+    std::fs::write(&jwt, workload_jwt(now() + 600, &site.issuer())).unwrap();
     let entry_with = |dpop: Value| {
         json!({"client_id": CLIENT, "grant": "jwt_bearer",
                "assertion_file": jwt, "authorization_server": site.issuer(),

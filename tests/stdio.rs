@@ -400,13 +400,23 @@ fn hung_server_is_ended_by_sigterm_before_sigkill() {
 /// both processes are gone, and that the call was cancelled on the wire
 /// first (`notifications/cancelled` with its id and a reason).
 fn interrupt(test: &str, signal: &str, code: i32) -> Output {
+    interrupt_with(test, signal, code, "--grandchild")
+}
+
+/// [`interrupt`] with the grandchild made by `grandchild`.
+fn interrupt_with(
+    test: &str,
+    signal: &str,
+    code: i32,
+    grandchild: &str,
+) -> Output {
     let dir = Dir::new(test);
     let pids = dir.path("pids");
     let rec = dir.path("rec");
     let pid_arg = format!("--pid-file={}", pids.display());
     let rec_arg = format!("--record={}", rec.display());
     let server =
-        fixture_server(&["--hang-call", "--grandchild", &pid_arg, &rec_arg]);
+        fixture_server(&["--hang-call", grandchild, &pid_arg, &rec_arg]);
     write_mcp_json(&dir, &[("demo", server)]);
     let cmd = run(&dir, &["call", "-y", "demo", "echo", "text=hi"]);
     let child = cmd.spawn();
@@ -432,6 +442,19 @@ fn interrupt(test: &str, signal: &str, code: i32) -> Output {
         json!({"requestId": call["id"], "reason": "interrupted"})
     );
     out
+}
+
+/// A helper that left the server's process group (`setpgid`) but not its
+/// session ends with the server on a signal too (issue 22, item 15).
+#[test]
+fn sigterm_ends_a_helper_that_left_the_group() {
+    let out = interrupt_with(
+        "stdio_sigterm_own_group",
+        "-TERM",
+        143,
+        "--grandchild-own-group",
+    );
+    assert!(out.stderr.ends_with("; closed 1 server(s)\n"));
 }
 
 #[test]

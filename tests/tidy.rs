@@ -8,6 +8,8 @@
 //! - Every source file opens with a `//!` module doc.
 //! - The protocol crate depends on no I/O crate and its code touches no
 //!   file, socket, process, thread, clock or environment.
+//! - Nothing below `cmd/` imports `cli` (only `cli/`, `cmd/`, `lib.rs` and
+//!   `setup.rs` do).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -261,4 +263,64 @@ fn the_protocol_crate_does_no_io() {
         manifest.contains("unsafe_code = \"forbid\""),
         "crates/proto must forbid unsafe code"
     );
+}
+
+// The command line is the top floor: nothing below `cmd/` imports `cli`.
+// (Appended in one block by the `cli` branch.)
+
+/// Where `crate::cli` may be used: the command line itself, the commands,
+/// the switchboard and the setup it does.
+const CLI_USERS: &[&str] =
+    &["src/cli/", "src/cmd/", "src/lib.rs", "src/setup.rs"];
+
+/// The lines (1-based) of `text`'s production code that reach `cli`: a
+/// path through the identifier `cli` (`crate::cli::X`, `cli::X` after
+/// `use crate::cli`) or `cli` in a `use crate::{…}` list.
+fn cli_uses(text: &str) -> Vec<usize> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    production(text)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let code = l.split("//").next().unwrap_or("");
+            let in_use_list = code.trim_start().starts_with("use crate::{");
+            code.match_indices("cli").any(|(i, _)| {
+                let before = code[..i].chars().next_back();
+                let after = &code[i + 3..];
+                !before.is_some_and(ident)
+                    && !after.starts_with(ident)
+                    && (after.trim_start().starts_with("::") || in_use_list)
+            })
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+#[test]
+fn planted_cli_import_is_found() {
+    let text = "//! x\nuse crate::cli::Show;\nfn f(g: &crate::cli::Global) {}\n\
+                // crate::cli in a comment\nuse crate::{ask, cli};\n\
+                fn g(o: cli::Opt) {}\n\
+                #[cfg(test)]\nmod tests { use crate::cli; }\n";
+    assert_eq!(cli_uses(text), [2, 3, 5, 6]);
+    let clean = "//! x\nuse crate::catalog::Show;\nlet client = 1;\n\
+                 use crate::{clients, ask};\nfn f(x: my_cli::A) {}\n";
+    assert!(cli_uses(clean).is_empty(), "{:?}", cli_uses(clean));
+}
+
+#[test]
+fn nothing_below_cmd_imports_cli() {
+    let r = root();
+    let mut bad = vec![];
+    for f in rust_files(&r.join("src")) {
+        let rel = relative(&f);
+        if CLI_USERS.iter().any(|u| rel.starts_with(u)) {
+            continue;
+        }
+        let text = fs::read_to_string(&f).unwrap();
+        for n in cli_uses(&text) {
+            bad.push(format!("{rel}:{n}"));
+        }
+    }
+    assert!(bad.is_empty(), "cli imported below cmd/:\n{}", bad.join("\n"));
 }

@@ -40,7 +40,79 @@ const SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 const FORM_MESSAGE_LINES: usize = 20;
 /// How much of a sampling request is shown for approval.
 const SAMPLING_SHOWN: usize = 4000;
-pub(crate) use crate::cli::{Elicit, Options};
+
+/// `--elicit`: how forms are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Elicit {
+    /// Ask on the terminal (the default when there is one).
+    Ask,
+    Decline,
+    Cancel,
+    /// Every field without an answer takes its schema default (SEP-1034).
+    Defaults,
+}
+
+impl Elicit {
+    /// The words `--elicit` takes, in the order of [`Elicit`].
+    pub(crate) const NAMES: [&str; 4] =
+        ["ask", "decline", "cancel", "defaults"];
+}
+
+impl std::str::FromStr for Elicit {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Elicit, String> {
+        Ok(match s {
+            "ask" => Elicit::Ask,
+            "decline" => Elicit::Decline,
+            "cancel" => Elicit::Cancel,
+            "defaults" => Elicit::Defaults,
+            _ => return Err(format!("unknown mode '{s}'")),
+        })
+    }
+}
+
+/// `--log-level`: a level of `logging/setLevel` (RFC 5424 names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogLevel(&'static str);
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub(crate) const NAMES: [&str; 8] = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+}
+
+impl std::str::FromStr for LogLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<LogLevel, String> {
+        LogLevel::NAMES
+            .into_iter()
+            .find(|n| *n == s)
+            .map(LogLevel)
+            .ok_or_else(|| format!("unknown level '{s}'"))
+    }
+}
+
+/// The operator's options for server requests, as the command line and
+/// environment give them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Options {
+    pub(crate) elicit: Option<Elicit>,
+    /// `--answer NAME=VALUE` words, in order.
+    pub(crate) answers: Vec<String>,
+    pub(crate) roots: Vec<std::path::PathBuf>,
+    pub(crate) sampling_command: Option<String>,
+    pub(crate) log_level: Option<LogLevel>,
+}
 
 /// The operator: the options, checked, and the approvals that go with
 /// them.
@@ -54,7 +126,7 @@ pub(crate) struct Operator {
     sampling_timeout: Duration,
     yes: bool,
     read_only: bool,
-    log_level: Option<String>,
+    log_level: Option<LogLevel>,
 }
 
 impl Operator {
@@ -82,7 +154,7 @@ impl Operator {
             });
         let sampling = match command {
             Some((src, c)) => Some(
-                crate::cli::split_command(&c)
+                crate::words::split_command(&c)
                     .map_err(|e| Error::usage(format!("{src}: {e}")))?,
             ),
             None => None,
@@ -102,7 +174,7 @@ impl Operator {
                 .map_or(SAMPLING_TIMEOUT, |t| (t / 2).min(SAMPLING_TIMEOUT)),
             yes,
             read_only,
-            log_level: o.log_level.clone(),
+            log_level: o.log_level,
         })
     }
 
@@ -315,7 +387,7 @@ impl Client for Operator {
     }
 
     fn log_level(&self) -> Option<&str> {
-        self.log_level.as_deref()
+        self.log_level.map(|l| l.0)
     }
 
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String> {

@@ -3,7 +3,9 @@
 //!
 //! Every URL fetched follows the config's URL rules (`https`, or `http` to
 //! loopback; no credentials, query or fragment); no redirect is followed;
-//! every answer is capped. An authorization server's document must name
+//! every answer is capped. What a remote server names (the 401's
+//! `resource_metadata`, its authorization servers and their endpoints) is
+//! held to a [`Reach`]: it may not point inside unless the server is. An authorization server's document must name
 //! the issuer we asked for, and must support PKCE with S256 (MCP
 //! 2025-11-25): otherwise we stop before any authorization request. A
 //! protected resource's document must name the server's own URL.
@@ -20,7 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::net;
+use crate::net::{self, Reach};
 use crate::urlcheck::Url;
 
 /// What we use of an authorization server's metadata.
@@ -172,12 +174,29 @@ fn fetch(
     a.json_object(&shown).map(Some)
 }
 
-/// Discovers an authorization server's metadata from its issuer URL.
+/// Holds the endpoints of `a` (from its metadata) to `reach`.
+fn check_endpoints(a: &AuthServer, reach: &Reach) -> Result<()> {
+    let what =
+        format!("the authorization server's (metadata at {})", a.source);
+    reach.check(
+        &a.authorization_endpoint,
+        &format!("{what} authorization_endpoint"),
+    )?;
+    reach.check(&a.token_endpoint, &format!("{what} token_endpoint"))?;
+    if let Some(r) = &a.registration_endpoint {
+        reach.check(r, &format!("{what} registration_endpoint"))?;
+    }
+    Ok(())
+}
+
+/// Discovers an authorization server's metadata from its issuer URL, the
+/// issuer and the endpoints held to `reach`.
 pub(crate) fn auth_server(
     issuer: &Url,
+    reach: &Reach,
     deadline: &Deadline,
 ) -> Result<AuthServer> {
-    let (found, tried) = try_auth_server(issuer, deadline)?;
+    let (found, tried) = try_auth_server(issuer, reach, deadline)?;
     found.ok_or_else(|| {
         Error::server(format!(
             "no authorization server metadata for issuer {issuer}; tried {}",
@@ -190,12 +209,16 @@ pub(crate) fn auth_server(
 /// well-known URL has a document.
 pub(crate) fn try_auth_server(
     issuer: &Url,
+    reach: &Reach,
     deadline: &Deadline,
 ) -> Result<(Option<AuthServer>, Vec<String>)> {
+    // The well-known URLs are on the issuer's origin: one check holds them.
+    reach.check(issuer, "authorization server")?;
     let mut tried = vec![];
     for url in metadata_urls(issuer) {
         if let Some(m) = fetch(&url, &mut tried, deadline)? {
             let a = check_metadata(issuer, &m, &url.to_string())?;
+            check_endpoints(&a, reach)?;
             return Ok((Some(a), tried));
         }
     }
@@ -250,6 +273,7 @@ pub(crate) fn resource_covers(resource: &str, server: &Url) -> bool {
 /// must also be an acceptable URL and support S256.
 pub(crate) fn legacy_auth_server(
     server: &Url,
+    reach: &Reach,
     deadline: &Deadline,
 ) -> Result<Option<AuthServer>> {
     let url = server.with_path("/.well-known/oauth-authorization-server");
@@ -270,7 +294,9 @@ pub(crate) fn legacy_auth_server(
             issuer.origin()
         )));
     }
-    check_metadata(&issuer, &m, &url.to_string()).map(Some)
+    let a = check_metadata(&issuer, &m, &url.to_string())?;
+    check_endpoints(&a, reach)?;
+    Ok(Some(a))
 }
 
 /// Fetches protected-resource metadata: from `hint` (the 401's
@@ -278,9 +304,10 @@ pub(crate) fn legacy_auth_server(
 pub(crate) fn resource(
     server: &Url,
     hint: Option<&str>,
+    reach: &Reach,
     deadline: &Deadline,
 ) -> Result<Resource> {
-    let (found, tried) = try_resource(server, hint, deadline)?;
+    let (found, tried) = try_resource(server, hint, reach, deadline)?;
     found.ok_or_else(|| {
         Error::server(format!(
             "no protected resource metadata for {server}; tried {}",
@@ -295,15 +322,18 @@ pub(crate) fn resource(
 pub(crate) fn try_resource(
     server: &Url,
     hint: Option<&str>,
+    reach: &Reach,
     deadline: &Deadline,
 ) -> Result<(Option<Resource>, Vec<String>)> {
     let mut candidates: Vec<Url> = vec![];
     if let Some(h) = hint {
-        candidates.push(Url::parse(h).map_err(|e| {
+        let url = Url::parse(h).map_err(|e| {
             Error::server(format!(
                 "the resource_metadata URL from the 401 is not acceptable: {e}"
             ))
-        })?);
+        })?;
+        reach.check(&url, "the resource_metadata URL from the 401")?;
+        candidates.push(url);
     } else {
         candidates.extend(resource_urls(server));
     }

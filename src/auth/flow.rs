@@ -170,7 +170,9 @@ fn endpoints(
 ) -> Result<Found> {
     let o = req.oauth;
     if let Some(iss) = &o.authorization_server {
-        return Ok(Found::endpoints(discovery::auth_server(iss, d)?.into()));
+        // Configured by the operator, with whatever its metadata names.
+        let a = discovery::auth_server(iss, &net::Reach::anywhere(), d)?;
+        return Ok(Found::endpoints(a.into()));
     }
     if let (Some(a), Some(t)) = (&o.authorization_endpoint, &o.token_endpoint)
     {
@@ -191,6 +193,9 @@ fn endpoints(
         }));
     }
     let url = &req.http.url;
+    // From here on the MCP server says where to go: not inside, unless it
+    // is there itself.
+    let reach = net::Reach::of(url, req.lookup);
     if challenge.is_none() {
         let (status, header) = probe(url, d)?;
         let ch = Bearer::from_header(&header);
@@ -201,7 +206,8 @@ fn endpoints(
         *challenge = Some(ch);
     }
     let hint = challenge.as_ref().and_then(|c| c.resource_metadata.clone());
-    let (prm, tried) = discovery::try_resource(url, hint.as_deref(), d)?;
+    let (prm, tried) =
+        discovery::try_resource(url, hint.as_deref(), &reach, d)?;
     if let Some(prm) = prm {
         let first = prm.authorization_servers.first().ok_or_else(|| {
             Error::server(format!(
@@ -216,7 +222,7 @@ fn endpoints(
                 term::line(first)
             ))
         })?;
-        let a = discovery::auth_server(&iss, d)?;
+        let a = discovery::auth_server(&iss, &reach, d)?;
         msg::debug(&format!(
             "server '{}': authorization server {} (metadata at {})",
             req.server,
@@ -237,7 +243,7 @@ fn endpoints(
         req.server,
         tried.join(", ")
     ));
-    if let Some(a) = discovery::legacy_auth_server(url, d)? {
+    if let Some(a) = discovery::legacy_auth_server(url, &reach, d)? {
         return Ok(Found::endpoints(a.into()));
     }
     Ok(Found::endpoints(Endpoints {
@@ -695,6 +701,12 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
     let secret = configured_secret(&req)?;
     let store_path = store::path(req.lookup)?;
     let stored = store::get(&store_path, server)?;
+    // A platform's assertion (or ID token) is read and checked before any
+    // request: a malformed or expired one stops here.
+    let assertion = match &req.oauth.machine.assertion {
+        Some(a) => Some(machine::read_assertion(a, req.lookup)?),
+        None => None,
+    };
     let d = Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
     let mut challenge = req.challenge.clone();
     let found = endpoints(&req, &mut challenge, &d)?;
@@ -731,16 +743,20 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
             client(&req, secret.as_ref(), &ep, None, stored.as_ref(), &d)?;
         let client = identity.as_client();
         let scope = scope.as_deref();
-        tokens = match (&m.assertion, &m.enterprise) {
-            (Some(a), None) => {
-                let assertion = machine::read_assertion(a, req.lookup)?;
+        tokens = match (&m.assertion, assertion, &m.enterprise) {
+            (Some(a), Some(assertion), None) => {
+                machine::check_audience(
+                    a,
+                    &assertion,
+                    issuer.as_deref(),
+                    &ep.token,
+                )?;
                 machine::jwt_bearer(
                     &ep.token, &client, &assertion, scope, &resource, proofs,
                     &d,
                 )?
             }
-            (Some(a), Some(idp)) => {
-                let id_token = machine::read_assertion(a, req.lookup)?;
+            (Some(_), Some(id_token), Some(idp)) => {
                 // The ID-JAG is addressed to the authorization server.
                 let audience = issuer.clone().ok_or_else(|| {
                     Error::new(

@@ -13,13 +13,21 @@
 //! addressed to the MCP server's authorization server, which the client
 //! then presents there as a jwt-bearer grant.
 //!
-//! An assertion is read bounded, must look like a compact JWT and, when
-//! it says when it expires, must not have expired: a clear error naming
-//! its source, before anything is sent.
+//! An assertion is read bounded, must be a compact JWT (a base64url JSON
+//! header and claims, a base64url signature), and its `exp`, when there
+//! is one, must be a non-negative integer and not past: a clear error
+//! naming its source, before anything is sent. A workload's assertion must
+//! also be addressed (`aud`) to the authorization server it is sent to
+//! (its issuer, or its token endpoint, RFC 7523 §3), so that a token the
+//! platform minted for another audience is never handed to this one.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value};
 
 use super::dpop::Dpop;
 use super::pkce::Secret;
@@ -92,12 +100,19 @@ pub(crate) fn read_assertion(
             "{what} holds no assertion (it is empty or not set)"
         )));
     }
-    let Some(claims) = jose::claims(jwt) else {
-        return Err(Error::refused(format!(
-            "{what} does not hold a JWT (three base64url parts, JSON claims)"
-        )));
+    let claims = shape(jwt).map_err(|why| {
+        Error::refused(format!("{what} does not hold a JWT: {why}"))
+    })?;
+    let exp = match claims.get("exp") {
+        None => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            Error::refused(format!(
+                "the assertion in {what} has an 'exp' that is not a \
+                 non-negative integer (seconds since 1970)"
+            ))
+        })?),
     };
-    if let Some(exp) = claims.get("exp").and_then(serde_json::Value::as_u64)
+    if let Some(exp) = exp
         && exp <= store::now()
     {
         return Err(Error::new(
@@ -113,6 +128,91 @@ pub(crate) fn read_assertion(
         ));
     }
     Ok(Secret::new(jwt.to_string()))
+}
+
+/// The claims of a compact JWT whose three parts are well formed: a
+/// base64url JSON object (header), a base64url JSON object (claims), a
+/// non-empty base64url signature; otherwise why not.
+pub(crate) fn shape(
+    jwt: &str,
+) -> std::result::Result<Map<String, Value>, &'static str> {
+    let parts: Vec<&str> = jwt.split('.').collect();
+    let [header, _, signature] = parts[..] else {
+        return Err("a JWT has three base64url parts separated by '.'");
+    };
+    let object = |part: &str| {
+        let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
+        match serde_json::from_slice(&bytes).ok()? {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    };
+    if object(header).is_none() {
+        return Err("its header is not a base64url JSON object");
+    }
+    let claims = jose::claims(jwt)
+        .ok_or("its claims are not a base64url JSON object")?;
+    if signature.is_empty() || URL_SAFE_NO_PAD.decode(signature).is_err() {
+        return Err("its signature is not base64url");
+    }
+    Ok(claims)
+}
+
+/// Whether a JWT's `aud` (a string or an array of strings) names the
+/// authorization server: its issuer as published (or the same URL,
+/// canonically), or its token endpoint. Without an issuer (endpoints the
+/// operator configured), the token endpoint or its origin.
+pub(crate) fn addressed_to(
+    claims: &Map<String, Value>,
+    issuer: Option<&str>,
+    token: &Url,
+) -> bool {
+    let auds: Vec<&str> = match claims.get("aud") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let same = |a: &str, b: &str| {
+        a == b
+            || matches!((Url::parse(a), Url::parse(b)), (Ok(x), Ok(y)) if x == y)
+    };
+    auds.iter().any(|a| {
+        same(a, &token.to_string())
+            || match issuer {
+                Some(i) => same(a, i),
+                None => Url::parse(a).is_ok_and(|u| {
+                    u.origin() == token.origin()
+                        && u.path.trim_end_matches('/').is_empty()
+                }),
+            }
+    })
+}
+
+/// Refuses a workload assertion not addressed to this authorization
+/// server, before it is sent.
+pub(crate) fn check_audience(
+    a: &Assertion,
+    assertion: &Secret,
+    issuer: Option<&str>,
+    token: &Url,
+) -> Result<()> {
+    let claims = jose::claims(assertion.expose()).unwrap_or_default();
+    if addressed_to(&claims, issuer, token) {
+        return Ok(());
+    }
+    let aud = match claims.get("aud") {
+        None => "no 'aud'".to_string(),
+        Some(v) => format!(
+            "'aud' {}",
+            crate::term::clip(&crate::term::line(&v.to_string()), 200)
+        ),
+    };
+    Err(Error::refused(format!(
+        "the assertion in {} has {aud}, which does not name the \
+         authorization server it would be sent to ({}); not sent",
+        source_name(a),
+        issuer.map_or_else(|| token.to_string(), str::to_string)
+    )))
 }
 
 /// The jwt-bearer grant at `endpoint` with `assertion`, for `resource`
@@ -195,6 +295,16 @@ mod tests {
         );
         let e = read_assertion(&a, &env("not a jwt")).unwrap_err().to_string();
         assert!(e.contains("does not hold a JWT"), "{e}");
+        for exp in [json!("9999999999"), json!(-1), json!(1.5), json!(null)] {
+            let bad = jwt(json!({"exp": exp}));
+            let e =
+                read_assertion(&a, &move |_| Some(bad.clone())).unwrap_err();
+            assert_eq!(e.kind(), Kind::Refused);
+            assert!(
+                e.to_string().contains("not a non-negative integer"),
+                "{e}"
+            );
+        }
         let old = jwt(json!({"exp": 1000}));
         let e = read_assertion(&a, &move |_| Some(old.clone())).unwrap_err();
         assert!(e.to_string().contains("expired at"), "{e}");
@@ -216,5 +326,62 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_three_parts_must_be_well_formed() {
+        let good = jwt(json!({"sub": "x"}));
+        assert!(shape(&good).is_ok());
+        let (input, _) = good.rsplit_once('.').unwrap();
+        for (bad, why) in [
+            (format!("{input}."), "signature"),
+            (format!("{input}.a+b/"), "signature"),
+            (format!("{input}.c2ln="), "signature"),
+            (
+                format!(
+                    "bm90IGpzb24.{}",
+                    &input[input.find('.').unwrap() + 1..]
+                ) + ".c2ln",
+                "header",
+            ),
+            (format!("{input}.c2ln.c2ln"), "three"),
+            ("a.b".to_string(), "three"),
+        ] {
+            let e = shape(&bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_audience_must_name_the_authorization_server() {
+        let token = Url::parse("https://as.example/oauth/token").unwrap();
+        let c = |aud: Value| jose::claims(&jwt(json!({"aud": aud}))).unwrap();
+        let iss = Some("https://as.example");
+        assert!(addressed_to(&c(json!("https://as.example")), iss, &token));
+        assert!(addressed_to(&c(json!("https://as.example/")), iss, &token));
+        assert!(addressed_to(
+            &c(json!(["x", "https://as.example/oauth/token"])),
+            iss,
+            &token
+        ));
+        assert!(!addressed_to(
+            &c(json!("https://other.example")),
+            iss,
+            &token
+        ));
+        assert!(!addressed_to(&c(json!("sts.amazonaws.com")), iss, &token));
+        assert!(!addressed_to(
+            &c(json!(["https://as.example.evil"])),
+            iss,
+            &token
+        ));
+        assert!(!addressed_to(&Map::new(), iss, &token));
+        // Configured endpoints, no issuer: the token endpoint or its origin.
+        assert!(addressed_to(&c(json!("https://as.example")), None, &token));
+        assert!(!addressed_to(
+            &c(json!("https://as.example/x")),
+            None,
+            &token
+        ));
     }
 }

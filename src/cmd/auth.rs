@@ -155,7 +155,8 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     let hint = bearer.and_then(|c| c.param("resource_metadata"));
     let challenge_scope =
         bearer.and_then(|c| c.param("scope")).map(str::to_string);
-    let res = match discovery::resource(&h.url, hint, &d) {
+    let reach = crate::net::Reach::of(&h.url, &ctx.lookup);
+    let res = match discovery::resource(&h.url, hint, &reach, &d) {
         Ok(res) => res,
         // Answered without a challenge and publishes no metadata: the
         // server needs no authorization, which is an answer, not a fault.
@@ -173,7 +174,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
                     term::line(iss)
                 ))
             })
-            .and_then(|u| discovery::auth_server(&u, &d));
+            .and_then(|u| discovery::auth_server(&u, &reach, &d));
         servers.push((iss.clone(), r));
     }
     let scopes: Vec<String> = match &challenge_scope {

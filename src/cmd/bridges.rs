@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::cli::Show;
+use crate::catalog::Show;
 use crate::cmd::{call, list};
 use crate::error::{Error, Result};
 use crate::executor::{Action, Executor};

@@ -87,6 +87,8 @@ struct Row {
     allowlist: String,
     fingerprint: Option<String>,
     disabled: bool,
+    /// The `sandbox` block of a stdio server that has one.
+    sandbox: Option<Box<crate::config::Sandbox>>,
 }
 
 fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
@@ -114,6 +116,12 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
                     allowlist: label,
                     fingerprint: Some(allowlist::fingerprint(s)),
                     disabled: s.disabled,
+                    sandbox: match &s.transport {
+                        crate::config::Transport::Stdio(st) => {
+                            st.sandbox.clone()
+                        }
+                        crate::config::Transport::Http(_) => None,
+                    },
                 }
             }
             None => Row {
@@ -129,6 +137,7 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
                 },
                 fingerprint: None,
                 disabled: false,
+                sandbox: None,
             },
         })
         .collect()
@@ -235,6 +244,20 @@ fn print_table(
             ]);
         }
         text.push_str(&out::table(&table));
+        let boxed: Vec<Vec<String>> = rows
+            .iter()
+            .filter_map(|r| {
+                let b = r.sandbox.as_ref()?;
+                Some(vec![out::shown(&r.name).into_owned(), sandbox_text(b)])
+            })
+            .collect();
+        if !boxed.is_empty() {
+            let mut t =
+                vec![vec!["SANDBOXED".to_string(), "CONFINED TO".to_string()]];
+            t.extend(boxed);
+            text.push('\n');
+            text.push_str(&out::table(&t));
+        }
     }
     if let Some(p) = list_problem {
         text.push_str(&format!("allowlist: {p}\n"));
@@ -251,6 +274,38 @@ fn print_table(
         if config.is_valid() { "valid" } else { "invalid" },
     ));
     out::print(&text)
+}
+
+/// A sandbox block on one line: what the server may reach beyond what
+/// every sandboxed server gets (GUIDE.md, "Sandboxed servers").
+fn sandbox_text(b: &crate::config::Sandbox) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() { "-".to_string() } else { v.join(" ") }
+    };
+    let ports = |v: &[u16]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.iter().map(u16::to_string).collect::<Vec<_>>().join(" ")
+        }
+    };
+    let mut s = format!(
+        "read {}; write {}; network {}",
+        list(&b.read),
+        list(&b.write),
+        b.network.name()
+    );
+    if !b.connect.is_empty() || !b.bind.is_empty() {
+        s.push_str(&format!(
+            "; connect {}; bind {}",
+            ports(&b.connect),
+            ports(&b.bind)
+        ));
+    }
+    if b.best_effort {
+        s.push_str("; best effort");
+    }
+    s
 }
 
 fn plural(n: usize) -> &'static str {
@@ -288,6 +343,7 @@ fn print_json(
                 "allowlist": r.allowlist,
                 "fingerprint": r.fingerprint,
                 "disabled": r.disabled,
+                "sandbox": r.sandbox.as_ref().map(|b| b.to_json()),
             })
         })
         .collect();

@@ -1,10 +1,10 @@
 //! `rivumi-mcp completions SHELL` and the hidden `rivumi-mcp __servers`.
 //!
 //! The scripts are generated from the parser's own tables ([`Cmd`] and
-//! [`cli::options`]), so a new command or option completes without a
+//! [`cli::options`], with their descriptions), so a new command or option completes without a
 //! second list to keep in step. What a command's words are (server names,
-//! a command name, a shell) is the one table here, [`operand`], whose
-//! match has no catch-all: a new command must say.
+//! a command name, a shell) is [`Cmd::operands`] in the command table,
+//! whose match has no catch-all: a new command must say.
 //!
 //! Server names come from `__servers`, which reads the config in effect
 //! (`-c` honoured) and prints the valid names, one a line. It starts no
@@ -16,26 +16,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::cli::{self, Cmd, Shell, ValueKind};
-use crate::cmd::man;
+use crate::cli::{self, Cmd, Operand, Shell, ValueKind};
 use crate::config;
 use crate::error::Result;
 use crate::out;
-
-/// What a command's non-option words complete to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Operand {
-    /// Nothing (no operands, or free text such as a URI).
-    Nothing,
-    /// Server names, for every operand (`list a b`).
-    Servers,
-    /// A server name as the first operand (`call`, `read`, …).
-    Server,
-    /// A command name as the first operand (`help`).
-    Command,
-    /// A shell name as the first operand (`completions`).
-    Shell,
-}
 
 impl Operand {
     /// The word the scripts use for it, or `None` for nothing.
@@ -48,31 +32,10 @@ impl Operand {
         }
     }
 
-    /// Whether the operand at `index` (0-based) takes it.
+    /// Whether only the first operand takes it (`list a b` completes
+    /// server names at every one).
     fn only_first(self) -> bool {
         !matches!(self, Operand::Servers)
-    }
-}
-
-fn operand(c: Cmd) -> Operand {
-    match c {
-        Cmd::List | Cmd::Lock => Operand::Servers,
-        Cmd::Call
-        | Cmd::Resources
-        | Cmd::Read
-        | Cmd::Prompts
-        | Cmd::Prompt
-        | Cmd::Login
-        | Cmd::Logout
-        | Cmd::Discover => Operand::Server,
-        Cmd::Help => Operand::Command,
-        Cmd::Completions => Operand::Shell,
-        Cmd::CheckConfig
-        | Cmd::Batch
-        | Cmd::Serve
-        | Cmd::Status
-        | Cmd::Servers
-        | Cmd::Man => Operand::Nothing,
     }
 }
 
@@ -108,7 +71,7 @@ fn valued() -> Vec<(Vec<String>, ValueKind)> {
             let mut names: Vec<String> =
                 o.short().map(|s| format!("-{s}")).into_iter().collect();
             names.push(format!("--{}", o.long()));
-            (names, o.flag().value_kind())
+            (names, o.kind())
         })
         .collect()
 }
@@ -160,7 +123,7 @@ fn case_arms(indent: &str, value: impl Fn(Cmd) -> Option<String>) -> String {
 /// The `case $cmd` arms choosing what the operands complete to.
 fn want_arms(indent: &str, npos: &str) -> String {
     case_arms(indent, |c| {
-        let op = operand(c);
+        let op = c.operands();
         op.word().map(|w| {
             if op.only_first() {
                 format!("(( {npos} == 0 )) && want={w}")
@@ -468,7 +431,7 @@ fn fish_quote(s: &str) -> String {
 fn fish() -> String {
     let mut want = String::new();
     for c in shown() {
-        let op = operand(c);
+        let op = c.operands();
         if let Some(w) = op.word() {
             let cond =
                 if op.only_first() { "test $npos = 0; and " } else { "" };
@@ -529,7 +492,7 @@ fn fish() -> String {
             let _ = write!(line, " -s {short}");
         }
         let _ = write!(line, " -l {}", o.long());
-        match o.flag().value_kind() {
+        match o.kind() {
             ValueKind::None => {}
             ValueKind::Free => line.push_str(" -x"),
             ValueKind::File => line.push_str(" -r -F"),
@@ -540,9 +503,7 @@ fn fish() -> String {
                 let _ = write!(line, " -x -a {}", fish_quote(&set.join(" ")));
             }
         }
-        if let Some(d) = man::describe(o.long()) {
-            let _ = write!(line, " -d {}", fish_quote(&d.desc));
-        }
+        let _ = write!(line, " -d {}", fish_quote(o.help()));
         s.push_str(&line);
         s.push('\n');
     }

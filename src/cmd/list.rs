@@ -9,8 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::catalog::{ServerListing, collect};
-use crate::cli::Show;
+use crate::catalog::{ServerListing, Show, collect};
 use crate::error::{Error, Result};
 use crate::launch::Context;
 use crate::lockfile::{ItemKind, Lock};
@@ -146,6 +145,10 @@ fn mark(
         .unwrap_or_default()
 }
 
+/// Before a tool the server lists twice with different definitions
+/// (calls to it are refused).
+const TWICE: &str = "[listed twice, differently: not callable] ";
+
 fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     let marked = |kind, def: &Value| {
         format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
@@ -165,10 +168,15 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     if let (true, Some(t)) = (show.tools, &l.tools) {
         let tools = tools(&l.name, &t.items);
         for tool in &tools {
+            let twice = if tool.listed_twice { TWICE } else { "" };
             rows.push(vec![
                 format!("  {}", tool.qualified),
                 tool.class.label().to_string(),
-                out::shown(&marked(ItemKind::Tool, &tool.def)).into_owned(),
+                out::shown(&format!(
+                    "{twice}{}",
+                    marked(ItemKind::Tool, &tool.def)
+                ))
+                .into_owned(),
             ]);
         }
         // Under each tool its parameters and, when the qualified name
@@ -270,6 +278,9 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
                     m.insert("qualified_name".into(), json!(t.qualified));
                     m.insert("classification".into(), json!(t.class.label()));
                     m.insert("server".into(), json!(l.name));
+                    if t.listed_twice {
+                        m.insert("listed_twice".into(), json!(true));
+                    }
                     drift(m, ItemKind::Tool, &t.def);
                 }
                 d

@@ -14,7 +14,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Format, Show};
+use crate::catalog::Show;
+use crate::cli::Format;
 use crate::cmd::check_config::{gh_escape, gh_escape_prop};
 use crate::cmd::list;
 use crate::error::{Error, Result};
@@ -144,6 +145,22 @@ fn snapshot(ctx: &Context, name: &str) -> Result<Snapshot> {
                 "{}: the list is incomplete (see above), so it cannot be \
                  locked or checked",
                 kind.key()
+            ))
+            .for_server(name));
+        }
+        // Which of two definitions of one name would be pinned, and
+        // which would a call reach? Neither is guessed.
+        let twice = lockfile::conflicts(kind, &listing.items);
+        if let Some(id) = twice.first() {
+            return Err(Error::server(format!(
+                "{}: '{}' is listed twice with different definitions{}, so \
+                 it cannot be locked or checked",
+                kind.key(),
+                term::line(id),
+                match twice.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                }
             ))
             .for_server(name));
         }

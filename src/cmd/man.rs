@@ -1,91 +1,20 @@
 //! `rivumi-mcp __man`: the man page, `rivumi-mcp.1`, generated from the
-//! help texts the binary prints.
+//! command line's definitions.
 //!
-//! One source: every command's section is its `--help` text turned into
-//! roff, the OPTIONS section lists every option of the parser's table with
-//! the words the help texts describe it in, and EXAMPLES gathers the help
-//! texts' examples. Only what no help text says (configuration, the
-//! environment, files, the meaning of each exit code) is written here, and
-//! the exit code numbers come from [`Kind::exit_code`]. `make man` writes
-//! the page; a test fails when the checked-in one differs.
-//!
-//! The help-text reader ([`describe`]) is shared with the completion
-//! scripts, which show the same descriptions.
+//! One source: each command's section is built from the command table
+//! (usage lines, prose, exit codes, examples: `cli::Cmd::doc`) and the
+//! option table (which options it takes); the OPTIONS section lists every
+//! option of the table with its one description and the commands it
+//! applies to. No help text is parsed back. Only what the command line
+//! does not define (configuration, the environment, files, the meaning of
+//! each exit code) is written here, and the exit code numbers come from
+//! [`Kind::exit_code`]. `make man` writes the page; a test fails when the
+//! checked-in one differs.
 
 use std::fmt::Write as _;
 
 use crate::cli::{self, Cmd};
 use crate::error::Kind;
-
-/// One option as a help text describes it: `-c, --config PATH   Config…`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OptLine {
-    /// The left column, `-c, --config PATH`.
-    pub(crate) spec: String,
-    /// The right column, continuation lines joined.
-    pub(crate) desc: String,
-}
-
-/// A help text's option lines: indented, starting with `-`, the
-/// description after a run of two spaces; deeper-indented lines below one
-/// continue its description.
-fn option_lines(text: &str) -> Vec<OptLine> {
-    let mut found: Vec<OptLine> = vec![];
-    let mut in_option = false;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        if indent >= 4 && trimmed.starts_with('-') {
-            let (spec, desc) =
-                trimmed.split_once("  ").unwrap_or((trimmed, ""));
-            found.push(OptLine {
-                spec: spec.trim().to_string(),
-                desc: desc.trim().to_string(),
-            });
-            in_option = true;
-        } else if in_option && indent >= 12 && !trimmed.is_empty() {
-            let last = found.last_mut().expect("in_option follows a push");
-            last.desc.push(' ');
-            last.desc.push_str(trimmed);
-        } else {
-            in_option = false;
-        }
-    }
-    found
-}
-
-/// The words of an option spec, commas dropped: `["-c", "--config",
-/// "PATH"]`.
-fn spec_words(spec: &str) -> Vec<&str> {
-    spec.split_whitespace().map(|w| w.trim_end_matches(',')).collect()
-}
-
-/// Every help text: the top-level one, then each shown command's.
-fn help_texts() -> Vec<String> {
-    let shown =
-        Cmd::ALL.into_iter().filter(|c| !c.hidden() && *c != Cmd::Help);
-    std::iter::once(cli::usage(None))
-        .chain(shown.map(|c| cli::usage(Some(c))))
-        .collect()
-}
-
-/// How the help texts describe `--long`: the first option line naming it,
-/// the top-level help first, then the commands in help order.
-pub(crate) fn describe(long: &str) -> Option<OptLine> {
-    let name = format!("--{long}");
-    help_texts()
-        .iter()
-        .flat_map(|t| option_lines(t))
-        .find(|l| spec_words(&l.spec).contains(&name.as_str()))
-}
-
-/// The value placeholder a help text gives `--long` (`PATH`, `SECS`), or
-/// `None` for a flag.
-fn metavar(line: &OptLine, long: &str) -> Option<String> {
-    let words = spec_words(&line.spec);
-    let at = words.iter().position(|w| *w == format!("--{long}"))?;
-    words.get(at + 1).filter(|w| !w.starts_with('-')).map(|w| w.to_string())
-}
 
 /// Text made safe for roff: backslashes, hyphens (so options copy as
 /// ASCII), quotes at a line start, and anything outside ASCII as a named
@@ -129,74 +58,6 @@ fn spec_roff(spec: &str) -> String {
         .join(" ")
 }
 
-/// A help text, after its first line, as roff: headings in bold, option
-/// lines as tagged paragraphs, indented lines verbatim, prose filled.
-fn body_roff(text: &str) -> String {
-    let mut out = String::new();
-    let lines: Vec<&str> = text.lines().skip(1).collect();
-    let options = option_lines(text);
-    let mut next_option = options.iter();
-    let mut i = 0;
-    let mut paragraph = true;
-    while i < lines.len() {
-        let line = lines[i];
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        if trimmed.is_empty() {
-            paragraph = true;
-            i += 1;
-        } else if indent == 0 && trimmed.ends_with(':') && trimmed.len() > 1 {
-            let _ = writeln!(
-                out,
-                ".SS \"{}\"",
-                esc(trimmed.trim_end_matches(':'))
-            );
-            paragraph = false;
-            i += 1;
-        } else if indent >= 4 && trimmed.starts_with('-') {
-            let o = next_option.next().expect("option_lines saw it too");
-            let _ =
-                writeln!(out, ".TP\n{}\n{}", spec_roff(&o.spec), esc(&o.desc));
-            i += 1;
-            // Skip the continuation lines option_lines already joined.
-            while i < lines.len() && {
-                let l = lines[i];
-                let t = l.trim_start();
-                !t.is_empty() && l.len() - t.len() >= 12
-            } {
-                i += 1;
-            }
-            paragraph = true;
-        } else if indent >= 4 {
-            out.push_str(".PP\n.RS 4\n.nf\n");
-            while i < lines.len() && lines[i].starts_with("    ") {
-                let _ = writeln!(out, "{}", esc(&lines[i][4..]));
-                i += 1;
-            }
-            out.push_str(".fi\n.RE\n");
-            paragraph = true;
-        } else {
-            if paragraph {
-                out.push_str(".PP\n");
-                paragraph = false;
-            }
-            let _ = writeln!(out, "{}", esc(trimmed));
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The lines of a help text's EXAMPLES section.
-fn examples(text: &str) -> Vec<&str> {
-    text.lines()
-        .skip_while(|l| *l != "EXAMPLES:")
-        .skip(1)
-        .take_while(|l| l.starts_with("    "))
-        .map(|l| &l[4..])
-        .collect()
-}
-
 /// What each exit code means (the numbers from [`Kind::exit_code`]).
 const EXIT_STATUS: &[(Kind, &str)] = &[
     (
@@ -236,7 +97,11 @@ for approval of execute calls, bounds the output and sanitises it on a \
 terminal.
 
 Any option may stand before or after the command; an option that does not \
-apply to the command is a usage error.";
+apply to the command is a usage error. After the first operand of call, read \
+and prompt, whose operands a script may take from a server, --opt=VALUE is \
+refused: an option and its value are two words there, so that one word a \
+server chose never becomes an option with its value. -- ends the options: \
+every word after it is an operand.";
 
 const CONFIGURATION: &str = "\
 The configuration is Claude Code's .mcp.json format, read from the current \
@@ -292,7 +157,7 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// A section of prose paragraphs; lines indented by four spaces are
-/// shown verbatim.
+/// shown verbatim; a line at column 0 ending in `:` is a bold heading.
 fn prose_roff(text: &str) -> String {
     let mut out = String::new();
     let mut verbatim = false;
@@ -301,7 +166,13 @@ fn prose_roff(text: &str) -> String {
         if verbatim && !is_verbatim {
             out.push_str(".fi\n.RE\n");
         }
-        if line.is_empty() {
+        if !is_verbatim && line.len() > 1 && line.ends_with(':') {
+            let _ = writeln!(
+                out,
+                ".PP\n.B \"{}\"\n.br",
+                esc(&line[..line.len() - 1])
+            );
+        } else if line.is_empty() {
             out.push_str(".PP\n");
         } else if is_verbatim {
             if !verbatim {
@@ -323,38 +194,21 @@ fn tagged(out: &mut String, tag: &str, text: &str) {
     let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}", esc(tag), esc(text));
 }
 
-/// The options section: every option of the parser's table (and help and
-/// version), described as the help texts describe it, with the commands
-/// it applies to.
+/// The options section: every option of the table (and help and
+/// version), with its description and the commands it applies to.
 fn options_roff() -> String {
     let mut out = String::new();
-    for (short, long) in [('h', "help"), ('V', "version")] {
-        let desc = describe(long).map(|l| l.desc).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            ".TP\n\\fB\\-{short}\\fR, \\fB\\-\\-{long}\\fR\n{}",
-            esc(&desc)
-        );
+    for (spec, help) in cli::HELP_FLAGS {
+        let _ = writeln!(out, ".TP\n{}\n{}", spec_roff(spec), esc(help));
     }
     for o in cli::options() {
-        // An option no help text describes still gets its entry; the
-        // unit test below fails until a help text describes it.
-        let line = describe(o.long()).unwrap_or_else(|| OptLine {
-            spec: String::new(),
-            desc: String::new(),
-        });
-        let mut spec = String::new();
-        if let Some(s) = o.short() {
-            let _ = write!(spec, "-{s}, ");
-        }
-        let _ = write!(spec, "--{}", o.long());
-        if o.takes_value() {
-            let var =
-                metavar(&line, o.long()).unwrap_or_else(|| "VALUE".into());
-            let _ = write!(spec, " {var}");
-        }
-        let _ =
-            writeln!(out, ".TP\n{}\n{}", spec_roff(&spec), esc(&line.desc));
+        let spec = o.spec();
+        let _ = writeln!(
+            out,
+            ".TP\n{}\n{}",
+            spec_roff(spec.trim_start()),
+            esc(o.help())
+        );
         if !o.global() {
             let cmds: Vec<&str> = Cmd::ALL
                 .into_iter()
@@ -368,15 +222,58 @@ fn options_roff() -> String {
     out
 }
 
+/// A command's section: usage, prose, the options it takes (described
+/// under OPTIONS) and its exit codes.
+fn command_roff(c: Cmd) -> String {
+    let doc = c.doc();
+    let mut out = String::new();
+    let _ = writeln!(out, ".SS {}\n{}", esc(c.name()), esc(&cli::title(c)));
+    out.push_str(".PP\n.RS 4\n.nf\n");
+    for u in doc.usage {
+        let _ = writeln!(out, "{}", esc(&format!("rivumi-mcp {u}")));
+    }
+    out.push_str(".fi\n.RE\n");
+    if !doc.about.is_empty() {
+        out.push_str(".PP\n");
+        out.push_str(&prose_roff(doc.about));
+    }
+    for (group, opts) in cli::option_groups(c) {
+        if group == cli::Group::Global {
+            continue;
+        }
+        let specs: Vec<String> =
+            opts.iter().map(|o| spec_roff(o.spec().trim_start())).collect();
+        let _ = writeln!(
+            out,
+            ".PP\n.B \"{}\"\n.br\n{}",
+            esc(&title_case(group.heading())),
+            specs.join(", ")
+        );
+    }
+    out.push_str(".PP\n.B \"Exit codes\"\n");
+    for (code, text) in cli::exit_rows(c) {
+        let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}", esc(&code), esc(&text));
+    }
+    out
+}
+
+/// `DEADLINES AND LIMITS` as `Deadlines and limits`.
+fn title_case(heading: &str) -> String {
+    let lower = heading.to_lowercase();
+    let mut chars = lower.chars();
+    match chars.next() {
+        Some(f) => f.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// The whole page.
 pub(crate) fn page() -> String {
-    let top = cli::usage(None);
-    let title = top.lines().next().unwrap_or_default();
-    let what = title.split_once(": ").map_or(title, |(_, w)| w);
+    let what = "a command-line client for the Model Context Protocol";
     let mut out = String::new();
     let _ = writeln!(
         out,
-        ".\\\" Generated by `rivumi-mcp __man` (make man) from the help texts; do not edit.\n\
+        ".\\\" Generated by `rivumi-mcp __man` (make man) from the option and command tables; do not edit.\n\
          .TH RIVUMI\\-MCP 1 \"\" \"rivumi-mcp {}\" \"User Commands\"\n\
          .nh\n.ad l",
         env!("CARGO_PKG_VERSION")
@@ -387,13 +284,7 @@ pub(crate) fn page() -> String {
     out.push_str(&prose_roff(DESCRIPTION));
     out.push_str(".SH COMMANDS\n");
     for c in Cmd::ALL.into_iter().filter(|c| !c.hidden()) {
-        let text = cli::usage(Some(c));
-        let first = text.lines().next().unwrap_or_default();
-        let what = first.split_once(": ").map_or(first, |(_, w)| w);
-        let _ = writeln!(out, ".SS {}\n{}", esc(c.name()), esc(what));
-        // A command's own help under a subsection would restart the
-        // numbering of headings: its USAGE/OPTIONS become bold lines.
-        out.push_str(&body_roff(&text).replace(".SS \"", ".PP\n.B \""));
+        out.push_str(&command_roff(c));
     }
     out.push_str(".SH OPTIONS\n");
     out.push_str(&options_roff());
@@ -424,8 +315,8 @@ pub(crate) fn page() -> String {
         "Interrupted by SIGINT or SIGTERM, after closing every server.",
     );
     out.push_str(".SH EXAMPLES\n.RS 4\n.nf\n");
-    for text in help_texts() {
-        for line in examples(&text) {
+    for c in Cmd::ALL.into_iter().filter(|c| !c.hidden()) {
+        for line in c.doc().examples {
             let _ = writeln!(out, "{}", esc(line));
         }
     }
@@ -442,25 +333,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn option_lines_join_continuations() {
-        let text = "x\n\nOPTIONS:\n    -c, --config PATH   Config file\n        --refresh   One\n                    two\n\nEXIT: 0.\n";
-        let lines = option_lines(text);
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].spec, "-c, --config PATH");
-        assert_eq!(lines[1].desc, "One two");
-        assert_eq!(metavar(&lines[0], "config").as_deref(), Some("PATH"));
-        assert_eq!(metavar(&lines[1], "refresh"), None);
-    }
-
-    #[test]
-    fn every_option_is_described_by_a_help_text() {
+    fn every_option_and_command_is_on_the_page() {
+        let page = page();
         for o in cli::options() {
-            let line = describe(o.long());
-            assert!(
-                line.is_some_and(|l| !l.desc.is_empty()),
-                "--{}",
-                o.long()
-            );
+            let long = format!("\\-\\-{}", o.long().replace('-', "\\-"));
+            assert!(page.contains(&long), "{long}");
+        }
+        for c in Cmd::ALL.into_iter().filter(|c| !c.hidden()) {
+            let name = c.name().replace('-', "\\-");
+            assert!(page.contains(&format!("\n.SS {name}\n")), "{c}");
         }
     }
 

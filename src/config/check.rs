@@ -331,13 +331,23 @@ impl<'c, 'a> Cursor<'c, 'a> {
         self.push(Severity::Error, rel, pos, m.into());
     }
 
-    fn warn(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
+    pub(super) fn warn(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
         self.push(Severity::Warning, rel, pos, m.into());
     }
 
     /// A warning that `--strict` makes an error.
     pub(super) fn soft(&mut self, rel: &str, pos: Pos, m: impl Into<String>) {
         self.push(self.c.soft_severity(), rel, pos, m.into());
+    }
+
+    /// The config file's directory (relative paths resolve against it).
+    pub(super) fn dir(&self) -> &Path {
+        self.c.dir
+    }
+
+    /// A variable of the environment check-config runs in.
+    pub(super) fn lookup(&self, name: &str) -> Option<String> {
+        (self.c.lookup)(name)
     }
 
     /// Errors so far (in the whole file), to tell whether a part added any.
@@ -680,6 +690,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 node.get("args").map_or(cmd_m.value.pos, |m| m.value.pos);
             self.unpinned_launcher(&command, &args, pos);
         }
+        let sandbox = self.sandbox(node).map(Box::new);
         (self.errors() == errors).then_some(Stdio {
             command,
             args,
@@ -687,6 +698,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
             env_vars,
             cwd_path,
             expand: true,
+            sandbox,
         })
     }
 

@@ -25,10 +25,12 @@ use crate::urlcheck::Url;
 mod check;
 mod oauth;
 mod rules;
+mod sandbox;
 
 pub use check::validate;
 pub use oauth::{Assertion, DpopMode, Enterprise, Machine};
 pub use rules::check_name;
+pub use sandbox::{Network, Sandbox, resolve as sandbox_path};
 
 /// The largest configuration file read (a FIFO or `/dev/zero` never hangs
 /// the reader either: only regular files are read).
@@ -93,6 +95,8 @@ pub struct Stdio {
     /// False for an ad-hoc server: what the operator typed is run as is,
     /// with no `${VAR}` expansion.
     pub expand: bool,
+    /// The opt-in kernel sandbox (`sandbox`), Linux only.
+    pub sandbox: Option<Box<Sandbox>>,
 }
 
 impl Stdio {
@@ -406,6 +410,11 @@ mod tests {
         assert!(check_name("a-b_1").is_ok());
         assert!(check_name("a__b").is_err());
         assert!(check_name("a.b").is_err());
+        assert!(check_name("1a").is_ok());
+        for bad in ["--config", "-e", "--help", "_x", "-"] {
+            let e = check_name(bad).unwrap_err();
+            assert!(e.contains("start with a letter or a digit"), "{e}");
+        }
         assert!(check_name(&"x".repeat(65)).is_err());
     }
 }

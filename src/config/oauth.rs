@@ -37,6 +37,7 @@ pub(super) const OAUTH_KEYS: &[&str] = &[
     "idp_client_id",
     "idp_client_secret_env_var",
     "dpop",
+    "trust_discovery",
 ];
 
 /// Where a JWT the platform hands the job comes from: the workload's
@@ -76,6 +77,10 @@ pub struct Machine {
     pub client_key_file: Option<PathBuf>,
     pub assertion: Option<Assertion>,
     pub dpop: DpopMode,
+    /// `"trust_discovery": true`: a machine grant without a configured
+    /// authorization server lets the MCP server's metadata choose where
+    /// the client secret or the workload JWT goes (check-config warns).
+    pub trust_discovery: bool,
 }
 
 impl Machine {
@@ -409,6 +414,21 @@ impl Cursor<'_, '_> {
                 DpopMode::Off
             }
         };
+        let trust_discovery = match node.get("trust_discovery") {
+            None => false,
+            Some(f) => match f.value.kind {
+                J::Bool(b) => b,
+                _ => {
+                    self.error(
+                        &format!("{base}/trust_discovery"),
+                        f.value.pos,
+                        "'trust_discovery' must be true or false",
+                    );
+                    false
+                }
+            },
+        };
+        self.machine_destination(m, grant, trust_discovery);
         if self.errors() != errors {
             return None;
         }
@@ -424,7 +444,57 @@ impl Cursor<'_, '_> {
             client_key_file,
             assertion,
             dpop,
+            trust_discovery,
         })
+    }
+
+    /// A machine grant sends a secret (the client secret, a client
+    /// assertion, the workload's JWT) with no person to look at where it
+    /// goes: the operator names the authorization server, or opts in to
+    /// discovery with `"trust_discovery": true`, which is warned about.
+    fn machine_destination(&mut self, m: &Member, grant: &str, trust: bool) {
+        let base = "/oauth";
+        let node = &m.value;
+        let has = |k: &str| node.get(k).is_some();
+        let pos =
+            node.get("trust_discovery").map_or(node.pos, |f| f.value.pos);
+        let machine = matches!(grant, "client_credentials" | "jwt_bearer");
+        let configured = has("authorization_server") || has("token_endpoint");
+        let what = if grant == "jwt_bearer" {
+            "the workload's JWT"
+        } else {
+            "the client's credentials"
+        };
+        match (machine, configured, trust) {
+            (true, false, false) => self.error(
+                base,
+                node.pos,
+                format!(
+                    "\"grant\": \"{grant}\" would send {what} to whatever \
+                     authorization server the MCP server names: name it \
+                     ('authorization_server', or 'authorization_endpoint' \
+                     and 'token_endpoint'), or opt in to the server's choice \
+                     with \"trust_discovery\": true"
+                ),
+            ),
+            (true, false, true) => self.soft(
+                &format!("{base}/trust_discovery"),
+                pos,
+                format!(
+                    "\"trust_discovery\": the MCP server's metadata chooses \
+                     the authorization server that receives {what}; name it \
+                     with 'authorization_server' instead"
+                ),
+            ),
+            (_, _, true) => self.soft(
+                &format!("{base}/trust_discovery"),
+                pos,
+                "'trust_discovery' has no effect here (it goes with \
+                 \"grant\": \"client_credentials\" or \"jwt_bearer\" and no \
+                 configured authorization server)",
+            ),
+            _ => {}
+        }
     }
 
     /// An environment variable's name at `p`: valid, and (as for

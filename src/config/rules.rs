@@ -7,7 +7,7 @@ use super::MAX_NAME;
 use crate::vars;
 
 pub(super) const STDIO_KEYS: &[&str] =
-    &["command", "args", "env", "env_vars", "cwd"];
+    &["command", "args", "env", "env_vars", "cwd", "sandbox"];
 pub(super) const HTTP_KEYS: &[&str] =
     &["url", "headers", "bearer_token_env_var", "oauth"];
 pub(super) const COMMON_KEYS: &[&str] = &[
@@ -104,6 +104,14 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
         return Err(format!(
             "server name '{}' contains {c:?}; use only letters, digits, \
              '_' and '-'",
+            crate::term::line(name)
+        ));
+    }
+    // A name that starts with '-' reads as an option when typed
+    // (`--config`, `-e`), and completion would offer it as one.
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "server name '{}' must start with a letter or a digit",
             crate::term::line(name)
         ));
     }

@@ -199,6 +199,7 @@ mod tests {
             class: Class::Execute,
             def,
             headers: vec![],
+            listed_twice: false,
         };
         let arguments = Map::new();
         let action = Action::Tool { tool: &tool, arguments: &arguments };

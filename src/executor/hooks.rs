@@ -152,17 +152,14 @@ fn holders(pipes: &[PathBuf]) -> Vec<i32> {
     if pipes.is_empty() {
         return vec![];
     }
-    let me = std::process::id() as i32;
-    let Ok(procs) = std::fs::read_dir("/proc") else { return vec![] };
-    procs
-        .flatten()
-        .filter_map(|p| {
-            let pid: i32 = p.file_name().to_str()?.parse().ok()?;
-            let fds = std::fs::read_dir(p.path().join("fd")).ok()?;
+    sys::other_processes()
+        .into_iter()
+        .filter_map(|(pid, dir)| {
+            let fds = std::fs::read_dir(dir.join("fd")).ok()?;
             let holds = fds.flatten().any(|fd| {
                 std::fs::read_link(fd.path()).is_ok_and(|l| pipes.contains(&l))
             });
-            (holds && pid != me).then_some(pid)
+            holds.then_some(pid)
         })
         .collect()
 }

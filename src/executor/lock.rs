@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::{Action, Executor};
-use crate::cli::Show;
-use crate::error::{Error, Result};
+use crate::catalog::Show;
+use crate::error::{Error, Kind, Result};
 use crate::lockfile::{ItemKind, Lock};
 use crate::session::Session;
 use crate::tool::{self, Tool};
@@ -33,6 +33,8 @@ impl Executor {
     ) -> Result<&'a Tool> {
         let missing = match tool::resolve(server, tools, wanted) {
             Ok(t) => return Ok(t),
+            // Listed twice, differently: refused whatever the lock says.
+            Err(e) if e.kind() == Kind::Refused => return Err(e),
             Err(e) => e,
         };
         let Some(lock) = &self.lock else { return Err(missing) };

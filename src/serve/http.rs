@@ -34,7 +34,6 @@ use serde_json::{Value, json};
 
 use super::gateway::{Gateway, Host, HostLink, RpcFail};
 use super::pending::Pending;
-use crate::cli::ServeOptions;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
 use crate::{journal, msg, sse, term};
@@ -74,7 +73,7 @@ pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr> {
 }
 
 /// The bearer token: from `--token-env VAR`, or new.
-fn token(o: &ServeOptions) -> Result<(String, bool)> {
+fn token(o: &super::Options) -> Result<(String, bool)> {
     if let Some(var) = &o.token_env {
         let v = crate::setup::lookup(var).unwrap_or_default();
         if v.len() < 16 || !v.bytes().all(|b| b.is_ascii_graphic()) {
@@ -114,7 +113,7 @@ struct Front<'g, 'a> {
 pub(crate) fn run(
     gw: &Gateway<'_>,
     addr: SocketAddr,
-    o: &ServeOptions,
+    o: &super::Options,
 ) -> Result<()> {
     let (token, generated) = token(o)?;
     let listener = TcpListener::bind(addr).map_err(|e| {

@@ -29,7 +29,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::ask::Operator;
-use crate::cli::{Global, ServeOptions};
 use crate::error::Result;
 use crate::executor::Executor;
 use crate::launch::Context;
@@ -39,27 +38,39 @@ use crate::{journal, msg, out, term};
 
 pub(crate) use gateway::{Gateway, HostLink};
 
-/// Runs `serve` until its host goes away.
+/// What `serve` was given on the command line.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// `--listen ADDR:PORT`: the HTTP front instead of stdio.
+    pub(crate) listen: Option<String>,
+    /// `--servers a,b`: only these of the allowed servers.
+    pub(crate) servers: Vec<String>,
+    /// `--token-env VAR`: the HTTP front's bearer token from `VAR`.
+    pub(crate) token_env: Option<String>,
+    /// `--allow-origin ORIGIN` (repeatable).
+    pub(crate) origins: Vec<String>,
+    /// `--approve PATTERN` other than `execute` (repeatable).
+    pub(crate) approve: Vec<String>,
+    pub(crate) dry_run: bool,
+}
+
+/// Runs `serve` until its host goes away. `operator` answers what
+/// upstream servers ask when the host cannot; `json` is `--json` (for
+/// `--dry-run`).
 pub(crate) fn run(
     ctx: Context,
     exec: Executor,
-    o: &ServeOptions,
-    g: &Global,
+    operator: Operator,
+    o: &Options,
+    json: bool,
 ) -> Result<()> {
     let listen = o.listen.as_deref().map(http::parse_listen).transpose()?;
     let servers = servers(&ctx, &o.servers)?;
-    let operator = Operator::new(
-        &g.client,
-        g.yes,
-        g.read_only,
-        g.timeout,
-        &crate::setup::lookup,
-    )?;
     let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
     let pool = upstream::Pool::new(&ctx, &servers);
     let gw = Gateway { pool, exec, approve: o.approve.clone() };
     if o.dry_run {
-        return dry_run(&gw, g.json);
+        return dry_run(&gw, json);
     }
     journal::event(
         "serve_started",

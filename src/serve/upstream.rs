@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::cli::Show;
+use crate::catalog::Show;
 use crate::error::{Kind, Result};
 use crate::launch::Context;
 use crate::session::Session;

@@ -95,6 +95,9 @@ pub(crate) struct StdioTransport {
     closed: Option<Closed>,
     /// Non-JSON lines skipped so far, and their bytes.
     skipped: (usize, usize),
+    /// The sandbox the server runs in (its private temporary directory
+    /// lives as long as the transport).
+    _sandbox: Option<crate::sandbox::Plan>,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -145,6 +148,7 @@ impl StdioTransport {
         argv: &(String, Vec<String>),
         env: Vec<(String, String)>,
         max_line: usize,
+        sandbox: Option<crate::sandbox::Plan>,
     ) -> Result<StdioTransport> {
         if let Some(dir) = &spec.cwd_path
             && !dir.is_dir()
@@ -158,6 +162,13 @@ impl StdioTransport {
         if let Some(dir) = &spec.cwd_path {
             cmd.current_dir(dir);
         }
+        if let Some(plan) = &sandbox {
+            plan.install(&mut cmd);
+            msg::debug(&format!(
+                "server '{name}': sandbox {}",
+                plan.summary()
+            ));
+        }
 
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         msg::debug(&format!(
@@ -167,17 +178,23 @@ impl StdioTransport {
                 .collect::<Vec<_>>(),
             names.join(",")
         ));
-        let (mut child, pgid) = spawn::start_group(&mut cmd).map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (not found; the command runs without a shell, on PATH)"
-            } else {
-                ""
-            };
-            Error::server(format!(
-                "cannot start '{}': {e}{hint}",
-                term::line(&argv.0)
-            ))
-        })?;
+        let (mut child, pgid) =
+            spawn::start_session(&mut cmd).map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (not found; the command runs without a shell, on PATH)"
+                } else {
+                    ""
+                };
+                let how = if sandbox.is_some() && hint.is_empty() {
+                    " (while applying its sandbox)"
+                } else {
+                    hint
+                };
+                Error::server(format!(
+                    "cannot start '{}': {e}{how}",
+                    term::line(&argv.0)
+                ))
+            })?;
         journal::event(
             "server_spawned",
             serde_json::json!({
@@ -187,6 +204,7 @@ impl StdioTransport {
                     .collect::<Vec<_>>(),
                 "env_names": names,
                 "pid": pgid,
+                "sandbox": sandbox.as_ref().map(crate::sandbox::Plan::summary),
             }),
         );
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -229,6 +247,7 @@ impl StdioTransport {
             tail,
             closed: None,
             skipped: (0, 0),
+            _sandbox: sandbox,
         };
         if let Err(e) = started {
             t.close();
@@ -745,6 +764,16 @@ impl Transport for StdioTransport {
                 sys::kill_group(self.pgid, sys::SIGKILL);
                 sys::wait_group_gone(self.pgid, GRACE);
             }
+        }
+        // 4. And what left the group but not the server's session (its
+        // id is the group's): found on Linux, ended the same way.
+        let strays = sys::end_session(self.pgid, GRACE);
+        if strays > 0 {
+            msg::debug(&format!(
+                "server '{}': ended {strays} process(es) of its session \
+                 outside its group",
+                self.name
+            ));
         }
         sys::unregister_group(self.pgid);
         msg::debug(&format!(

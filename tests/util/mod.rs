@@ -93,6 +93,11 @@ impl Dir {
         Dir { root }
     }
 
+    /// An existing directory (inside another test's) as a `Dir`.
+    pub fn at(root: PathBuf) -> Dir {
+        Dir { root }
+    }
+
     /// The directory itself.
     pub fn root(&self) -> &Path {
         &self.root

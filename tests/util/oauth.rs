@@ -766,6 +766,9 @@ pub struct SiteOptions {
     pub prm_resource: Option<String>,
     /// The metadata's authorization server when it is not the site itself.
     pub prm_authorization_server: Option<String>,
+    /// The 401's `resource_metadata` when it is not the site's own
+    /// hinted metadata (with [`PrmAt::Hinted`]).
+    pub prm_hint: Option<String>,
     /// The metadata's `scopes_supported` (absent when empty).
     pub prm_scopes: Vec<String>,
     /// The `scope` of the 401 challenge.
@@ -801,6 +804,7 @@ impl Default for SiteOptions {
             prm: PrmAt::Hinted,
             prm_resource: None,
             prm_authorization_server: None,
+            prm_hint: None,
             prm_scopes: vec!["mcp:tools".into()],
             challenge_scope: None,
             call_scopes: vec![],
@@ -1309,8 +1313,11 @@ impl Site<'_> {
     /// The bearer check in front of the script.
     fn mcp(&self, script: &McpScript, req: &Request, conn: &mut Conn) {
         let o = self.opts;
-        let hint = (o.prm == PrmAt::Hinted).then(|| {
-            format!("resource_metadata=\"{}{HINTED_PRM_PATH}\"", self.base)
+        let hint = (o.prm == PrmAt::Hinted).then(|| match &o.prm_hint {
+            Some(h) => format!("resource_metadata=\"{h}\""),
+            None => {
+                format!("resource_metadata=\"{}{HINTED_PRM_PATH}\"", self.base)
+            }
         });
         let token = req
             .header("authorization")
@@ -1702,6 +1709,11 @@ impl MachineSite {
 
     pub fn idp_requests(&self) -> Vec<Request> {
         requests_under(&self.fx, Some("POST"), "/idp/token")
+    }
+
+    /// Every request the site received.
+    pub fn requests(&self) -> Vec<Request> {
+        self.fx.requests()
     }
 
     pub fn mcp_requests(&self) -> Vec<Request> {

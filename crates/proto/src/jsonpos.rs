@@ -234,7 +234,9 @@ impl<'a> Parser<'a> {
     fn bump(&mut self) {
         if let Some(b) = self.peek() {
             self.at += 1;
-            if b == b'\n' {
+            // A lone CR is a line break too (as editors count lines).
+            let lone_cr = b == b'\r' && self.peek() != Some(b'\n');
+            if b == b'\n' || lone_cr {
                 self.line = self.line.saturating_add(1);
                 self.col = 1;
             } else if b & 0xC0 != 0x80 {
@@ -255,11 +257,7 @@ impl<'a> Parser<'a> {
             }
             let open = self.pos();
             match self.peek_at(1) {
-                Some(b'/') => {
-                    while !matches!(self.peek(), None | Some(b'\n')) {
-                        self.bump();
-                    }
-                }
+                Some(b'/') => self.line_comment()?,
                 Some(b'*') => {
                     self.bump();
                     self.bump();
@@ -282,6 +280,33 @@ impl<'a> Parser<'a> {
                 }
                 _ => return Ok(()),
             }
+        }
+    }
+
+    /// Skips a `//` comment up to the line break that ends it: LF or CR
+    /// (a lone CR included), where VS Code's `jsonc-parser` ends it, so
+    /// that a reviewer, `check-config` and the editor read the same
+    /// file. VT, FF, U+2028 and U+2029 ended comments in older versions
+    /// of that parser and do not in newer ones: a comment holding one is
+    /// refused rather than read one way here and another way there.
+    fn line_comment(&mut self) -> Result<(), SyntaxError> {
+        loop {
+            let rest = &self.src.as_bytes()[self.at..];
+            let ambiguous = match rest {
+                [] | [b'\n' | b'\r', ..] => return Ok(()),
+                [0x0B, ..] => Some("a vertical tab"),
+                [0x0C, ..] => Some("a form feed"),
+                [0xE2, 0x80, 0xA8, ..] => Some("U+2028 (line separator)"),
+                [0xE2, 0x80, 0xA9, ..] => Some("U+2029 (paragraph separator)"),
+                _ => None,
+            };
+            if let Some(what) = ambiguous {
+                return self.err_here(format!(
+                    "a '//' comment holds {what}, which some editors read \
+                     as the end of the comment; remove it"
+                ));
+            }
+            self.bump();
         }
     }
 
@@ -1098,6 +1123,35 @@ mod tests {
         // A lone slash, and a comma with nothing before it, stay errors.
         assert!(parse_jsonc("{\"a\": 1 / 2}").is_err());
         assert!(parse_jsonc("[,]").is_err());
+        Ok(())
+    }
+
+    /// A `//` comment ends where VS Code's parser ends it: at LF, CRLF
+    /// or a lone CR; what older versions of that parser also took for a
+    /// line break is refused.
+    #[test]
+    fn jsonc_line_comments_end_where_the_editor_ends_them() -> TestResult {
+        for nl in ["\n", "\r\n", "\r"] {
+            let text = format!("{{ // note{nl}\"a\": 1}}");
+            let doc = parse_jsonc(&text)?;
+            assert_eq!(doc.root.to_value(), serde_json::json!({"a": 1}));
+            assert_eq!(member(&doc.root, "a").key_pos, p(2, 1), "{nl:?}");
+        }
+        for (sep, what) in [
+            ("\u{2028}", "U+2028"),
+            ("\u{2029}", "U+2029"),
+            ("\u{b}", "vertical tab"),
+            ("\u{c}", "form feed"),
+        ] {
+            let text = format!("{{ // note{sep}\"a\": 1\n}}");
+            let e = parse_jsonc(&text).unwrap_err();
+            assert!(e.msg.contains(what), "{e:?}");
+            assert_eq!(e.pos, p(1, 10));
+        }
+        // In a block comment they are only text.
+        assert!(parse_jsonc("{ /* \u{2028} \r */ }").is_ok());
+        // Strict JSON: a lone CR is whitespace and counts as a line.
+        assert_eq!(member(&parse("{\r\"a\": 1}")?.root, "a").key_pos, p(2, 1));
         Ok(())
     }
 

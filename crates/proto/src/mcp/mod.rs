@@ -122,6 +122,15 @@ impl Choice {
     }
 }
 
+impl std::str::FromStr for Choice {
+    type Err = String;
+
+    /// One of [`Choice::NAMES`].
+    fn from_str(s: &str) -> Result<Choice, String> {
+        Choice::parse(s).ok_or_else(|| format!("unknown protocol '{s}'"))
+    }
+}
+
 /// Method names, as the specification spells them.
 pub mod method {
     pub const INITIALIZE: &str = "initialize";
