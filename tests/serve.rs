@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::util::{
-    ALLOWLIST, Dir, bin, fixture_server, read_pids, received, run_allowed,
-    write_mcp_json,
+    ALLOWLIST, Dir, TestCommand, bin, fixture_server, read_pids, received,
+    run_allowed, write_mcp_json,
 };
 
 /// How long the host waits for one answer.
@@ -475,35 +475,27 @@ fn rivumi_mcp_is_a_host_of_serve_in_both_eras() {
         assert_eq!(out.stdout.trim(), "two hops", "{era}");
         let out = run(&["read", "gw", "fixture://docs/readme"]).assert_exit(0);
         assert!(!out.stdout.is_empty(), "{era}");
-        let out =
-            run(&["prompt", "gw", "demo__greet", "name=Ada"]).assert_exit(0);
-        assert!(out.stdout.contains("Ada"), "{era}: {}", out.stdout);
-        // Approval: the outer client answers the inner's form.
-        let out = run(&[
-            "call",
-            "-y",
-            "--elicit",
-            "defaults",
-            "gw",
-            "demo__delete_all",
-        ])
-        .assert_exit(0);
-        assert_eq!(out.stdout.trim(), "deleted", "{era}");
-        let out = run(&[
-            "call",
-            "-y",
-            "--elicit",
-            "decline",
-            "gw",
-            "demo__delete_all",
-        ])
-        .assert_exit(1);
-        assert!(
-            out.stdout.contains("not approved by the host"),
-            "{era}: {}",
-            out.all()
-        );
+        prompt_and_approval(&run, era);
     }
+}
+
+/// Through `gw` (serve): a prompt, then an execute tool approved by the
+/// outer client's answer to the form, then declined.
+fn prompt_and_approval(run: &dyn Fn(&[&str]) -> TestCommand, era: &str) {
+    let out = run(&["prompt", "gw", "demo__greet", "name=Ada"]).assert_exit(0);
+    assert!(out.stdout.contains("Ada"), "{era}: {}", out.stdout);
+    let approve =
+        ["call", "-y", "--elicit", "defaults", "gw", "demo__delete_all"];
+    let out = run(&approve).assert_exit(0);
+    assert_eq!(out.stdout.trim(), "deleted", "{era}");
+    let decline =
+        ["call", "-y", "--elicit", "decline", "gw", "demo__delete_all"];
+    let out = run(&decline).assert_exit(1);
+    assert!(
+        out.stdout.contains("not approved by the host"),
+        "{era}: {}",
+        out.all()
+    );
 }
 
 #[test]
@@ -700,21 +692,7 @@ fn rivumi_mcp_is_a_host_of_serve_over_http_in_both_eras() {
         let out = run(&["call", "gw", "demo__echo", "text=over http"])
             .assert_exit(0);
         assert_eq!(out.stdout.trim(), "over http", "{era}");
-        let out = run(&[
-            "call",
-            "-y",
-            "--elicit",
-            "defaults",
-            "gw",
-            "demo__delete_all",
-        ])
-        .assert_exit(0);
-        assert_eq!(out.stdout.trim(), "deleted", "{era}");
-        run(&["call", "-y", "--elicit", "decline", "gw", "demo__delete_all"])
-            .assert_exit(1);
-        let out =
-            run(&["prompt", "gw", "demo__greet", "name=Ada"]).assert_exit(0);
-        assert!(out.stdout.contains("Ada"), "{era}");
+        prompt_and_approval(&run, era);
     }
     assert_eq!(received(&dir.path("rec"), "tools/call").len(), 4);
     // One upstream process served every request.
