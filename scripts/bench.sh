@@ -99,6 +99,18 @@ c=$(cat /tmp/rivumi-bench-call-one-shot)
 printf '%-28s %8.1fx\n' "one-shot / batch per call" \
   "$(awk "BEGIN {print $c * $CALLS / $batch_us}")"
 
+# The sandbox (Linux): the same `list` with the demo server confined
+# (Landlock, a network namespace, no_new_privs); the difference is what
+# starting a sandboxed server costs.
+if [ "$(uname -s)" = Linux ]; then
+  sbx=$(mktemp -d)
+  printf '{"mcpServers": {"demo": {"command": "rivumi-mcp-fixture", "args": ["--page-size", "5"], "sandbox": {"network": "none"}}}}\n' > "$sbx/.mcp.json"
+  boxed() { rivumi-mcp -c "$sbx/.mcp.json" list; }
+  median_ms sandboxed-list boxed
+  s=$(cat /tmp/rivumi-bench-sandboxed-list)
+  printf '%-28s %8.2f ms\n' "sandbox (boxed - list)" "$(awk "BEGIN {print ($s - $b) / 1000}")"
+  rm -rf "$sbx"
+fi
 # SERVE_CALLS echo calls from one host: direct, then through serve.
 SERVE_CALLS="${SERVE_CALLS:-500}" python3 - "$CONFIG" <<'PY'
 import json, os, statistics, subprocess, sys, time

@@ -131,7 +131,55 @@ fi
 [ -f "$sandbox_node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] ||
   die "server-filesystem missing in .interop/sandbox-node"
 step "ok: sandbox servers (server-filesystem, mcp-server-fetch $SANDBOX_FETCH_VERSION)"
-# ---- 4. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
+# ---- 4. git-node: @cyanheads/git-mcp-server (a 2025 server over HTTP; its 500 to the 2026-07-28 probe) ----
+# Pinned in fixtures/interop/git-node/package.json + package-lock.json; installed into .interop/git-node.
+GIT_SERVER_VERSION="2.15.3" # @cyanheads/git-mcp-server; the version the second real-server trial met
+GIT_FIX="$FIX/git-node"
+GIT_DIR_="$DEST/git-node"
+git_stamp="$(hash_of "$GIT_FIX/package.json" "$GIT_FIX/package-lock.json")"
+installed_git() {
+  local pkg="$GIT_DIR_/node_modules/@cyanheads/git-mcp-server/package.json"
+  [ -f "$pkg" ] && node -p "require('$pkg').version"
+}
+if [ "$(installed_git)" = "$GIT_SERVER_VERSION" ] && [ "$(cat "$GIT_DIR_/.stamp" 2>/dev/null)" = "$git_stamp" ]; then
+  step "git-node: git-mcp-server $GIT_SERVER_VERSION already installed, skipping"
+else
+  step "git-node: installing git-mcp-server $GIT_SERVER_VERSION into .interop/git-node (npm ci, locked tree)"
+  mkdir -p "$GIT_DIR_"
+  rm -f "$GIT_DIR_/.stamp"
+  cp "$GIT_FIX/package.json" "$GIT_FIX/package-lock.json" "$GIT_DIR_/"
+  # In the directory itself: `npm ci --prefix` through a symlinked .interop misreads the project.
+  (cd "$GIT_DIR_" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  got="$(installed_git)"
+  [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
+  echo "$git_stamp" >"$GIT_DIR_/.stamp"
+  step "git-node: installed git-mcp-server $GIT_SERVER_VERSION"
+fi
+
+# ---- auth: node-oidc-provider, a real authorization server with a device endpoint ----------
+# For tests/interop_device.rs (fixtures/interop/device_as.mjs). Pinned by
+# fixtures/interop/auth-node/package.json + package-lock.json; installed into .interop/auth-node.
+OIDC_PROVIDER_VERSION="9.13.3"        # oidc-provider (npm): RFC 8628 device flow, PKCE, resource indicators
+AUTH_NODE_DIR="$DEST/auth-node"
+[ "$(node -p "require('$FIX/auth-node/package.json').dependencies['oidc-provider']")" = "$OIDC_PROVIDER_VERSION" ] ||
+  die "fixtures/interop/auth-node/package.json does not pin oidc-provider $OIDC_PROVIDER_VERSION"
+auth_stamp="$(hash_of "$FIX/auth-node/package.json" "$FIX/auth-node/package-lock.json")"
+auth_pkg="$AUTH_NODE_DIR/node_modules/oidc-provider/package.json"
+if [ -f "$auth_pkg" ] && [ "$(node -p "require('$auth_pkg').version")" = "$OIDC_PROVIDER_VERSION" ] &&
+  [ "$(cat "$AUTH_NODE_DIR/.stamp" 2>/dev/null)" = "$auth_stamp" ]; then
+  step "auth-node: oidc-provider $OIDC_PROVIDER_VERSION already installed, skipping"
+else
+  step "auth-node: installing oidc-provider $OIDC_PROVIDER_VERSION into .interop/auth-node (npm ci, locked tree)"
+  mkdir -p "$AUTH_NODE_DIR"
+  rm -f "$AUTH_NODE_DIR/.stamp"
+  cp "$FIX/auth-node/package.json" "$FIX/auth-node/package-lock.json" "$AUTH_NODE_DIR/"
+  (cd "$AUTH_NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  [ "$(node -p "require('$auth_pkg').version")" = "$OIDC_PROVIDER_VERSION" ] || die "npm installed another oidc-provider"
+  echo "$auth_stamp" >"$AUTH_NODE_DIR/.stamp"
+  step "auth-node: installed oidc-provider $OIDC_PROVIDER_VERSION"
+fi
+
+# ---- 5. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
 # The TypeScript SDK v2 client, the Inspector (its --cli) and mcporter, pinned exactly in
 # fixtures/interop/clients-node/package.json + package-lock.json. npm ci runs in the directory
 # itself (with --prefix through the .interop symlink npm misreads the lock's root).

@@ -14,8 +14,8 @@
 //! excepted, which must end the process after closing every server).
 
 pub(crate) use rivumi_mcp_proto::{
-    callargs, elicit, jsonpos, mcp, sse, suggest, term, urlcheck, vars,
-    www_auth,
+    callargs, elicit, jsonpos, mcp, sse, streamable, suggest, term, urlcheck,
+    vars, www_auth,
 };
 
 mod allowlist;

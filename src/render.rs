@@ -216,9 +216,10 @@ pub(crate) fn tool_result(
     whole: &Value,
     saver: &mut Saver<'_>,
 ) -> Result<String> {
-    let blocks = |r: &'_ Value| -> Vec<Value> {
-        r.get("content").and_then(Value::as_array).cloned().unwrap_or_default()
-    };
+    // Borrowed, never copied: a result may be as large as a message.
+    fn blocks(r: &Value) -> &[Value] {
+        r.get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
     let result = kept;
     let (kept, whole) = (blocks(kept), blocks(whole));
     let mut text = String::new();

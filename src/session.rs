@@ -86,6 +86,9 @@ pub(crate) struct ServerAsk<'a> {
     pub(crate) params: &'a Value,
     /// A `batch` line's `answers`, which replace `--answer` for its forms.
     pub(crate) answers: Option<&'a Map<String, Value>>,
+    /// When the request this serves times out (`--timeout`): a question
+    /// or a command waits no longer.
+    pub(crate) until: std::time::Instant,
 }
 
 /// What answers a server's requests: the operator's options, fixed before
@@ -98,6 +101,9 @@ pub(crate) trait Client: Send + Sync {
     /// The result for one request of a declared kind; `Err` is sent as an
     /// error answer.
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String>;
+    /// A new round of requests begins (a 2026-07-28 `input_required`
+    /// result, or one 2025-era request): a person's Ctrl-C ends a round.
+    fn begin_round(&self) {}
     /// A progress or log notification the server sent, for a client that
     /// passes them on (`serve`); the default ignores it.
     fn notified(&self, _server: &str, _method: &str, _params: &Value) {}
@@ -194,7 +200,8 @@ impl Session {
         crate::journal::event(
             "initialized",
             json!({"server": name, "protocol": s.server.protocol,
-                   "serverInfo": s.server.info, "chosen": s.server.chosen}),
+                   "serverInfo": mcp::bounded_server_info(&s.server.info),
+                   "chosen": s.server.chosen}),
         );
         s.set_log_level(startup);
         Ok(s)
@@ -378,12 +385,18 @@ impl Session {
                 "server/discover refused: {}",
                 term::clip(&e.describe(), 120)
             ),
+            // An HTTP answer that is no MCP answer (a 4xx or 5xx, a web
+            // page, a stream that ends without the response): a 2025
+            // server's way of saying it does not know the request. Not
+            // reaching the server, a deadline, a refused credential or a
+            // redirect stay errors: no other era would fare better.
             Err(e)
-                if e.http_status()
-                    .is_some_and(|s| (400..500).contains(&s)) =>
+                if e.kind() == Kind::Server && e.http_status().is_some() =>
             {
+                let refused = e.http_status().is_some_and(|s| s >= 400);
                 format!(
-                    "server/discover refused: {}",
+                    "server/discover {}: {}",
+                    if refused { "refused" } else { "answered" },
                     term::clip(e.message(), 120)
                 )
             }
@@ -452,9 +465,18 @@ impl Session {
         self.modern_meta(&mut params);
         let original = params.clone();
         for round in 0.. {
-            let result = self
-                .exchange(method, params, headers, d)?
-                .map_err(|e| Error::server(e.describe()))?;
+            let result =
+                self.exchange(method, params, headers, d)?.map_err(|e| {
+                    let mut text = e.describe();
+                    if e.wants_handshake_era() {
+                        text.push_str(
+                            "; in the handshake era the server can ask this \
+                             while the call runs: try --protocol legacy (or \
+                             \"protocol\": \"legacy\" in the server's entry)",
+                        );
+                    }
+                    Error::server(text)
+                })?;
             match mcp::result_type(&result) {
                 ResultType::Complete => return Ok(result),
                 ResultType::Unknown(t) => {
@@ -479,11 +501,19 @@ impl Session {
             }
             let (requests, state) = mcp::input_requests(&result)
                 .map_err(|why| Error::server(format!("{method}: {why}")))?;
+            drop(result);
             let mut responses = Map::new();
+            self.client.begin_round();
             for r in &requests {
-                let answer = self
-                    .serve(&r.method, &r.params)
-                    .map_err(|why| Error::server(term::line(&why)))?;
+                // The request's deadline holds between answers too.
+                d.remaining()?;
+                let answer = self.serve(&r.method, &r.params, d).map_err(
+                    // An answer cut short by the deadline is the deadline's.
+                    |why| match d.remaining() {
+                        Err(late) => late,
+                        Ok(_) => Error::server(term::line(&why)),
+                    },
+                )?;
                 responses.insert(r.key.clone(), answer);
             }
             params = mcp::retry_params(&original, responses, state.as_ref());
@@ -633,7 +663,8 @@ impl Session {
         id: Value,
         d: &Deadline,
     ) -> Result<()> {
-        let reply = match self.serve(method, params) {
+        self.client.begin_round();
+        let reply = match self.serve(method, params, d) {
             Ok(result) => mcp::response(id, result),
             Err(why) => {
                 let code = if mcp::ask(method, params, self.caps()).is_ok() {
@@ -653,6 +684,7 @@ impl Session {
         &mut self,
         method: &str,
         params: &Value,
+        d: &Deadline,
     ) -> std::result::Result<Value, String> {
         let ask = match mcp::ask(method, params, self.caps()) {
             Ok(a) => a,
@@ -677,6 +709,8 @@ impl Session {
             ask,
             params,
             answers: self.answers.as_ref(),
+            until: std::time::Instant::now()
+                + d.remaining().unwrap_or(Duration::ZERO),
         };
         let r = self.client.serve(&q);
         if let Err(why) = &r {
@@ -765,6 +799,8 @@ impl Session {
         let mut l = Listing::default();
         let mut cursor: Option<String> = None;
         let mut seen = BTreeSet::new();
+        // What the items kept so far take, held to one message's bound.
+        let (mut kept, budget) = (0usize, self.transport.tree_budget());
         for page in 1..=MAX_PAGES {
             let params = mcp::List::page_params(cursor.as_deref());
             let what = format!("{method} (page {page})");
@@ -776,7 +812,23 @@ impl Session {
             match r.get(key) {
                 Some(Value::Array(a)) => {
                     let room = MAX_ITEMS - l.items.len();
-                    l.items.extend(a.iter().take(room).cloned());
+                    for item in a.iter().take(room) {
+                        kept =
+                            kept.saturating_add(mcp::size::value_size(item));
+                        if kept > budget {
+                            self.incomplete(
+                                method,
+                                &format!(
+                                    "its pages would take more than {} MiB \
+                                     of memory ({} × --max-message)",
+                                    budget.div_ceil(1 << 20),
+                                    crate::transport::TREE_PER_MESSAGE
+                                ),
+                            );
+                            return Ok(l);
+                        }
+                        l.items.push(item.clone());
+                    }
                     if a.len() > room {
                         self.incomplete(
                             method,
@@ -826,6 +878,12 @@ impl Session {
         if let Some(c) = self.closed {
             return c;
         }
+        for m in self.transport.drain() {
+            if let Incoming::Notification { method, params } = mcp::classify(m)
+            {
+                self.notification(&method, &params);
+            }
+        }
         let c = self.transport.close();
         self.closed = Some(c);
         c
@@ -871,6 +929,7 @@ mod tests {
         queue: VecDeque<Value>,
         seen: Arc<Mutex<Seen>>,
         wire: crate::transport::Wire,
+        budget: usize,
     }
 
     impl Transport for Fake {
@@ -916,6 +975,10 @@ mod tests {
         fn close(&mut self) -> Closed {
             self.seen.lock().unwrap().closed = true;
             Closed::Eof
+        }
+
+        fn tree_budget(&self) -> usize {
+            self.budget
         }
     }
 
@@ -963,12 +1026,23 @@ mod tests {
         script: Script,
         client: Arc<dyn Client>,
     ) -> (Result<Session>, Arc<Mutex<Seen>>) {
+        start_budget(wire, choice, script, client, usize::MAX)
+    }
+
+    fn start_budget(
+        wire: crate::transport::Wire,
+        choice: Choice,
+        script: Script,
+        client: Arc<dyn Client>,
+        budget: usize,
+    ) -> (Result<Session>, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
             script,
             queue: VecDeque::new(),
             seen: Arc::clone(&seen),
             wire,
+            budget,
         };
         let d = Deadline::new("initialize", Duration::from_secs(5));
         let s = Session::open(
@@ -1128,6 +1202,27 @@ mod tests {
         let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
         assert!(!l.complete);
         assert_eq!(l.items.len(), MAX_ITEMS);
+    }
+
+    #[test]
+    fn paging_is_bounded_in_memory_kept() {
+        // Each page is small; what the list keeps of them is held to the
+        // transport's budget for one message.
+        let script = server("2025-11-25", move |_, id, _| {
+            let tools = vec![json!({"name": "t"}); 100];
+            vec![ok(id, json!({"tools": tools, "nextCursor": id.to_string()}))]
+        });
+        let one = mcp::size::value_size(&json!({"name": "t"}));
+        let (s, _) = start_budget(
+            crate::transport::Wire::Stdio,
+            Choice::Auto,
+            script,
+            Arc::new(Declines),
+            one * 250,
+        );
+        let l = s.unwrap().list_all(mcp::List::Tools).unwrap();
+        assert!(!l.complete);
+        assert_eq!(l.items.len(), 250);
     }
 
     #[test]

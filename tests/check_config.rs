@@ -585,6 +585,7 @@ fn json_output_shape() {
                 "disabled",
                 "fingerprint",
                 "name",
+                "sandbox",
                 "target",
                 "transport",
                 "valid"
@@ -604,7 +605,7 @@ fn json_output_shape() {
         serde_json::json!({
             "name": "local", "valid": true, "transport": "stdio",
             "target": "srv -x", "auth": "-", "allowlist": "allowed",
-            "fingerprint": fp, "disabled": false,
+            "fingerprint": fp, "disabled": false, "sandbox": null,
         })
     );
     assert_eq!(servers[1]["transport"], "http");
@@ -616,7 +617,7 @@ fn json_output_shape() {
         serde_json::json!({
             "name": "broken", "valid": false, "transport": null,
             "target": null, "auth": null, "allowlist": "listed (invalid)",
-            "fingerprint": null, "disabled": false,
+            "fingerprint": null, "disabled": false, "sandbox": null,
         })
     );
     assert_eq!(servers[3]["valid"], true);

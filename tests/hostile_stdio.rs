@@ -86,16 +86,7 @@ fn two_calls_across_a_flood(
     drop(stdout);
     let out = wait_with_timeout(child, &cmd);
     stop.store(true, Ordering::Relaxed);
-    let peak = peak.join().unwrap();
-    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * (1 << 20);
-    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
-    assert!(peak > 0, "no VmHWM sample");
-    assert!(
-        peak < ceiling,
-        "peak RSS {} MiB is past the ceiling {} MiB",
-        peak >> 20,
-        ceiling >> 20
-    );
+    assert_under_ceiling(peak.join().unwrap(), 1 << 20, &cmd.report(&out));
     let first: Value = serde_json::from_str(&first).unwrap();
     let second: Value = serde_json::from_str(&second).unwrap();
     (first, second, took, out, cmd)
@@ -357,4 +348,87 @@ fn a_flooding_http_stream_cannot_push_memory_past_the_ceiling() {
     assert_eq!(first["ok"], true, "{first}");
     assert_eq!(second["ok"], true, "{second}");
     assert_eq!(second["result"]["content"][0]["text"], "call 2");
+}
+
+/// Runs `cmd` (spawned with stdin closed) to its end and returns its
+/// output and its peak RSS, asserting the documented ceiling for one
+/// running server with `--max-message` of `max_message` bytes.
+pub(crate) fn within_the_ceiling(
+    cmd: &crate::util::TestCommand,
+    max_message: u64,
+) -> crate::util::Output {
+    let mut child = cmd.spawn();
+    drop(child.stdin.take());
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = watch_peak_rss(child.id(), Arc::clone(&stop));
+    let out = wait_with_timeout(child, cmd);
+    stop.store(true, Ordering::Relaxed);
+    assert_under_ceiling(peak.join().unwrap(), max_message, &cmd.report(&out));
+    out
+}
+
+/// Asserts a peak RSS under the documented ceiling for `per_message`
+/// bytes of `--max-message` (summed over the servers running at once).
+#[track_caller]
+fn assert_under_ceiling(peak: u64, per_message: u64, report: &str) {
+    let ceiling = CEILING_BASE + CEILING_PER_MESSAGE * per_message;
+    eprintln!("peak RSS {} KiB (ceiling {} KiB)", peak >> 10, ceiling >> 10);
+    assert!(peak > 0, "no VmHWM sample");
+    assert!(
+        peak < ceiling,
+        "peak RSS {} MiB is past the ceiling {} MiB: {report}",
+        peak >> 20,
+        ceiling >> 20,
+    );
+}
+
+#[test]
+fn a_message_of_many_tiny_values_cannot_push_memory_past_the_ceiling() {
+    // 500,000 empty text blocks: 13.5 MB on the wire, within the default
+    // --max-message (16 MiB), but some 400 MB once parsed as it stood.
+    // Refused before it is built, through call, read and prompt alike.
+    let dir = Dir::new("hostile_tiny_blocks");
+    write_mcp_json(
+        &dir,
+        &[("demo", fixture_server(&["--tiny-blocks", "500000"]))],
+    );
+    for args in [
+        &["call", "-y", "demo", "echo", "text=x"][..],
+        &["read", "demo", "fixture://docs/readme"][..],
+        &["prompt", "demo", "plain"][..],
+    ] {
+        let mut cmd = dir.command(args);
+        cmd.env(ALLOWLIST, "demo");
+        let out = within_the_ceiling(&cmd, 16 << 20);
+        assert_eq!(out.code, Some(4), "{}", cmd.report(&out));
+        assert_contains(&out.stderr, "server 'demo'");
+        assert_contains(&out.stderr, "MiB of memory once parsed");
+        assert_contains(&out.stderr, "raise --max-message");
+    }
+    // list runs three such servers in parallel: within the sum.
+    let three: Vec<(&str, Value)> = ["a", "b", "c"]
+        .into_iter()
+        .map(|n| (n, fixture_server(&["--tiny-tools", "500000"])))
+        .collect();
+    write_mcp_json(&dir, &three);
+    let mut cmd = dir.command(["list"]);
+    cmd.env(ALLOWLIST, "a,b,c");
+    let out = within_the_ceiling(&cmd, 3 * (16 << 20));
+    assert_ne!(out.code, Some(0), "{}", cmd.report(&out));
+    for name in ["a", "b", "c"] {
+        assert_contains(&out.stderr, &format!("server '{name}'"));
+    }
+    assert_contains(&out.stderr, "MiB of memory once parsed");
+    // The bound scales with --max-message: 2,000 blocks fit in 1M, 5,000
+    // do not.
+    for (n, code) in [("2000", 0), ("5000", 4)] {
+        write_mcp_json(
+            &dir,
+            &[("demo", fixture_server(&["--tiny-blocks", n]))],
+        );
+        let mut cmd = dir.command(["call", "-y", "demo", "echo", "text=x"]);
+        cmd.args(["--max-message", "1M", "--json"]).env(ALLOWLIST, "demo");
+        let out = cmd.run();
+        assert_eq!(out.code, Some(code), "{}", cmd.report(&out));
+    }
 }

@@ -24,6 +24,9 @@ mod interop_http;
 mod interop_oauth;
 // A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
 mod interop_modern;
+// Real servers that answer oddly over HTTP: git-mcp-server's 500 to the
+// 2026-07-28 probe, the SDK's example of the deprecated HTTP+SSE transport.
+mod interop_wild;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // Hostile stdio servers: floods against the memory ceiling, exits with a
@@ -38,12 +41,18 @@ mod call;
 mod args;
 // The Streamable HTTP transport against an in-process scripted server.
 mod http;
+// Answers from the wild over HTTP: odd probe answers under auto, the old
+// HTTP+SSE transport, a log line just before the result.
+mod http_answers;
 // The executor: hooks, approval, bounded output, sanitising, the journal.
 mod executor;
 // `batch`: JSON Lines requests over reused sessions.
 mod batch;
 // What a server may ask: forms, URL consent, sampling, roots, log levels.
 mod ask;
+// Hostile server requests: input rounds, sampling approval, URL fragments,
+// --answer files, serverInfo.
+mod hostile_asks;
 // OAuth: login, logout, status, discover and the credential file.
 mod login;
 // Opt-in OAuth paths: discovery, scopes, step-up, registration, refresh.

@@ -11,6 +11,9 @@
 //!   message's own id, method and params, untouched.
 //! - A server's error object is shown as one bounded line without control
 //!   characters, however long or hostile its message and data are.
+//! - The memory estimate made from the bytes before parsing
+//!   (`mcp::size::parsed_size`) is never below the one of the tree built
+//!   (`value_size`): the budget cannot be slipped past by the shape.
 
 #![no_main]
 
@@ -84,6 +87,9 @@ fuzz_target!(|input: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(input) else {
         return;
     };
+    let (before, built) =
+        (mcp::size::parsed_size(input), mcp::size::value_size(&value));
+    assert!(before >= built, "estimated {before} < built {built}");
     let versions = Version::ALL.map(Some);
     for version in versions.into_iter().chain([None]) {
         let batches = version.is_some_and(Version::allows_batches);

@@ -15,7 +15,8 @@
 mod tty;
 
 use std::path::Path;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -38,7 +39,7 @@ const SAMPLING_STDOUT: usize = 1 << 20;
 const SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 /// How many lines of a form's message are shown (the rest is counted).
 const FORM_MESSAGE_LINES: usize = 20;
-/// How much of a sampling request is shown for approval.
+/// How much of a sampling request's messages is shown for approval.
 const SAMPLING_SHOWN: usize = 4000;
 
 /// `--elicit`: how forms are answered.
@@ -113,6 +114,12 @@ pub(crate) struct Options {
     pub(crate) sampling_command: Option<String>,
     pub(crate) log_level: Option<LogLevel>,
 }
+/// How many of a sampling request's messages are shown (the rest are
+/// counted).
+const SAMPLING_MESSAGES: usize = 20;
+/// How many of a sampling request's other members are shown (the rest
+/// are counted).
+const SAMPLING_FIELDS: usize = 20;
 
 /// The operator: the options, checked, and the approvals that go with
 /// them.
@@ -127,6 +134,9 @@ pub(crate) struct Operator {
     yes: bool,
     read_only: bool,
     log_level: Option<LogLevel>,
+    /// A person pressed Ctrl-C at a question of this round: the rest of
+    /// the round is not asked.
+    round_cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl Operator {
@@ -175,6 +185,7 @@ impl Operator {
             yes,
             read_only,
             log_level: o.log_level,
+            round_cancelled: Default::default(),
         })
     }
 
@@ -218,12 +229,15 @@ impl Operator {
         let (content, missing) = form.fill(&given, defaults);
         let asking = matches!(self.elicit, None | Some(Elicit::Ask))
             || !missing.is_empty();
-        let tty = if asking { Tty::open() } else { None };
+        let tty = if asking { Tty::open(q.until) } else { None };
         if let Some(mut tty) = tty {
             return match ask_form(&mut tty, q.server, &form, content) {
                 Asked::Accept(content) => note.accept(content),
                 Asked::Decline => note.decline(),
-                Asked::Cancel => note.cancel(),
+                Asked::Cancel(by_person) => {
+                    self.cancelled_by(by_person);
+                    note.cancel()
+                }
             };
         }
         if !missing.is_empty() {
@@ -274,7 +288,7 @@ impl Operator {
             Some(Elicit::Cancel) => return note.cancel(),
             _ => {}
         }
-        let Some(mut tty) = Tty::open() else {
+        let Some(mut tty) = Tty::open(q.until) else {
             msg::line(&format!(
                 "rivumi-mcp: server '{}' asks you to open {} ({}); declined: \
                  no terminal to ask",
@@ -298,7 +312,10 @@ impl Operator {
         }
         match tty.read_line() {
             Typed::Line(l) if yes(&l) => {}
-            Typed::Cancel => return note.cancel(),
+            Typed::Cancel => {
+                self.cancelled_by(true);
+                return note.cancel();
+            }
             _ => return note.decline(),
         }
         drop(tty);
@@ -326,7 +343,7 @@ impl Operator {
                 .into());
         }
         if !self.yes {
-            let Some(mut tty) = Tty::open() else {
+            let Some(mut tty) = Tty::open(q.until) else {
                 return Err("sampling needs approval, but there is no \
                             terminal to ask; pass --yes to approve it"
                     .into());
@@ -343,15 +360,20 @@ impl Operator {
             }
             match tty.read_line() {
                 Typed::Line(l) if yes(&l) => {}
+                Typed::Cancel => {
+                    self.cancelled_by(true);
+                    return Err("sampling was not approved".into());
+                }
                 _ => return Err("sampling was not approved".into()),
             }
         }
-        match executor::run_bounded(
-            argv,
-            q.params,
-            self.sampling_timeout,
-            SAMPLING_STDOUT,
-        ) {
+        // Never past the request's own deadline.
+        let left = q.until.saturating_duration_since(Instant::now());
+        let timeout = self.sampling_timeout.min(left);
+        if timeout.is_zero() {
+            return Err("the request's deadline has passed".into());
+        }
+        match executor::run_bounded(argv, q.params, timeout, SAMPLING_STDOUT) {
             executor::Ended::Done { status, stdout, stderr } => {
                 if !status.success() {
                     let why = String::from_utf8_lossy(&stderr);
@@ -375,7 +397,7 @@ impl Operator {
             )),
             executor::Ended::TimedOut { exited } => Err(format!(
                 "the sampling command {}",
-                executor::timed_out(self.sampling_timeout, exited)
+                executor::timed_out(timeout, exited)
             )),
         }
     }
@@ -384,6 +406,10 @@ impl Operator {
 impl Client for Operator {
     fn capabilities(&self) -> mcp::Capabilities {
         self.caps
+    }
+
+    fn begin_round(&self) {
+        self.round_cancelled.store(false, Ordering::SeqCst);
     }
 
     fn log_level(&self) -> Option<&str> {
@@ -395,8 +421,16 @@ impl Client for Operator {
         // One question on the terminal at a time, even when several
         // servers (list) ask at once.
         let _turn = ASKING.lock().unwrap_or_else(|e| e.into_inner());
+        let cancelled = self.round_cancelled.load(Ordering::SeqCst);
         let answer = match q.ask {
             Ask::Ping => return Ok(json!({})),
+            // Ctrl-C at an earlier question of this round: nothing more is
+            // asked or run in it.
+            Ask::Form | Ask::Url if cancelled => Ok(note.cancel()),
+            Ask::Sampling if cancelled => {
+                note.action = "refused";
+                Err("cancelled at the terminal".into())
+            }
             Ask::Form => Ok(self.form(q, &mut note)),
             Ask::Url => Ok(self.url(q, &mut note)),
             Ask::Roots => {
@@ -415,6 +449,15 @@ impl Client for Operator {
                    "action": note.action, "fields": note.fields}),
         );
         answer
+    }
+}
+
+impl Operator {
+    /// Notes a cancel; one a person typed (Ctrl-C) ends the round.
+    fn cancelled_by(&self, person: bool) {
+        if person {
+            self.round_cancelled.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -447,7 +490,8 @@ impl Note {
 enum Asked {
     Accept(Map<String, Value>),
     Decline,
-    Cancel,
+    /// Cancelled; `true` when a person typed Ctrl-C (or Ctrl-D).
+    Cancel(bool),
 }
 
 /// Asks a form on the terminal: each field not answered yet, in order,
@@ -471,7 +515,7 @@ fn ask_form(
     }
     text.push_str("(Enter takes the default; Ctrl-C cancels)\n");
     if !tty.write(&text) {
-        return Asked::Cancel;
+        return Asked::Cancel(false);
     }
     for f in &form.fields {
         if content.contains_key(&f.name) {
@@ -515,11 +559,12 @@ fn ask_form(
         q.push_str("\n> ");
         loop {
             if !tty.write(&q) {
-                return Asked::Cancel;
+                return Asked::Cancel(false);
             }
             let line = match tty.read_line() {
                 Typed::Line(l) => l,
-                Typed::Cancel | Typed::Timeout => return Asked::Cancel,
+                Typed::Cancel => return Asked::Cancel(true),
+                Typed::Timeout => return Asked::Cancel(false),
             };
             if line.trim().is_empty() {
                 match default {
@@ -555,12 +600,13 @@ fn ask_form(
     }
     summary.push_str("[y/N] ");
     if !tty.write(&summary) {
-        return Asked::Cancel;
+        return Asked::Cancel(false);
     }
     match tty.read_line() {
         Typed::Line(l) if yes(&l) => Asked::Accept(content),
         Typed::Line(_) => Asked::Decline,
-        _ => Asked::Cancel,
+        Typed::Cancel => Asked::Cancel(true),
+        Typed::Timeout => Asked::Cancel(false),
     }
 }
 
@@ -585,13 +631,11 @@ fn message_note(m: &str) -> String {
     }
 }
 
-/// `--answer NAME=@FILE`: the file's text, bounded like a tool argument.
+/// `--answer NAME=@FILE`: the file's text, by the rule of a tool
+/// argument's `key=@file` (a regular file, bounded, opened without
+/// blocking, so `/dev/zero` or a FIFO is refused at once).
 fn read_answer_file(path: &str) -> std::result::Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
-    if meta.len() > 1 << 20 {
-        return Err(format!("{path}: larger than 1 MiB"));
-    }
-    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+    crate::cmd::call::read_value(path)
 }
 
 /// Checks a URL a server wants opened: https, or http to a loopback
@@ -603,24 +647,36 @@ pub(crate) fn check_url(raw: &str) -> std::result::Result<String, String> {
     if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("the URL holds spaces or control characters".into());
     }
-    let base = raw.split(['?', '#']).next().unwrap_or(raw);
+    // Refused before anyone is asked: the browser would not be started
+    // for it after consent either.
+    if raw.contains('#') {
+        return Err("the URL has a fragment ('#…'), which a page a server \
+                    asks to open may not have"
+            .into());
+    }
+    let base = raw.split('?').next().unwrap_or(raw);
     let url = urlcheck::Url::parse(base).map_err(|e| e.to_string())?;
     Ok(url.host_str())
 }
 
-/// The messages of a sampling request, sanitised and bounded.
+/// A sampling request as the approval shows it, sanitised and bounded:
+/// the system prompt, at most [`SAMPLING_MESSAGES`] messages (the rest
+/// counted), then every other member of the request — each one reaches
+/// the sampling command — at most [`SAMPLING_FIELDS`] of them (the rest
+/// counted), each clipped.
 fn sampling_text(params: &Value) -> String {
     let mut text = String::new();
-    if let Some(s) = params.get("systemPrompt").and_then(Value::as_str) {
-        text.push_str(&format!("  system: {}\n", elicit::shown(s, 500)));
+    if let Some(s) = params.get("systemPrompt") {
+        let s = s.as_str().map_or_else(|| s.to_string(), str::to_string);
+        text.push_str(&format!("  system: {}\n", elicit::shown(&s, 500)));
     }
-    for m in params
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .take(20)
-    {
+    let messages = params.get("messages").and_then(Value::as_array);
+    let all = messages.map_or(0, Vec::len);
+    let mut shown = 0;
+    for m in messages.into_iter().flatten().take(SAMPLING_MESSAGES) {
+        if text.len() > SAMPLING_SHOWN {
+            break;
+        }
         let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
         let content = match m.get("content") {
             Some(c) if c.get("type") == Some(&json!("text")) => {
@@ -634,16 +690,31 @@ fn sampling_text(params: &Value) -> String {
             elicit::shown(role, 20),
             elicit::shown(&content, 500)
         ));
-        if text.len() > SAMPLING_SHOWN {
-            text.push_str("  [more not shown]\n");
-            break;
-        }
+        shown += 1;
     }
-    if let Some(n) = params.get("maxTokens") {
+    match all - shown {
+        0 => {}
+        1 => text.push_str("  (1 more message)\n"),
+        n => text.push_str(&format!("  ({n} more messages)\n")),
+    }
+    let others: Vec<(&String, &Value)> = params
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), "messages" | "systemPrompt"))
+        .collect();
+    for (k, v) in others.iter().take(SAMPLING_FIELDS) {
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
         text.push_str(&format!(
-            "  maxTokens: {}\n",
-            elicit::shown(&n.to_string(), 20)
+            "  {}: {}\n",
+            elicit::shown(k, 40),
+            elicit::shown(&v, 300)
         ));
+    }
+    match others.len().saturating_sub(SAMPLING_FIELDS) {
+        0 => {}
+        1 => text.push_str("  (1 more field)\n"),
+        n => text.push_str(&format!("  ({n} more fields)\n")),
     }
     text
 }
@@ -733,6 +804,8 @@ mod tests {
         assert!(check_url("javascript:alert(1)").is_err());
         assert!(check_url("https://example.com/\u{1b}[2J").is_err());
         assert!(check_url("").is_err());
+        let e = check_url("https://example.com/x#frag").unwrap_err();
+        assert!(e.contains("fragment"), "{e}");
     }
 
     #[test]
@@ -756,5 +829,35 @@ mod tests {
         assert!(!t.contains('\u{1b}'), "{t}");
         assert!(t.len() < 2000, "{}", t.len());
         assert!(t.contains("maxTokens: 5"));
+    }
+
+    #[test]
+    fn every_member_of_a_sampling_request_is_shown_or_counted() {
+        let msg = json!({"role": "user",
+            "content": {"type": "text", "text": "x".repeat(400)}});
+        let mut p = json!({"messages": vec![msg; 25],
+            "includeContext": "allServers", "temperature": 2,
+            "metadata": {"k": "\u{1b}]0;title\u{7}"}, "stopSequences": ["a"],
+            "modelPreferences": {"hints": [{"name": "big"}]},
+            "tools": [{"name": "t".repeat(10_000)}], "maxTokens": 5});
+        let t = sampling_text(&p);
+        assert!(t.contains("  (15 more messages)\n"), "{t}");
+        for k in [
+            "includeContext: allServers",
+            "temperature: 2",
+            "metadata: ",
+            "stopSequences: [\"a\"]",
+            "modelPreferences: ",
+            "tools: ",
+            "maxTokens: 5",
+        ] {
+            assert!(t.contains(k), "{k}: {t}");
+        }
+        assert!(!t.contains('\u{1b}') && !t.contains('\u{7}'), "{t}");
+        assert!(t.len() < 10_000, "{}", t.len());
+        for i in 0..30 {
+            p[format!("x{i:02}")] = json!(i);
+        }
+        assert!(sampling_text(&p).contains("(17 more fields)"));
     }
 }

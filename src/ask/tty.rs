@@ -25,19 +25,23 @@ pub(crate) enum Typed {
     Line(String),
     /// Ctrl-C or Ctrl-D.
     Cancel,
-    /// No answer within [`ANSWER_TIMEOUT`], or the terminal went away.
+    /// No answer within [`ANSWER_TIMEOUT`] or before the request's
+    /// deadline, or the terminal went away.
     Timeout,
 }
 
 pub(crate) struct Tty {
     file: File,
     saved: Option<libc::termios>,
+    /// No question waits past this (the request's deadline).
+    until: Instant,
 }
 
 impl Tty {
     /// The controlling terminal, when this run has one and a person is
-    /// likely at it (stdin or stderr is a terminal).
-    pub(crate) fn open() -> Option<Tty> {
+    /// likely at it (stdin or stderr is a terminal); no question waits
+    /// past `until`.
+    pub(crate) fn open(until: Instant) -> Option<Tty> {
         use std::io::IsTerminal;
         if !(std::io::stdin().is_terminal() || std::io::stderr().is_terminal())
         {
@@ -48,7 +52,7 @@ impl Tty {
             .write(true)
             .open("/dev/tty")
             .ok()?;
-        Some(Tty { file, saved: None })
+        Some(Tty { file, saved: None, until })
     }
 
     pub(crate) fn write(&mut self, text: &str) -> bool {
@@ -70,7 +74,7 @@ impl Tty {
     pub(crate) fn read_line(&mut self) -> Typed {
         self.raw();
         let fd = self.file.as_raw_fd();
-        let end = Instant::now() + ANSWER_TIMEOUT;
+        let end = (Instant::now() + ANSWER_TIMEOUT).min(self.until);
         let mut line: Vec<u8> = vec![];
         loop {
             let left = end.saturating_duration_since(Instant::now());

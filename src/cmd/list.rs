@@ -154,7 +154,7 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
         format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
     };
     let mut text = String::new();
-    let info = &l.info;
+    let info = crate::mcp::bounded_server_info(&l.info);
     let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
     let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
     text.push_str(&format!(
@@ -260,7 +260,8 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
 fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
     let mut o = json!({
         "server": l.name, "ok": true, "protocol": l.protocol,
-        "serverInfo": l.info, "instructions": l.instructions,
+        "serverInfo": crate::mcp::bounded_server_info(&l.info),
+        "instructions": l.instructions,
     });
     // With a lock in force, each item says how it stands against it.
     let drift = |m: &mut serde_json::Map<String, Value>, kind, def: &Value| {

@@ -49,6 +49,42 @@ pub(crate) enum Wire {
     Http,
 }
 
+/// How many times `--max-message` one message may take in memory once
+/// parsed ([`crate::mcp::size`]); the same bound holds what a list keeps
+/// across its pages. The tree, its copy bounded for `--max-output` and
+/// the raw line can be alive at once (2 + 2 + 1), which keeps the
+/// documented ceiling (64 MiB + 6 × `--max-message` per running server)
+/// whatever the shape.
+pub(crate) const TREE_PER_MESSAGE: usize = 2;
+
+/// The memory one parsed message (or a list's pages) may take.
+pub(crate) fn tree_budget(max_message: usize) -> usize {
+    max_message.saturating_mul(TREE_PER_MESSAGE)
+}
+
+/// Parses a server's message within `budget`: `Ok(None)` for text that is
+/// not JSON (the caller decides), an error naming the bound for JSON
+/// whose tree would pass it.
+pub(crate) fn parse(bytes: &[u8], budget: usize) -> Result<Option<Value>> {
+    match crate::mcp::parse_message(bytes, budget) {
+        Ok(v) => Ok(Some(v)),
+        Err(crate::mcp::Unparsed::Json(_)) => Ok(None),
+        Err(_) => Err(too_large(bytes, budget)),
+    }
+}
+
+/// The error for a message whose tree would pass `budget`.
+pub(crate) fn too_large(bytes: &[u8], budget: usize) -> crate::error::Error {
+    let e = crate::mcp::Unparsed::TooLarge {
+        estimate: crate::mcp::size::parsed_size(bytes),
+        budget,
+    };
+    crate::error::Error::server(format!(
+        "refused {e} ({TREE_PER_MESSAGE} × --max-message; raise \
+         --max-message if this is expected)"
+    ))
+}
+
 /// Sends one notification from any thread, best effort, without waiting
 /// long.
 pub(crate) type Canceller = std::sync::Arc<dyn Fn(&Value) + Send + Sync>;
@@ -76,6 +112,18 @@ pub(crate) trait Transport: Send {
     fn canceller(&self) -> Option<Canceller> {
         None
     }
+    /// Before closing: the messages the server already sent on a stream
+    /// that belongs to no request (HTTP's standalone stream), read within
+    /// a small bound, so that a log line sent just before the last result
+    /// is not lost. Only HTTP has such a stream.
+    fn drain(&mut self) -> Vec<Value> {
+        vec![]
+    }
     /// Ends the connection and everything it started. Idempotent.
     fn close(&mut self) -> Closed;
+    /// The memory a parsed message may take ([`tree_budget`]); what a
+    /// session keeps across messages (a list's pages) is held to it too.
+    fn tree_budget(&self) -> usize {
+        usize::MAX
+    }
 }

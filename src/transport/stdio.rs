@@ -98,6 +98,8 @@ pub(crate) struct StdioTransport {
     /// The sandbox the server runs in (its private temporary directory
     /// lives as long as the transport).
     _sandbox: Option<crate::sandbox::Plan>,
+    /// What one parsed message may take ([`super::tree_budget`]).
+    budget: usize,
 }
 
 impl std::fmt::Debug for StdioTransport {
@@ -248,6 +250,7 @@ impl StdioTransport {
             closed: None,
             skipped: (0, 0),
             _sandbox: sandbox,
+            budget: super::tree_budget(max_line),
         };
         if let Err(e) = started {
             t.close();
@@ -722,11 +725,19 @@ impl Transport for StdioTransport {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match crate::mcp::parse_message(line) {
-                Ok(v) => return Ok(v),
-                Err(_) => self.skip(line)?,
+            match super::parse(line, self.budget) {
+                Ok(Some(v)) => return Ok(v),
+                Ok(None) => self.skip(line)?,
+                Err(e) => {
+                    self.close();
+                    return Err(e);
+                }
             }
         }
+    }
+
+    fn tree_budget(&self) -> usize {
+        self.budget
     }
 
     fn close(&mut self) -> Closed {

@@ -644,6 +644,7 @@ pub struct McpScript {
     server_requests: Vec<Value>,
     resume: Option<u64>,
     modern: bool,
+    confirm_asks: Option<Value>,
     state: Mutex<State>,
 }
 
@@ -708,6 +709,13 @@ impl McpScript {
     /// `inputResponses` and that state, then echoes both back.
     pub fn modern(mut self) -> McpScript {
         self.modern = true;
+        self
+    }
+
+    /// Modern, and `confirm` asks these `inputRequests` instead.
+    pub fn confirm_asks(mut self, requests: Value) -> McpScript {
+        self.modern = true;
+        self.confirm_asks = Some(requests);
         self
     }
 
@@ -909,10 +917,14 @@ impl McpScript {
                     json!({"content": [{"type": "text", "text": format!(
                         "{} {}", params["inputResponses"], params["requestState"])}]})
                 } else {
-                    json!({"resultType": "input_required", "requestState": "st-1",
-                        "inputRequests": {"ok": {"method": "elicitation/create",
+                    let asks =
+                        self.confirm_asks.clone().unwrap_or_else(|| {
+                            json!({"ok": {"method": "elicitation/create",
                             "params": {"message": "Go on?", "requestedSchema":
-                                {"type": "object", "properties": {}}}}}})
+                                {"type": "object", "properties": {}}}}})
+                        });
+                    json!({"resultType": "input_required", "requestState": "st-1",
+                        "inputRequests": asks})
                 }
             }
             _ => {

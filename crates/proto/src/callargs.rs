@@ -31,6 +31,7 @@ pub const UNKNOWN: &str = "unknown argument";
 /// Arguments built from the command line, with notes for `-v`.
 #[derive(Debug, Default)]
 pub struct Built {
+    /// The arguments object to send.
     pub args: Map<String, Value>,
     /// Which branch a value was sent as, when more than one fitted.
     pub notes: Vec<String>,
@@ -380,6 +381,7 @@ fn article(t: &str) -> String {
     }
 }
 
+/// The JSON type of a value, as a schema spells it (`"string"`, `"integer"`, ...).
 pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

@@ -32,39 +32,60 @@ pub const SHOWN_TEXT: usize = 2000;
 /// One field of a form.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
+    /// The property's name in the schema.
     pub name: String,
+    /// The schema's `title`, if any.
     pub title: Option<String>,
+    /// The schema's `description`, if any.
     pub description: Option<String>,
+    /// What the field holds, with its rules.
     pub kind: FieldKind,
+    /// The schema's `default`, if any.
     pub default: Option<Value>,
+    /// Whether the schema lists the field as required.
     pub required: bool,
 }
 
 /// What a field holds, with its rules.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FieldKind {
+    /// A string, with optional length bounds and `format`.
     Text {
+        /// The least length, in characters.
         min: Option<u64>,
+        /// The greatest length, in characters.
         max: Option<u64>,
+        /// The schema's `format` (`email`, `uri`, `date`, `date-time`).
         format: Option<String>,
     },
+    /// A number, or an integer when `integer`, with optional bounds.
     Number {
+        /// Whether only integers are accepted.
         integer: bool,
+        /// The least value.
         min: Option<f64>,
+        /// The greatest value.
         max: Option<f64>,
     },
+    /// `true` or `false`.
     Boolean,
     /// The values, and a label for each (the value when none is given).
     Choice {
+        /// The values that may be chosen.
         values: Vec<String>,
+        /// A label for each value, in the same order.
         labels: Vec<String>,
     },
     /// Several of the values (a multi-select enum), between `min` and
     /// `max` of them.
     Choices {
+        /// The values that may be chosen.
         values: Vec<String>,
+        /// A label for each value, in the same order.
         labels: Vec<String>,
+        /// The least number of values to choose.
         min: Option<u64>,
+        /// The greatest number of values to choose.
         max: Option<u64>,
     },
 }
@@ -72,7 +93,9 @@ pub enum FieldKind {
 /// A form: the server's message and its fields, in schema order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Form {
+    /// The server's message, shown above the fields.
     pub message: String,
+    /// The fields, in schema order.
     pub fields: Vec<Field>,
     schema: Value,
 }
@@ -144,6 +167,7 @@ impl Form {
         Ok(Form { message, fields, schema: schema.clone() })
     }
 
+    /// The field with this name, if the form has one.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }

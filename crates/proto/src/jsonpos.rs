@@ -32,7 +32,9 @@ const MAX_DEPTH: u32 = 127;
 /// it matches what an editor shows on lines with non-ASCII text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pos {
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1, in Unicode scalar values.
     pub col: u32,
 }
 
@@ -46,7 +48,9 @@ impl fmt::Display for Pos {
 /// about it can point at the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
+    /// Where the value starts.
     pub pos: Pos,
+    /// The value.
     pub kind: Kind,
 }
 
@@ -54,11 +58,17 @@ pub struct Node {
 /// duplicate members survive for the caller to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number, as serde_json holds it.
     Number(Number),
+    /// A string, unescaped.
     String(String),
+    /// An array's elements, in order.
     Array(Vec<Node>),
+    /// An object's members, in file order, duplicates kept.
     Object(Vec<Member>),
 }
 
@@ -66,8 +76,11 @@ pub enum Kind {
 /// diagnostics about the key (unknown field, duplicate, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
+    /// The key, unescaped.
     pub key: String,
+    /// Where the key starts.
     pub key_pos: Pos,
+    /// The member's value.
     pub value: Node,
 }
 
@@ -87,14 +100,18 @@ pub struct Duplicate {
 /// order the later keys appear in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doc {
+    /// The document's root value.
     pub root: Node,
+    /// Every duplicate key, in file order.
     pub duplicates: Vec<Duplicate>,
 }
 
 /// Why the text is not JSON: where, and what was expected and found there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
+    /// Where the error is.
     pub pos: Pos,
+    /// What was expected and what was found.
     pub msg: String,
 }
 

@@ -11,6 +11,10 @@
 //! - [`jsonpos`]: strict JSON (and JSONC) with line/column positions and
 //!   duplicate keys reported, for configuration files.
 //! - [`sse`]: a Server-Sent Events parser over any [`std::io::Read`].
+//! - [`streamable`]: the Streamable HTTP session rules as a state
+//!   machine (session id, starting over after a 404, the standalone
+//!   stream, resuming with `Last-Event-ID`, the era's headers, what an
+//!   answer means); the caller does the HTTP.
 //! - [`urlcheck`]: the URL rules (https, or http to loopback only).
 //! - [`vars`]: `${VAR}` and `${VAR:-default}` expansion against a lookup
 //!   the caller provides.
@@ -30,6 +34,7 @@ pub mod elicit;
 pub mod jsonpos;
 pub mod mcp;
 pub mod sse;
+pub mod streamable;
 pub mod suggest;
 pub mod term;
 pub mod urlcheck;

@@ -82,11 +82,20 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// A complete line was not valid UTF-8; `line` counts from 1.
-    InvalidUtf8 { line: u64 },
+    InvalidUtf8 {
+        /// The number of the line.
+        line: u64,
+    },
     /// A line grew beyond [`Limits::max_line`].
-    LineTooLong { limit: usize },
+    LineTooLong {
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// An event's data grew beyond [`Limits::max_event`].
-    EventTooLarge { limit: usize },
+    EventTooLarge {
+        /// The bound, in bytes.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for Error {

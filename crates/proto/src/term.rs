@@ -51,6 +51,7 @@ pub fn line(s: &str) -> Cow<'_, str> {
     sanitize(s, Lines::Escape)
 }
 
+/// Whether `c` is escaped when sanitising text with these line rules.
 pub fn needs_escape(c: char, lines: Lines) -> bool {
     match c {
         '\n' | '\t' => lines == Lines::Escape,

@@ -35,7 +35,9 @@ const NOT_IN_PATH: &str = "\"<>[]^`{|}";
 /// The two schemes an MCP HTTP transport or an OAuth endpoint may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// `http`, allowed on loopback only.
     Http,
+    /// `https`.
     Https,
 }
 
@@ -61,7 +63,9 @@ impl Scheme {
 pub enum Host {
     /// A DNS name, lowercased.
     Name(String),
+    /// An IPv4 address.
     V4(Ipv4Addr),
+    /// An IPv6 address (written in brackets).
     V6(Ipv6Addr),
 }
 
@@ -69,7 +73,9 @@ pub enum Host {
 /// connector should use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
+    /// `http` or `https`.
     pub scheme: Scheme,
+    /// The host, classified.
     pub host: Host,
     /// The explicit port; None when absent or equal to the scheme's
     /// default, so that equal URLs compare equal.
@@ -82,24 +88,32 @@ pub struct Url {
 /// characters and parts known not to hold secrets, never the URL itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlError {
+    /// The URL is empty.
     Empty,
     /// ASCII whitespace at this 1-based character position.
     Whitespace {
+        /// The position, from 1.
         at: usize,
+        /// The character.
         ch: char,
     },
     /// An ASCII control character at this 1-based character position.
     Control {
+        /// The position, from 1.
         at: usize,
+        /// The character.
         ch: char,
     },
     /// A non-ASCII character at this 1-based character position.
     NonAscii {
+        /// The position, from 1.
         at: usize,
+        /// The character.
         ch: char,
     },
     /// A backslash at this 1-based character position.
     Backslash {
+        /// The position, from 1.
         at: usize,
     },
     /// More than [`MAX_URL_LEN`] characters.
@@ -107,33 +121,57 @@ pub enum UrlError {
     /// A character not allowed unencoded in a path, at this 1-based
     /// character position of the whole URL.
     PathChar {
+        /// The position, from 1.
         at: usize,
+        /// The character.
         ch: char,
     },
+    /// Not `scheme://...`.
     NotAbsolute,
     /// The scheme, lowercased; None when it is not shown because the URL
     /// may carry credentials.
     UnsupportedScheme(Option<String>),
+    /// User-info (`user@`) before the host.
     Credentials,
+    /// A query (`?...`).
     Query,
+    /// A fragment (`#...`).
     Fragment,
+    /// No host after `//`.
     EmptyHost,
+    /// `[` without its `]`.
     UnclosedIpv6,
+    /// An IPv6 literal that does not parse.
     InvalidIpv6,
+    /// An IPv6 zone identifier (`%`).
     Ipv6Zone,
+    /// An IPv6 address without brackets.
     UnbracketedIpv6,
+    /// Something other than `:port` after `]`.
     AfterIpv6,
+    /// A character not allowed in a host name.
     InvalidHostChar(char),
+    /// A numeric host that is not a plain dotted IPv4 address.
     AmbiguousNumericHost,
+    /// An empty label (`a..b`).
     EmptyLabel,
+    /// A label longer than 63 characters.
     LabelTooLong,
+    /// A host name longer than 253 characters.
     NameTooLong,
+    /// The unspecified address (`0.0.0.0`, `[::]`).
     Unspecified,
+    /// A `:` without a port.
     EmptyPort,
+    /// A port that is not a decimal number.
     InvalidPort,
+    /// A port above 65535.
     PortOutOfRange(u32),
+    /// A `%` not followed by two hex digits.
     BadPercent,
+    /// A `.` or `..` path segment.
     DotSegment,
+    /// `http` to a host that is not loopback.
     PlainHttp,
 }
 

@@ -230,7 +230,9 @@ pub fn expand(
 /// Why a template could not be expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unset {
+    /// A variable that is not set (its name).
     Var(String),
+    /// A template that does not parse (why).
     Malformed(String),
 }
 

@@ -10,12 +10,16 @@
 /// lowercased, values unescaped) or its token68.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Challenge {
+    /// The scheme, lowercased.
     pub scheme: String,
+    /// The parameters, names lowercased, values unescaped.
     pub params: Vec<(String, String)>,
+    /// The token68, if the challenge has one.
     pub token68: Option<String>,
 }
 
 impl Challenge {
+    /// The value of the parameter with this (lowercase) name.
     pub fn param(&self, name: &str) -> Option<&str> {
         self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
@@ -25,8 +29,11 @@ impl Challenge {
 /// authorization acts on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bearer {
+    /// The `resource_metadata` URL, as sent.
     pub resource_metadata: Option<String>,
+    /// The `scope` asked for, as sent.
     pub scope: Option<String>,
+    /// The `error` code, as sent.
     pub error: Option<String>,
 }
 

@@ -16,6 +16,9 @@
 
 pub mod headers;
 pub mod host;
+pub mod size;
+
+use std::fmt;
 
 use serde_json::{Map, Value, json};
 
@@ -25,10 +28,15 @@ use headers::ParamHeader;
 /// A protocol revision, oldest first (so `<` means older).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
+    /// 2024-11-05, the first revision (handshake era).
     V2024_11_05,
+    /// 2025-03-26 (handshake era; Streamable HTTP).
     V2025_03_26,
+    /// 2025-06-18 (handshake era; elicitation).
     V2025_06_18,
+    /// 2025-11-25 (the last handshake-era revision).
     V2025_11_25,
+    /// 2026-07-28 (no handshake; `_meta` envelope).
     V2026_07_28,
 }
 
@@ -52,6 +60,7 @@ impl Version {
     /// The revision without a handshake that this client speaks.
     pub const MODERN: Version = Version::V2026_07_28;
 
+    /// The revision as the wire spells it (`"2025-11-25"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Version::V2024_11_05 => "2024-11-05",
@@ -110,8 +119,10 @@ pub enum Choice {
 }
 
 impl Choice {
+    /// The names `--protocol` accepts, in help order.
     pub const NAMES: [&str; 3] = ["auto", "modern", "legacy"];
 
+    /// The choice a `--protocol` name stands for, if any.
     pub fn parse(s: &str) -> Option<Choice> {
         match s {
             "auto" => Some(Choice::Auto),
@@ -133,30 +144,52 @@ impl std::str::FromStr for Choice {
 
 /// Method names, as the specification spells them.
 pub mod method {
+    /// The handshake-era `initialize` request.
     pub const INITIALIZE: &str = "initialize";
+    /// The 2026-07-28 `server/discover` request.
     pub const SERVER_DISCOVER: &str = "server/discover";
+    /// A server's request for user input (form or URL).
     pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// A server's request for an LLM completion.
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// A server's request for the client's roots.
     pub const ROOTS_LIST: &str = "roots/list";
+    /// Sets the server's logging level.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// A liveness check, in either direction.
     pub const PING: &str = "ping";
+    /// Lists the server's tools (paged).
     pub const TOOLS_LIST: &str = "tools/list";
+    /// Calls a tool.
     pub const TOOLS_CALL: &str = "tools/call";
+    /// Lists the server's resources (paged).
     pub const RESOURCES_LIST: &str = "resources/list";
+    /// Lists the server's resource templates (paged).
     pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Reads a resource.
     pub const RESOURCES_READ: &str = "resources/read";
+    /// Lists the server's prompts (paged).
     pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Gets a prompt.
     pub const PROMPTS_GET: &str = "prompts/get";
 
+    /// Sent after a successful `initialize`.
     pub const INITIALIZED: &str = "notifications/initialized";
+    /// Cancels a request in flight.
     pub const CANCELLED: &str = "notifications/cancelled";
+    /// Progress of a request that asked for it.
     pub const PROGRESS: &str = "notifications/progress";
+    /// A log message from the server.
     pub const MESSAGE: &str = "notifications/message";
+    /// The server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// A server's resource list changed.
     pub const RESOURCES_LIST_CHANGED: &str =
         "notifications/resources/list_changed";
+    /// A server's prompt list changed.
     pub const PROMPTS_LIST_CHANGED: &str =
         "notifications/prompts/list_changed";
+    /// Asks for completions of a prompt argument or a template variable.
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
@@ -164,13 +197,21 @@ pub mod method {
 
 /// JSON-RPC and MCP error codes that this client produces or names.
 pub mod code {
+    /// JSON-RPC: the message is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// JSON-RPC: the message is not a valid request.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// JSON-RPC: the method does not exist.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// JSON-RPC: invalid params (also MCP's resource not found).
     pub const INVALID_PARAMS: i64 = -32602;
+    /// JSON-RPC: internal error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP 2026-07-28: a header disagrees with the body.
     pub const HEADER_MISMATCH: i64 = -32020;
+    /// MCP 2026-07-28: the request needs a capability the client lacks.
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    /// MCP 2026-07-28: the protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
     /// The name of a code that MCP defines, for messages.
@@ -192,12 +233,17 @@ pub mod code {
 
 /// The `_meta` keys of the 2026-07-28 envelope.
 pub mod meta {
+    /// The revision a request speaks.
     pub const PROTOCOL_VERSION: &str =
         "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities, sent on every request.
     pub const CLIENT_CAPABILITIES: &str =
         "io.modelcontextprotocol/clientCapabilities";
+    /// The client's name and version.
     pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The server's name and version, in a result's `_meta`.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The logging level the client asks for.
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 }
 
@@ -245,12 +291,15 @@ impl Capabilities {
 /// on the stream or a 2026-07-28 `inputRequests` entry.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ask {
+    /// `ping`.
     Ping,
     /// `elicitation/create` in form mode.
     Form,
     /// `elicitation/create` in URL mode.
     Url,
+    /// `sampling/createMessage`.
     Sampling,
+    /// `roots/list`.
     Roots,
 }
 
@@ -313,13 +362,18 @@ pub fn ask(
 /// A paged list and the key of its items in each page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum List {
+    /// `tools/list`.
     Tools,
+    /// `resources/list`.
     Resources,
+    /// `resources/templates/list`.
     ResourceTemplates,
+    /// `prompts/list`.
     Prompts,
 }
 
 impl List {
+    /// The method that fetches a page of this list.
     pub fn method(self) -> &'static str {
         match self {
             List::Tools => method::TOOLS_LIST,
@@ -353,20 +407,29 @@ impl List {
 pub enum Call<'a> {
     /// `headers`: the parameters the tool designated with `x-mcp-header`.
     Tool {
+        /// The tool's name.
         name: &'a str,
+        /// The tool's arguments.
         arguments: &'a Map<String, Value>,
+        /// The tool's designated parameter headers.
         headers: &'a [ParamHeader],
     },
+    /// `resources/read`.
     Read {
+        /// The resource's URI.
         uri: &'a str,
     },
+    /// `prompts/get`.
     Prompt {
+        /// The prompt's name.
         name: &'a str,
+        /// The prompt's arguments.
         arguments: &'a Map<String, Value>,
     },
 }
 
 impl Call<'_> {
+    /// The method of the request.
     pub fn method(&self) -> &'static str {
         match self {
             Call::Tool { .. } => method::TOOLS_CALL,
@@ -375,6 +438,7 @@ impl Call<'_> {
         }
     }
 
+    /// The params of the request.
     pub fn params(&self) -> Value {
         match self {
             Call::Tool { name, arguments, .. }
@@ -448,9 +512,13 @@ pub fn with_modern_meta(
 /// What a 2026-07-28 server said about itself in `server/discover`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Discovered {
+    /// The versions the server supports, as it spells them.
     pub supported: Vec<String>,
+    /// The server's capabilities (`{}` when absent).
     pub capabilities: Value,
+    /// The server's instructions, if any.
     pub instructions: Option<String>,
+    /// The server's `serverInfo` (`null` when absent).
     pub server_info: Value,
 }
 
@@ -491,15 +559,58 @@ pub fn server_info(result: &Value) -> Option<Value> {
     result.get("_meta")?.get(meta::SERVER_INFO).cloned()
 }
 
+/// The longest `serverInfo` string member kept for the journal and the
+/// screen (`name`, `version`, `title`, …), in bytes.
+pub const SERVER_INFO_TEXT: usize = 200;
+/// The longest other `serverInfo` member kept, as JSON text, in bytes.
+const SERVER_INFO_OTHER: usize = 2000;
+
+/// A server's `serverInfo` bounded for the journal and the screen, like
+/// other server text: every string member clipped to
+/// [`SERVER_INFO_TEXT`] bytes (with a marker), any other member longer
+/// than 2,000 bytes of JSON left out. A value that is not an object is
+/// kept only when short.
+pub fn bounded_server_info(info: &Value) -> Value {
+    let short = |v: &Value| v.to_string().len() <= SERVER_INFO_OTHER;
+    match info {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter_map(|(k, v)| {
+                    let k = term::clip(k, SERVER_INFO_TEXT).into_owned();
+                    match v {
+                        Value::String(s) => Some((
+                            k,
+                            Value::String(
+                                term::clip(s, SERVER_INFO_TEXT).into_owned(),
+                            ),
+                        )),
+                        v if short(v) => Some((k, v.clone())),
+                        _ => None,
+                    }
+                })
+                .collect(),
+        ),
+        Value::String(s) => {
+            Value::String(term::clip(s, SERVER_INFO_TEXT).into_owned())
+        }
+        v if short(v) => v.clone(),
+        _ => Value::Null,
+    }
+}
+
 /// What kind of result a server sent (2026-07-28; older results have no
 /// `resultType` and are complete).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResultType {
+    /// The result is final.
     Complete,
+    /// The server needs input before it can finish.
     InputRequired,
+    /// A `resultType` this client does not know, as sent.
     Unknown(String),
 }
 
+/// The kind of a result, from its `resultType`.
 pub fn result_type(result: &Value) -> ResultType {
     match result.get("resultType") {
         None => ResultType::Complete,
@@ -525,18 +636,29 @@ pub fn may_require_input(method: &str) -> bool {
 /// One thing an `input_required` result asks of the client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InputRequest {
+    /// The key to answer under in `inputResponses`.
     pub key: String,
+    /// The method the request stands for (`elicitation/create`, ...).
     pub method: String,
+    /// Its params.
     pub params: Value,
 }
 
-/// The input requests of an `input_required` result, and the opaque
+/// The most input requests one `input_required` result may hold: each is
+/// answered (a form asked, a command run) before the retry.
+pub const MAX_INPUT_REQUESTS: usize = 32;
+
+/// The input requests of an `input_required` result (at most
+/// [`MAX_INPUT_REQUESTS`]), and the opaque
 /// `requestState` to echo (absent when the server gave none).
 pub fn input_requests(
     result: &Value,
 ) -> Result<(Vec<InputRequest>, Option<Value>), &'static str> {
     let requests = match result.get("inputRequests") {
         None | Some(Value::Null) => vec![],
+        Some(Value::Object(m)) if m.len() > MAX_INPUT_REQUESTS => {
+            return Err("more than 32 input requests in one round");
+        }
         Some(Value::Object(m)) => {
             let mut out = vec![];
             for (key, r) in m {
@@ -653,7 +775,9 @@ pub fn is_initialized(m: &Value) -> bool {
 pub struct RpcError {
     /// `None` when the error object has no integer `code`.
     pub code: Option<i64>,
+    /// The error's message (as sent).
     pub message: String,
+    /// The error's `data`, if any.
     pub data: Option<Value>,
 }
 
@@ -696,6 +820,17 @@ impl RpcError {
 }
 
 impl RpcError {
+    /// Whether the error is one the handshake era would have avoided: a
+    /// server that cannot send its client a request in the 2026-07-28 era
+    /// (the Python SDK's "no back-channel for server-initiated requests",
+    /// raised when a tool asks something over a transport that has no
+    /// stream for it), where the handshake era's streams carry it.
+    pub fn wants_handshake_era(&self) -> bool {
+        self.message
+            .to_ascii_lowercase()
+            .contains("no back-channel for server-initiated requests")
+    }
+
     /// The versions a `-32022` UnsupportedProtocolVersion error says the
     /// server supports.
     pub fn supported_versions(&self) -> Option<Vec<String>> {
@@ -718,16 +853,53 @@ pub const FIELD_ORDER: &str = "x-rivumi-field-order";
 
 /// Messages longer than this are not read a second time for field order
 /// (a form is small; a large tool result that merely quotes one is not a
-/// form).
-const MAX_ORDERED: usize = 1 << 20;
+/// form). The second reading's tree is bounded by it too.
+const MAX_ORDERED: usize = 256 << 10;
 
-/// Parses one message from a server. A form (`elicitation/create`) is
+/// Why a server's message was not parsed.
+#[derive(Debug)]
+pub enum Unparsed {
+    /// The text is not JSON.
+    Json(serde_json::Error),
+    /// JSON whose tree would take more memory than allowed
+    /// ([`size::parsed_size`]); nothing was built.
+    TooLarge {
+        /// The estimate, in bytes.
+        estimate: usize,
+        /// The bound, in bytes.
+        budget: usize,
+    },
+}
+
+impl fmt::Display for Unparsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unparsed::Json(e) => write!(f, "{e}"),
+            Unparsed::TooLarge { estimate, budget } => write!(
+                f,
+                "a message that would take about {} MiB of memory once \
+                 parsed (many small values), more than the {} MiB allowed",
+                estimate.div_ceil(1 << 20),
+                budget.div_ceil(1 << 20)
+            ),
+        }
+    }
+}
+
+/// Parses one message from a server, refusing one whose tree would take
+/// more than `budget` bytes ([`size::parsed_size`]) before building it.
+/// A form (`elicitation/create`) is
 /// asked in the order its schema lists its fields, which serde_json does
 /// not keep: where the text holds a `requestedSchema`, its `properties`
 /// are read again with [`jsonpos`] (which keeps order) and their names
 /// are put into that schema as [`FIELD_ORDER`]. Nothing else changes.
-pub fn parse_message(bytes: &[u8]) -> serde_json::Result<Value> {
-    let mut v: Value = serde_json::from_slice(bytes)?;
+pub fn parse_message(bytes: &[u8], budget: usize) -> Result<Value, Unparsed> {
+    let estimate = size::parsed_size(bytes);
+    if estimate > budget {
+        return Err(Unparsed::TooLarge { estimate, budget });
+    }
+    let mut v: Value =
+        serde_json::from_slice(bytes).map_err(Unparsed::Json)?;
     let holds_form = bytes.len() <= MAX_ORDERED
         && bytes.windows(17).any(|w| w == b"\"requestedSchema\"");
     if holds_form
@@ -777,11 +949,28 @@ fn record_field_order(schema: &jsonpos::Node, v: &mut Value) {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Incoming {
     /// A response to one of our requests.
-    Response { id: Value, outcome: Outcome },
+    Response {
+        /// The id of our request.
+        id: Value,
+        /// Its result or error.
+        outcome: Outcome,
+    },
     /// A request the server makes of us; it wants an answer.
-    Request { id: Value, method: String, params: Value },
+    Request {
+        /// The server's id, echoed in our answer.
+        id: Value,
+        /// The method asked for.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
     /// A notification; it wants no answer.
-    Notification { method: String, params: Value },
+    Notification {
+        /// The notification's method.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+    },
     /// Anything else, with the reason (for `-v`).
     Invalid(&'static str),
 }
@@ -789,7 +978,9 @@ pub enum Incoming {
 /// How a response ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// A result object.
     Result(Value),
+    /// An error object.
     Error(RpcError),
     /// A `result` that is not an object.
     BadResult,
@@ -995,6 +1186,16 @@ mod tests {
     }
 
     #[test]
+    fn an_error_without_a_back_channel_wants_the_handshake_era() {
+        let e = RpcError::parse(&json!({"code": -32600, "message":
+            "Cannot send 'elicitation/create': this transport context has \
+             no back-channel for server-initiated requests."}));
+        assert!(e.wants_handshake_era());
+        let e = RpcError::parse(&json!({"code": -32600, "message": "boom"}));
+        assert!(!e.wants_handshake_era());
+    }
+
+    #[test]
     fn error_text_is_bounded_and_sanitised() {
         let long = "A".repeat(10_000);
         let e = RpcError {
@@ -1068,6 +1269,47 @@ mod tests {
     }
 
     #[test]
+    fn server_info_is_bounded() {
+        let long = "n".repeat(5 << 20);
+        let info = json!({"name": long, "version": "1", "title": long,
+            "icons": vec![json!({"src": "x"}); 10_000], "websiteUrl": "u"});
+        let b = bounded_server_info(&info);
+        assert!(b.to_string().len() < 1000, "{}", b.to_string().len());
+        assert_eq!(b["version"], "1");
+        assert_eq!(b["websiteUrl"], "u");
+        assert!(b.get("icons").is_none());
+        assert!(b["name"].as_str().unwrap().contains("more bytes"));
+        let short = bounded_server_info(&json!(long));
+        assert!(short.as_str().unwrap().len() < 300);
+    }
+
+    #[test]
+    fn input_requests_per_round_are_bounded() {
+        let round = |n: usize| {
+            let m: Map<String, Value> = (0..n)
+                .map(|i| (format!("k{i}"), json!({"method": "ping"})))
+                .collect();
+            json!({"resultType": "input_required", "inputRequests": m})
+        };
+        let (ok, _) = input_requests(&round(MAX_INPUT_REQUESTS)).unwrap();
+        assert_eq!(ok.len(), MAX_INPUT_REQUESTS);
+        let e = input_requests(&round(MAX_INPUT_REQUESTS + 1)).unwrap_err();
+        assert!(e.contains(&MAX_INPUT_REQUESTS.to_string()), "{e}");
+    }
+
+    #[test]
+    fn a_message_that_would_expand_past_the_budget_is_refused_unbuilt() {
+        let block = r#"{"type":"text","text":""}"#;
+        let text =
+            format!(r#"{{"content":[{}]}}"#, vec![block; 1000].join(","));
+        let need = size::parsed_size(text.as_bytes());
+        assert!(parse_message(text.as_bytes(), need).is_ok());
+        let e = parse_message(text.as_bytes(), need - 1).unwrap_err();
+        assert!(matches!(e, Unparsed::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("MiB of memory once parsed"), "{e}");
+    }
+
+    #[test]
     fn forms_keep_the_order_of_their_fields() {
         // A 2025 request and a 2026-07-28 input request, fields out of
         // alphabetical order.
@@ -1075,30 +1317,30 @@ mod tests {
             "params":{"message":"m","requestedSchema":{"type":"object",
             "properties":{"zeta":{"type":"string"},"alpha":{"type":"string"},
             "mid":{"type":"integer"}}}}}"#;
-        let v = parse_message(text).unwrap();
+        let v = parse_message(text, usize::MAX).unwrap();
         let order = &v["params"]["requestedSchema"][FIELD_ORDER];
         assert_eq!(order, &json!(["zeta", "alpha", "mid"]));
         let text = br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":
             "input_required","inputRequests":{"k":{"method":
             "elicitation/create","params":{"requestedSchema":{"properties":
             {"b":{"type":"string"},"a":{"type":"string"}}}}}}}}"#;
-        let v = parse_message(text).unwrap();
+        let v = parse_message(text, usize::MAX).unwrap();
         let schema =
             &v["result"]["inputRequests"]["k"]["params"]["requestedSchema"];
         assert_eq!(schema[FIELD_ORDER], json!(["b", "a"]));
         // Other messages are what serde_json reads, nothing added.
         let plain = br#"{"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2}}"#;
         assert_eq!(
-            parse_message(plain).unwrap(),
+            parse_message(plain, usize::MAX).unwrap(),
             serde_json::from_slice::<Value>(plain).unwrap()
         );
-        assert!(parse_message(b"{nope").is_err());
+        assert!(parse_message(b"{nope", usize::MAX).is_err());
         // Too large to be a form: not read twice.
         let pad = "x".repeat(MAX_ORDERED);
         let big = format!(
             r#"{{"p":"{pad}","requestedSchema":{{"properties":{{"b":{{}},"a":{{}}}}}}}}"#
         );
-        let v = parse_message(big.as_bytes()).unwrap();
+        let v = parse_message(big.as_bytes(), usize::MAX).unwrap();
         assert!(v["requestedSchema"].get(FIELD_ORDER).is_none());
     }
 }
