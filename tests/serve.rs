@@ -774,3 +774,43 @@ fn a_server_that_cannot_start_is_left_out_and_the_others_serve() {
     assert_eq!(text(&h.call("good__echo", json!({"text": "ok"}))), "ok");
     assert_eq!(h.finish(), Some(0));
 }
+
+#[test]
+fn an_upstream_question_reaches_a_modern_host_as_an_input_required_round() {
+    let dir = Dir::new("serve_modern_forward");
+    let asks = json!([{"method": "elicitation/create", "params": {
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {}}}}]);
+    let file = dir.write("asks.json", asks.to_string());
+    write_mcp_json(
+        &dir,
+        &[(
+            "demo",
+            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
+        )],
+    );
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "h", "version": "1"}});
+    let params = json!({"name": "demo__echo", "arguments": {"text": "x"}, "_meta": meta});
+    let r = h.request("tools/call", params.clone());
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required", "{r}");
+    let q = &result["inputRequests"]["rivumi-upstream"];
+    assert_eq!(q["method"], "elicitation/create", "{r}");
+    assert_eq!(q["params"]["message"], "[demo] Your name?");
+    let state = result["requestState"].clone();
+    let mut retry = params.clone();
+    retry["requestState"] = state.clone();
+    retry["inputResponses"] =
+        json!({"rivumi-upstream": {"action": "accept", "content": {}}});
+    let r = h.request("tools/call", retry.clone());
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let answers: Value = serde_json::from_str(&text(&r["result"])).unwrap();
+    assert_eq!(answers[0]["action"], "accept", "{answers}");
+    // The state is spent.
+    let again = h.request("tools/call", retry);
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert_eq!(h.finish(), Some(0));
+}

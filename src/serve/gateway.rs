@@ -86,6 +86,8 @@ pub(crate) struct Gateway<'a> {
     pub(crate) exec: Executor,
     /// `--approve` patterns (beyond `execute`).
     pub(crate) approve: Vec<String>,
+    /// Calls of 2026-07-28 hosts waiting for their answers.
+    pub(crate) parked: super::parked::Parked,
 }
 
 impl std::fmt::Debug for Gateway<'_> {
@@ -120,10 +122,11 @@ impl Gateway<'_> {
     /// Answers one request. `host` is the connection's handshake state
     /// (updated by `initialize`); `link` reaches the host, when it can
     /// be reached while the request runs.
-    pub(crate) fn handle(
-        &self,
+    pub(crate) fn handle<'s>(
+        &'s self,
         host: &mut Host,
         link: Option<&Arc<dyn HostLink>>,
+        spawn: Option<&dyn super::Spawner<'s>>,
         name: &str,
         params: &Value,
     ) -> Reply {
@@ -182,8 +185,13 @@ impl Gateway<'_> {
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
-        let _current = super::CurrentHost::set(link.cloned(), h.caps, token);
-        let mut r = self.dispatch(&h, link, modern, name, params);
+        let mut r = if modern && asks(name) {
+            self.modern_call(h, spawn, name, params)
+        } else {
+            let _current =
+                super::CurrentHost::set(link.cloned(), h.caps, token);
+            self.dispatch(&h, link, modern, name, params)
+        };
         if modern && let Ok(v) = &mut r {
             host::modern_result(v, &server_info(), name);
         }
@@ -193,6 +201,47 @@ impl Gateway<'_> {
             }
         }
         r
+    }
+
+    /// A 2026-07-28 call that may need input: a retry of a parked call
+    /// resumes it; otherwise, when the host declared something it could
+    /// be asked, the call runs on a worker that may park on a question.
+    fn modern_call<'s>(
+        &'s self,
+        h: Host,
+        spawn: Option<&dyn super::Spawner<'s>>,
+        name: &str,
+        params: &Value,
+    ) -> Reply {
+        let (responses, state) = host::input_responses(params);
+        if let Some(state) =
+            state.filter(|s| s.starts_with(super::parked::PREFIX))
+        {
+            return self.parked.resume(state, responses).unwrap_or_else(
+                || {
+                    Err(RpcFail::new(
+                        code::INVALID_PARAMS,
+                        "requestState names no call waiting here (expired or \
+                     already answered)",
+                    ))
+                },
+            );
+        }
+        let c = h.caps;
+        let askable =
+            c.elicitation_form || c.elicitation_url || c.sampling || c.roots;
+        let Some(spawn) = spawn.filter(|_| askable) else {
+            return self.dispatch(&h, None, true, name, params);
+        };
+        let (name, params) = (name.to_string(), params.clone());
+        self.parked.start(
+            spawn,
+            Box::new(move |link| {
+                let _current =
+                    super::CurrentHost::set(Some(link), h.caps, None);
+                self.dispatch(&h, None, true, &name, &params)
+            }),
+        )
     }
 
     fn dispatch(
@@ -542,6 +591,15 @@ impl Gateway<'_> {
         });
         r.map_err(fail)
     }
+}
+
+/// Whether a method may ask the host for input (2026-07-28 allows
+/// `input_required` on these only).
+fn asks(m: &str) -> bool {
+    matches!(
+        m,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
 }
 
 /// One page of a list the gateway answers.

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::parked::Spawner;
 use super::pending::Pending;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
@@ -146,7 +147,7 @@ pub(crate) fn run(
             open.fetch_add(1, Ordering::SeqCst);
             let (front, open) = (&front, &open);
             scope.spawn(move || {
-                front.connection(stream);
+                front.connection(stream, &scope);
                 open.fetch_sub(1, Ordering::SeqCst);
             });
         }
@@ -453,7 +454,7 @@ impl HostLink for StreamLink {
 }
 
 impl Front<'_, '_> {
-    fn connection(&self, mut s: TcpStream) {
+    fn connection<'s>(&'s self, mut s: TcpStream, spawn: &dyn Spawner<'s>) {
         let (head, early) = match read_head(&mut s) {
             Ok(h) => h,
             Err((status, why)) => return refuse(&mut s, status, why),
@@ -506,7 +507,7 @@ impl Front<'_, '_> {
                 );
             }
         };
-        self.message(s, &head, m);
+        self.message(s, &head, m, spawn);
     }
 
     fn session(&self, head: &Head) -> Option<Arc<Session>> {
@@ -518,7 +519,13 @@ impl Front<'_, '_> {
             .cloned()
     }
 
-    fn message(&self, mut s: TcpStream, head: &Head, m: Value) {
+    fn message<'s>(
+        &'s self,
+        mut s: TcpStream,
+        head: &Head,
+        m: Value,
+        spawn: &dyn Spawner<'s>,
+    ) {
         let (id, method, params) = match mcp::classify(m) {
             Incoming::Request { id, method, params } => (id, method, params),
             Incoming::Response { id, outcome } => {
@@ -555,7 +562,8 @@ impl Front<'_, '_> {
                 return json_reply(&mut s, 400, None, &f.response(id));
             }
             let mut host = Host::default();
-            let r = self.gw.handle(&mut host, None, &method, &params);
+            let r =
+                self.gw.handle(&mut host, None, Some(spawn), &method, &params);
             let status = match &r {
                 Err(f) if f.code == code::UNSUPPORTED_PROTOCOL_VERSION => 400,
                 _ => 200,
@@ -568,7 +576,7 @@ impl Front<'_, '_> {
         }
         if method == mcp::method::INITIALIZE {
             let mut host = Host::default();
-            let r = self.gw.handle(&mut host, None, &method, &params);
+            let r = self.gw.handle(&mut host, None, None, &method, &params);
             let sid = match random_hex(16) {
                 Ok(sid) => sid,
                 Err(e) => return refuse(&mut s, 503, &e.to_string()),
@@ -608,7 +616,7 @@ impl Front<'_, '_> {
             .get("accept")
             .is_some_and(|a| a.contains("text/event-stream"));
         if !streams {
-            let r = self.gw.handle(&mut host, None, &method, &params);
+            let r = self.gw.handle(&mut host, None, None, &method, &params);
             let body = match r {
                 Ok(v) => mcp::response(id, v),
                 Err(f) => f.response(id),
@@ -627,7 +635,8 @@ impl Front<'_, '_> {
             tag: self.next.fetch_add(1, Ordering::SeqCst),
         });
         let dyn_link: Arc<dyn HostLink> = link.clone();
-        let r = self.gw.handle(&mut host, Some(&dyn_link), &method, &params);
+        let r =
+            self.gw.handle(&mut host, Some(&dyn_link), None, &method, &params);
         let body = match r {
             Ok(v) => mcp::response(id, v),
             Err(f) => f.response(id),

@@ -6,6 +6,8 @@
 //!   the host);
 //! - `upstream.rs`: the upstream sessions, started on first use, closed
 //!   on every exit path;
+//! - `parked.rs`: what an upstream asks during a 2026-07-28 host's call,
+//!   as `input_required` rounds (the call parked on a worker);
 //! - `pending.rs`: the questions asked of a host, matched to its answers
 //!   by id (both fronts);
 //! - `stdio.rs`: the front on stdin/stdout (the default);
@@ -19,6 +21,7 @@
 
 mod gateway;
 mod http;
+mod parked;
 mod pending;
 mod stdio;
 mod upstream;
@@ -37,6 +40,7 @@ use crate::session::{Client, ServerAsk};
 use crate::{journal, msg, out, term};
 
 pub(crate) use gateway::{Gateway, HostLink};
+pub(crate) use parked::Spawner;
 
 /// What `serve` was given on the command line.
 #[derive(Debug, Default)]
@@ -68,7 +72,12 @@ pub(crate) fn run(
     let servers = servers(&ctx, &o.servers)?;
     let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
     let pool = upstream::Pool::new(&ctx, &servers);
-    let gw = Gateway { pool, exec, approve: o.approve.clone() };
+    let gw = Gateway {
+        pool,
+        exec,
+        approve: o.approve.clone(),
+        parked: parked::Parked::default(),
+    };
     if o.dry_run {
         return dry_run(&gw, json);
     }

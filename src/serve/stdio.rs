@@ -168,6 +168,7 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
                         let r = gw.handle(
                             &mut h,
                             Some(dyn_link),
+                            Some(&scope),
                             &method,
                             &params,
                         );
