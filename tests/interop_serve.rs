@@ -270,3 +270,56 @@ fn interop_serve_real_upstreams_behind_serve() {
         assert!(out.stdout.contains(want), "{tool}: {}", out.stdout);
     }
 }
+
+#[test]
+fn interop_serve_upstream_questions_reach_sdk_hosts_in_both_eras() {
+    let Some(s) = hosts("interop_serve_ask") else { return };
+    let _turn = Turn::take("interop_serve", "interop_serve_ask");
+    let dir = Dir::new("interop_serve_ask_dir");
+    let asks = json!([{"method": "elicitation/create", "params": {
+        "message": "Your name?",
+        "requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string"}}}}}]);
+    let file = dir.write("asks.json", asks.to_string());
+    write_mcp_json(
+        &dir,
+        &[(
+            "demo",
+            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
+        )],
+    );
+    let root = repo_root();
+    let clients = [
+        (s.python.clone(), root.join(PY_CLIENT)),
+        (s.node.clone(), root.join(TS2_CLIENT)),
+    ];
+    for (program, script) in &clients {
+        for mode in ["legacy", "2026-07-28"] {
+            let mut cmd = dir.program(program);
+            cmd.arg(script)
+                .args([mode, "stdio"])
+                .args(serve_argv(&dir))
+                .arg("--yes")
+                .env(ALLOWLIST, "demo")
+                .env("ASK_TOOL", "demo__echo");
+            let out = cmd.timeout(std::time::Duration::from_secs(90)).run();
+            let what = format!("{} {mode}", script.display());
+            assert_eq!(out.code, Some(0), "{what}: {}", out.all());
+            let line = out.stdout.lines().last().unwrap_or_default();
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.all()));
+            assert_eq!(
+                v["forms"],
+                json!(["[demo] Your name?"]),
+                "{what}: {v}"
+            );
+            let answers: Value =
+                serde_json::from_str(v["asked"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                answers[0],
+                json!({"action": "accept", "content": {"name": "Ada"}}),
+                "{what}"
+            );
+        }
+    }
+}
