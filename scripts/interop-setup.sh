@@ -4,6 +4,9 @@
 #                   the TypeScript SDK v2 @modelcontextprotocol/server, which runs fixtures/interop/ts2_server.cjs
 #   .interop/venv   the official Python SDK `mcp` (PyPI), which runs fixtures/interop/py_server.py, and
 #                   `fastmcp` (PyPI), which runs fixtures/interop/fastmcp_server.py
+#   .interop/real-venv  the reference mcp-server-sqlite (PyPI) on the `mcp` 1.x it needs
+#   .interop/real-node  @cyanheads/git-mcp-server (npm)
+#   .interop/real-fetch-venv  mcp-server-fetch (PyPI)
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
 # How to start the servers: fixtures/interop/README.md.
@@ -179,7 +182,71 @@ else
   step "auth-node: installed oidc-provider $OIDC_PROVIDER_VERSION"
 fi
 
-# ---- 5. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
+# ---- 4. Python: the reference mcp-server-sqlite in .interop/real-venv (issue 21) -------------
+# mcp-server-sqlite 2025.4.25 uses the low-level Server API of mcp 1.x (gone in mcp 2), so it has
+# a venv of its own, pinned by fixtures/interop/real-py-constraints.txt.
+SQLITE_VERSION="2025.4.25"
+SQLITE_MCP_VERSION="1.30.0"
+REAL_VENV="$DEST/real-venv"
+real_stamp="$(printf '%s %s %s\n' "$SQLITE_VERSION" "$SQLITE_MCP_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/real-py-constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ -x "$REAL_VENV/bin/mcp-server-sqlite" ] && [ "$(cat "$REAL_VENV/.stamp" 2>/dev/null)" = "$real_stamp" ]; then
+  step "python: mcp-server-sqlite $SQLITE_VERSION already installed in .interop/real-venv, skipping"
+else
+  step "python: installing mcp-server-sqlite $SQLITE_VERSION (mcp $SQLITE_MCP_VERSION) into .interop/real-venv"
+  rm -rf "$REAL_VENV"
+  python3 -m venv "$REAL_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$REAL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/real-py-constraints.txt" "mcp-server-sqlite==$SQLITE_VERSION" "mcp==$SQLITE_MCP_VERSION"
+  echo "$real_stamp" >"$REAL_VENV/.stamp"
+  step "python: installed mcp-server-sqlite $SQLITE_VERSION"
+fi
+"$REAL_VENV/bin/python" -c 'import mcp_server_sqlite.server' || die "mcp_server_sqlite does not import"
+
+# The version of package $2 installed under the node_modules of $1, if any.
+installed_node_at() {
+  local pkg="$1/node_modules/$2/package.json"
+  [ -f "$pkg" ] && node -p "require('$pkg').version"
+}
+
+# ---- 5. Node: @cyanheads/git-mcp-server in .interop/real-node (issue 21) ----------------------
+# Pinned with its whole tree by fixtures/interop/real-node/package.json + package-lock.json.
+GIT_SERVER_VERSION="2.15.3"
+REAL_NODE="$DEST/real-node"
+real_node_stamp="$(hash_of "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json")"
+if [ "$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)" = "$GIT_SERVER_VERSION" ] &&
+  [ "$(cat "$REAL_NODE/.stamp" 2>/dev/null)" = "$real_node_stamp" ]; then
+  step "node: git-mcp-server $GIT_SERVER_VERSION already installed in .interop/real-node, skipping"
+else
+  step "node: installing git-mcp-server $GIT_SERVER_VERSION into .interop/real-node (npm ci, locked tree)"
+  rm -rf "$REAL_NODE"
+  mkdir -p "$REAL_NODE"
+  cp "$FIX/real-node/package.json" "$FIX/real-node/package-lock.json" "$REAL_NODE/"
+  (cd "$REAL_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  got="$(installed_node_at "$REAL_NODE" @cyanheads/git-mcp-server)"
+  [ "$got" = "$GIT_SERVER_VERSION" ] || die "npm installed git-mcp-server $got"
+  echo "$real_node_stamp" >"$REAL_NODE/.stamp"
+  step "node: installed git-mcp-server $GIT_SERVER_VERSION"
+fi
+
+# ---- 6. Python: mcp-server-fetch in .interop/real-fetch-venv (issue 21) ------------------------
+FETCH_VERSION="2026.10.24"
+FETCH_VENV="$DEST/real-fetch-venv"
+fetch_stamp="$(printf '%s %s\n' "$FETCH_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/real-fetch-constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ -x "$FETCH_VENV/bin/mcp-server-fetch" ] && [ "$(cat "$FETCH_VENV/.stamp" 2>/dev/null)" = "$fetch_stamp" ]; then
+  step "python: mcp-server-fetch $FETCH_VERSION already installed in .interop/real-fetch-venv, skipping"
+else
+  step "python: installing mcp-server-fetch $FETCH_VERSION into .interop/real-fetch-venv"
+  rm -rf "$FETCH_VENV"
+  python3 -m venv "$FETCH_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$FETCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/real-fetch-constraints.txt" "mcp-server-fetch==$FETCH_VERSION"
+  echo "$fetch_stamp" >"$FETCH_VENV/.stamp"
+  step "python: installed mcp-server-fetch $FETCH_VERSION"
+fi
+
+# ---- 7. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
 # The TypeScript SDK v2 client, the Inspector (its --cli) and mcporter, pinned exactly in
 # fixtures/interop/clients-node/package.json + package-lock.json. npm ci runs in the directory
 # itself (with --prefix through the .interop symlink npm misreads the lock's root).

@@ -252,13 +252,17 @@ fn transport_classes(server: &Server) -> [Value; 4] {
                 if o.step_up {
                     v["step_up"] = json!(true);
                 }
+                // Only when set: other blocks keep their fingerprints.
+                if o.grant == crate::config::Grant::DeviceCode {
+                    v["grant"] = json!(o.grant.name());
+                }
                 // Where keys and assertions come from and go to (the IdP
                 // is sent the ID token): only when set, so that the
                 // fingerprints of blocks without them stay what they were.
                 let m = &o.machine;
                 if *m != crate::config::Machine::default() {
                     v["machine"] = json!({
-                        "grant": m.grant_name(o.client_credentials),
+                        "grant": o.grant.name(),
                         "key": m.client_key_file.as_ref().map(|p| p.display().to_string()),
                         "assertion": match &m.assertion {
                             Some(Assertion::File(p)) => json!(["file", p.display().to_string()]),
@@ -293,18 +297,44 @@ fn transport_classes(server: &Server) -> [Value; 4] {
                     }
                 ]),
                 json!(headers),
-                json!({"mode": server.auth_mode(),
-                       "bearer_var": h.bearer_token_env_var}),
+                auth_class(server, h),
                 json!(oauth),
             ]
         }
     }
 }
 
+/// How an HTTP server authenticates, for its fingerprint: the mode, the
+/// bearer variable, and the credential commands' argvs (when there are
+/// any: they run on this machine, so changing one needs a new approval).
+fn auth_class(server: &Server, h: &crate::config::Http) -> Value {
+    let mut v = json!({"mode": server.auth_mode(),
+                       "bearer_var": h.bearer_token_env_var});
+    if let Some(argv) = &h.token_command {
+        v["token_command"] = json!(argv);
+    }
+    if !h.headers_command.is_empty() {
+        let mut cmds = h.headers_command.clone();
+        for (k, _) in &mut cmds {
+            k.make_ascii_lowercase();
+        }
+        cmds.sort();
+        v["headers_command"] = json!(cmds);
+    }
+    v
+}
+
 /// The fingerprint of a server's launch spec (see the module docs).
 pub(crate) fn fingerprint(server: &Server) -> String {
     let parts = classes(server);
-    let all = serde_json::to_string(&parts).unwrap_or_default();
+    let mut all = serde_json::to_string(&parts).unwrap_or_default();
+    // The config's `tools` filter decides what the launch exposes, so it
+    // is pinned too; only when set, so other fingerprints stay as they
+    // were (no class digit: the class digits say what is launched).
+    if let Some(f) = &server.tools {
+        let filter = json!({"tools": {"allow": f.allow, "deny": f.deny}});
+        all.push_str(&filter.to_string());
+    }
     let mut out = hex(&Sha256::digest(all.as_bytes()))[..16].to_string();
     for p in &parts {
         let s = serde_json::to_string(p).unwrap_or_default();
@@ -338,6 +368,7 @@ mod tests {
             tool_timeout: None,
             protocol: crate::mcp::Choice::Auto,
             disabled: false,
+            tools: None,
         }
     }
 
@@ -490,6 +521,55 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The server of a one-server config with these `url`-level keys.
+    fn http_with(keys: &str) -> Server {
+        let text = format!(
+            r#"{{"mcpServers": {{"a": {{"url": "https://x.example/mcp", {keys}}}}}}}"#
+        );
+        let c = crate::config::validate(
+            &text,
+            std::path::Path::new("t.json"),
+            std::path::Path::new("/"),
+            false,
+            &|_| Some("v".into()),
+        );
+        c.entries[0].server.clone().expect("a valid entry")
+    }
+
+    /// The credential command runs on this machine: its argv is pinned.
+    /// The device grant changes the fingerprint; a block without it keeps
+    /// the one it had.
+    #[test]
+    fn the_token_command_and_the_device_grant_are_in_the_fingerprint() {
+        let cmd = |argv: &str| {
+            let s = http_with(&format!(r#""token_command": {argv}"#));
+            assert_eq!(s.auth_mode(), "command");
+            fingerprint(&s)
+        };
+        let op = cmd(r#"["op", "read", "op://v/i/token"]"#);
+        assert_ne!(op, cmd(r#"["op", "read", "op://v/other/token"]"#));
+        assert_ne!(op, cmd(r#"["/tmp/op", "read", "op://v/i/token"]"#));
+        let header = |argv: &str| {
+            fingerprint(&http_with(&format!(
+                r#""headers_command": {{"X-Api-Key": {argv}}}"#
+            )))
+        };
+        let key = header(r#"["pass", "show", "k"]"#);
+        assert_ne!(key, header(r#"["pass", "show", "other"]"#));
+        assert_ne!(key, fingerprint(&http_with(r#""headers": {}"#)));
+        let plain = fingerprint(&with_oauth(r#"{"client_id": "c"}"#));
+        assert_eq!(plain, "02886da123d923564401");
+        let device = fingerprint(&with_oauth(
+            r#"{"client_id": "c", "grant": "device_code"}"#,
+        ));
+        assert_ne!(device, plain);
+        // Refresh is how, not what: it does not change what is reached.
+        let auto = fingerprint(&with_oauth(
+            r#"{"client_id": "c", "refresh": "auto"}"#,
+        ));
+        assert_eq!(auto, plain);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
@@ -121,10 +121,110 @@ fn open_file(path: &Path) -> std::result::Result<File, String> {
     Ok(file)
 }
 
+/// What the journal must still close if a signal ends the run: the calls
+/// requested and not yet ended, and the servers started (or connected)
+/// and not yet closed. Kept whether or not a journal is open (it is
+/// small), so that the record never depends on the order of start-up.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    calls: Vec<(u64, String, String, Instant)>,
+    servers: Vec<String>,
+    /// Set once a signal is being handled: the signal thread writes the
+    /// last events; the others' are dropped, so each call ends once.
+    stopped: bool,
+}
+
+static OPEN: Mutex<Open> = Mutex::new(Open {
+    next: 0,
+    calls: vec![],
+    servers: vec![],
+    stopped: false,
+});
+
+fn open_state() -> std::sync::MutexGuard<'static, Open> {
+    OPEN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A call between `call_requested` and its outcome; dropping it ends
+/// that span (the executor journals the outcome itself).
+pub(crate) struct PendingCall(u64);
+
+/// Notes a requested call until the guard is dropped; a signal in the
+/// meantime journals it as `interrupted` ([`interrupted`]).
+pub(crate) fn call_pending(server: &str, tool: &str) -> PendingCall {
+    let mut o = open_state();
+    o.next += 1;
+    let key = o.next;
+    o.calls.push((key, server.to_string(), tool.to_string(), Instant::now()));
+    PendingCall(key)
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        open_state().calls.retain(|c| c.0 != self.0);
+    }
+}
+
+/// Called by the signal thread as soon as a termination signal arrives:
+/// every pending call ends with an `error` event of code `interrupted`
+/// naming the signal, and no other thread writes after that.
+pub(crate) fn interrupted(signal: &str) {
+    let calls = {
+        let mut o = open_state();
+        o.stopped = true;
+        std::mem::take(&mut o.calls)
+    };
+    for (_, server, tool, started) in calls {
+        write(
+            "error",
+            json!({"server": server, "tool": tool,
+                   "duration_ms": started.elapsed().as_millis() as u64,
+                   "code": crate::error::Kind::Signal(0).name(),
+                   "signal": signal}),
+        );
+    }
+}
+
+/// Called by the signal thread once it has ended the servers: a
+/// `server_closed` event (how: `signal`) for each server still open.
+pub(crate) fn closed_by_signal(signal: &str) {
+    let servers = std::mem::take(&mut open_state().servers);
+    for server in servers {
+        write(
+            "server_closed",
+            json!({"server": server, "how": "signal", "signal": signal}),
+        );
+    }
+}
+
 /// Appends one event. `fields` must be a JSON object; it must not hold
 /// secrets. A failing write is reported once on stderr and otherwise
-/// ignored: the journal never changes what a command does.
+/// ignored: the journal never changes what a command does. A started or
+/// connected server is noted as open until its `server_closed`.
 pub(crate) fn event(kind: &str, fields: Value) {
+    {
+        let mut o = open_state();
+        if o.stopped {
+            return;
+        }
+        let server = fields.get("server").and_then(Value::as_str);
+        match (kind, server) {
+            ("server_spawned" | "server_connected", Some(s)) => {
+                o.servers.push(s.to_string());
+            }
+            ("server_closed", Some(s)) => {
+                if let Some(i) = o.servers.iter().position(|x| x == s) {
+                    o.servers.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    write(kind, fields);
+}
+
+fn write(kind: &str, fields: Value) {
     let Some(j) = JOURNAL.get() else { return };
     let Ok(mut j) = j.lock() else { return };
     let mut line = Map::new();

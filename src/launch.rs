@@ -47,6 +47,8 @@ pub(crate) struct Settings {
     pub(crate) roots: Vec<std::path::PathBuf>,
     /// `--no-sandbox SERVER`: sandboxes the operator lifts for this run.
     pub(crate) no_sandbox: Vec<String>,
+    /// `--refresh`: refresh an expired or refused OAuth token.
+    pub(crate) refresh: bool,
 }
 
 /// A server the operator typed on the command line.
@@ -79,6 +81,8 @@ pub(crate) struct Context {
     max_message: usize,
     pub(crate) lookup: fn(&str) -> Option<String>,
     step_up: bool,
+    /// `--refresh`: refresh an expired or refused OAuth token.
+    refresh: bool,
     protocol: Option<crate::mcp::Choice>,
     /// The name of the ad-hoc server, which the allowlist does not gate.
     adhoc: Option<String>,
@@ -162,6 +166,8 @@ impl Context {
                 entries: vec![],
                 diagnostics: vec![],
                 file_ok: true,
+                editor: None,
+                predefined: vec![],
             },
             allow: Ok(Allowlist::default()),
             startup: g.startup_timeout,
@@ -169,6 +175,7 @@ impl Context {
             max_message: g.max_message.unwrap_or(DEFAULT_MAX_MESSAGE),
             lookup,
             step_up: g.step_up,
+            refresh: g.refresh,
             protocol: g.protocol,
             adhoc: None,
             client: std::sync::Arc::new(crate::session::Declines),
@@ -178,6 +185,11 @@ impl Context {
     }
 
     /// Whether `name` is the ad-hoc server typed on the command line.
+    /// The ad-hoc server's name, when one was typed.
+    pub(crate) fn adhoc_name(&self) -> Option<&str> {
+        self.adhoc.as_deref()
+    }
+
     fn is_adhoc(&self, name: &str) -> bool {
         self.adhoc.as_deref() == Some(name)
     }
@@ -352,9 +364,16 @@ impl Context {
             path,
             spec.cwd_path.as_deref(),
             &self.roots,
-            &self.lookup,
+            &|n: &str| self.lookup_for_servers(n),
         )
         .map(Some)
+    }
+
+    /// How a server's templates are expanded: the editor's predefined
+    /// variables of its file first (`${workspaceFolder}`), then the
+    /// environment.
+    fn lookup_for_servers(&self, name: &str) -> Option<String> {
+        self.config.predefined(name).or_else(|| (self.lookup)(name))
     }
 
     /// Checks, starts and initializes a server.
@@ -367,9 +386,10 @@ impl Context {
             .transport
         {
             Transport::Stdio(spec) => {
+                let lookup = |n: &str| self.lookup_for_servers(n);
                 let argv =
-                    spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
-                let env = stdio::child_env(spec, &self.lookup)
+                    spec.argv(&lookup).map_err(|e| e.for_server(name))?;
+                let env = stdio::child_env(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
                 let sandbox = self
                     .sandbox(name, spec, &argv.0, &env)
@@ -387,13 +407,21 @@ impl Context {
                 )
             }
             Transport::Http(spec) => {
-                let headers = http::headers(spec, &self.lookup)
+                let lookup = |n: &str| self.lookup_for_servers(n);
+                let mut headers = http::headers(spec, &lookup)
                     .map_err(|e| e.for_server(name))?;
+                for (k, argv) in &spec.headers_command {
+                    let v = crate::auth::command::header(name, k, argv)?;
+                    headers.push((k.to_ascii_lowercase(), v.expose().into()));
+                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
                     self.lookup,
-                    self.step_up,
+                    crate::auth::Inline {
+                        step_up: self.step_up,
+                        refresh: self.refresh,
+                    },
                 )
                 .map_err(|e| e.for_server(name))?;
                 let limits = http::Limits::new(self.max_message);
@@ -403,14 +431,16 @@ impl Context {
                 )
             }
         };
-        Session::open(
+        let mut s = Session::open(
             name,
             transport,
             self.protocol.unwrap_or(server.protocol),
             &deadline,
             self.request_timeout(server),
             std::sync::Arc::clone(&self.client),
-        )
+        )?;
+        s.filter_tools(server.tools.clone());
+        Ok(s)
     }
 }
 
@@ -441,6 +471,8 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
                 url_text: raw.clone(),
                 headers: vec![],
                 bearer_token_env_var: None,
+                token_command: None,
+                headers_command: vec![],
                 oauth: None,
             }))
         }
@@ -452,6 +484,7 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
         tool_timeout: None,
         protocol: crate::mcp::Choice::Auto,
         disabled: false,
+        tools: None,
     };
     Ok(Config {
         path: std::path::PathBuf::from("(command line)"),
@@ -461,5 +494,7 @@ fn adhoc_config(a: &Adhoc) -> Result<Config> {
         }],
         diagnostics: vec![],
         file_ok: true,
+        editor: None,
+        predefined: vec![],
     })
 }

@@ -81,16 +81,15 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Prints the error once: a line on stderr, plus a JSON object with
-/// `--json` so scripts need not parse prose.
+/// Prints the error once: a line on stderr or, with `--json`, a JSON
+/// object as the only line (its `message` is the same text), so scripts
+/// need not parse prose or skip a line.
 fn report(e: &error::Error, json: bool) {
-    if !e.is_reported() {
-        msg::error(&e.to_string());
-    }
-
     if json {
         let obj = serde_json::json!({"error": e.to_json()});
         msg::line(&obj.to_string());
+    } else if !e.is_reported() {
+        msg::error(&e.to_string());
     }
 }
 
@@ -146,21 +145,29 @@ fn run_set_up(
         Command::Lock { servers, check, format } => {
             cmd::lock::run(ctx, servers, *check, *format, &s.lock_path)
         }
-        Command::List { servers, show } => {
-            cmd::list::run(ctx, servers, *show, json, exec.lock.as_ref())
-        }
-        Command::Batch => cmd::batch::run(ctx, exec),
-        Command::Login { server, no_browser, refresh } => cmd::auth::login(
+        Command::List { servers, show } => cmd::list::run(
             ctx,
-            server,
-            cmd::auth::LoginOptions {
-                no_browser: *no_browser,
-                refresh: *refresh,
-                timeout: g.timeout,
-            },
+            servers,
+            *show,
             json,
-            &setup::lookup,
+            exec.lock.as_ref(),
+            g.grep.as_deref(),
         ),
+        Command::Batch => cmd::batch::run(ctx, exec),
+        Command::Login { server, no_browser, refresh, device } => {
+            cmd::auth::login(
+                ctx,
+                server,
+                cmd::auth::LoginOptions {
+                    no_browser: *no_browser,
+                    refresh: *refresh,
+                    device: *device,
+                    timeout: g.timeout,
+                },
+                json,
+                &setup::lookup,
+            )
+        }
         Command::Discover { server } => cmd::auth::discover(ctx, server, json),
         Command::Call { target, pairs, args, save } => cmd::call::run(
             ctx,
@@ -169,7 +176,8 @@ fn run_set_up(
             pairs,
             args.as_deref(),
             save.as_deref(),
-            json,
+            // --json is --output json.
+            if json { render::Output::Json } else { g.output },
         ),
         Command::Resources { server } => {
             cmd::bridges::list_one(ctx, server, only(false, true, false), json)

@@ -15,6 +15,44 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::out;
 
+/// What `call` prints of a tool result (`--output`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Each content block, then the structured content unless a text
+    /// block already carries it.
+    #[default]
+    Auto,
+    /// The content blocks only.
+    Text,
+    /// The structured content only, as JSON (an error when there is none).
+    Structured,
+    /// The result object as `--json` prints it, indented.
+    Json,
+    /// The result object on one line (for JSON Lines), members as
+    /// received, bounded by `--max-output`.
+    Raw,
+}
+
+impl Output {
+    pub(crate) const NAMES: [&'static str; 5] =
+        ["auto", "text", "structured", "json", "raw"];
+}
+
+impl std::str::FromStr for Output {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Output, String> {
+        Ok(match s {
+            "auto" => Output::Auto,
+            "text" => Output::Text,
+            "structured" => Output::Structured,
+            "json" => Output::Json,
+            "raw" => Output::Raw,
+            _ => return Err(format!("unknown output '{s}'")),
+        })
+    }
+}
+
 /// Where saved content goes, if anywhere.
 #[derive(Debug)]
 pub(crate) struct Saver<'a> {
@@ -211,10 +249,12 @@ pub(crate) fn block(b: &Value, saver: &mut Saver<'_>) -> Result<String> {
 /// content follows only when no text block already carries it: as its
 /// JSON text, or as the text that `{"result": …}` wraps (the Python SDK
 /// and fastmcp wrap a non-object return value so).
+/// With `--output text`, the blocks only.
 pub(crate) fn tool_result(
     kept: &Value,
     whole: &Value,
     saver: &mut Saver<'_>,
+    output: Output,
 ) -> Result<String> {
     // Borrowed, never copied: a result may be as large as a message.
     fn blocks(r: &Value) -> &[Value] {
@@ -234,9 +274,10 @@ pub(crate) fn tool_result(
     let texts: Vec<&str> =
         whole.iter().filter_map(|b| b.get("text")?.as_str()).collect();
     let repeated = |sc: &Value| {
+        let sc_bare = without_nulls(sc);
         texts.iter().any(|t| {
             let parsed = serde_json::from_str::<Value>(t).ok();
-            parsed.as_ref() == Some(sc)
+            parsed.as_ref().map(without_nulls).as_ref() == Some(&sc_bare)
                 || sc.as_object().is_some_and(|m| {
                     m.len() == 1
                         && m.get("result").is_some_and(|r| {
@@ -246,12 +287,31 @@ pub(crate) fn tool_result(
         })
     };
     if let Some(sc) = result.get("structuredContent")
+        && output != Output::Text
         && !repeated(sc)
     {
         text.push_str(&serde_json::to_string_pretty(sc).unwrap_or_default());
         text.push('\n');
     }
     Ok(text)
+}
+
+/// `v` without the object members whose value is `null`, at any depth:
+/// a server may write the same object as text and as structured content
+/// with its unset fields present in one and absent from the other
+/// (git-mcp-server's `git_commit`). Key order never matters: objects are
+/// compared as maps.
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 /// One item of `resources/read` contents (text or blob). `save_text`:

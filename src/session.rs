@@ -148,6 +148,8 @@ pub(crate) struct Session {
     answers: Option<Map<String, Value>>,
     /// When the request in flight was sent (for the progress line).
     started: std::time::Instant,
+    /// The config's `tools` filter: the tools hidden from every command.
+    tool_filter: Option<crate::config::ToolFilter>,
 }
 
 impl std::fmt::Debug for Session {
@@ -180,6 +182,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
+            tool_filter: None,
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -420,7 +423,9 @@ impl Session {
     }
 
     /// Sends a request and waits for its result under the per-request
-    /// deadline, named after the method (or `what`).
+    /// deadline, named after the method (or `what`). (`list_all` asks
+    /// through [`Self::answer_with`], to tell -32601 apart.)
+    #[allow(dead_code)]
     pub(crate) fn request(
         &mut self,
         method: &str,
@@ -453,32 +458,45 @@ impl Session {
     fn request_with(
         &mut self,
         method: &str,
-        mut params: Value,
+        params: Value,
         headers: &[(String, String)],
         d: &Deadline,
     ) -> Result<Value> {
+        let modern = self.modern();
+        self.answer_with(method, params, headers, d)?.map_err(|e| {
+            let mut text = e.describe();
+            if modern && e.wants_handshake_era() {
+                text.push_str(
+                    "; in the handshake era the server can ask this while \
+                     the call runs: try --protocol legacy (or \"protocol\": \
+                     \"legacy\" in the server's entry)",
+                );
+            }
+            Error::server(text)
+        })
+    }
+
+    /// [`Self::request_with`], with the server's JSON-RPC error apart so
+    /// that a caller can tell one code from another.
+    fn answer_with(
+        &mut self,
+        method: &str,
+        mut params: Value,
+        headers: &[(String, String)],
+        d: &Deadline,
+    ) -> Result<Answer> {
         if !self.modern() {
-            return self
-                .exchange(method, params, headers, d)?
-                .map_err(|e| Error::server(e.describe()));
+            return self.exchange(method, params, headers, d);
         }
         self.modern_meta(&mut params);
         let original = params.clone();
         for round in 0.. {
-            let result =
-                self.exchange(method, params, headers, d)?.map_err(|e| {
-                    let mut text = e.describe();
-                    if e.wants_handshake_era() {
-                        text.push_str(
-                            "; in the handshake era the server can ask this \
-                             while the call runs: try --protocol legacy (or \
-                             \"protocol\": \"legacy\" in the server's entry)",
-                        );
-                    }
-                    Error::server(text)
-                })?;
+            let result = match self.exchange(method, params, headers, d)? {
+                Ok(result) => result,
+                Err(e) => return Ok(Err(e)),
+            };
             match mcp::result_type(&result) {
-                ResultType::Complete => return Ok(result),
+                ResultType::Complete => return Ok(Ok(result)),
                 ResultType::Unknown(t) => {
                     return Err(Error::server(format!(
                         "{method}: unknown resultType '{}'",
@@ -793,8 +811,44 @@ impl Session {
         }
     }
 
-    /// Follows `nextCursor` through every page of a list method.
+    /// Narrows the tools this session exposes to what `filter` admits
+    /// (the config's `tools`); `list_all(Tools)` applies it, so no
+    /// command sees, calls or locks a hidden tool.
+    pub(crate) fn filter_tools(
+        &mut self,
+        filter: Option<crate::config::ToolFilter>,
+    ) {
+        self.tool_filter = filter;
+    }
+
+    /// [`Self::list_pages`], with the config's `tools` filter applied to
+    /// the tools.
     pub(crate) fn list_all(&mut self, list: mcp::List) -> Result<Listing> {
+        let mut l = self.list_pages(list)?;
+        if let (mcp::List::Tools, Some(f)) = (list, &self.tool_filter) {
+            let before = l.items.len();
+            l.items.retain(|t| {
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| f.admits(n))
+            });
+            msg::debug(&format!(
+                "server '{}': the config's \"tools\" hides {} of {} tools",
+                self.name,
+                before - l.items.len(),
+                before
+            ));
+        }
+        Ok(l)
+    }
+
+    /// Follows `nextCursor` through every page of a list method. A
+    /// server that answers the first page with -32601 (method not found)
+    /// offers no such list: that is an empty list (said with `-v`), since
+    /// every list but `tools` is optional (the reference
+    /// `mcp-server-sqlite` declares `resources` and has no
+    /// `resources/templates/list`). Any other error names the request.
+    fn list_pages(&mut self, list: mcp::List) -> Result<Listing> {
         let (method, key) = (list.method(), list.key());
         let mut l = Listing::default();
         let mut cursor: Option<String> = None;
@@ -804,7 +858,30 @@ impl Session {
         for page in 1..=MAX_PAGES {
             let params = mcp::List::page_params(cursor.as_deref());
             let what = format!("{method} (page {page})");
-            let r = self.request(method, params, &what)?;
+            let d = Deadline::new(&what, self.request_timeout);
+            let r = match self.answer_with(method, params, &[], &d) {
+                Ok(Ok(r)) => r,
+                Ok(Err(e))
+                    if page == 1
+                        && e.code == Some(mcp::code::METHOD_NOT_FOUND) =>
+                {
+                    msg::debug(&format!(
+                        "server '{}': {method}: not offered (-32601); \
+                         taken as an empty list",
+                        self.name
+                    ));
+                    l.complete = true;
+                    return Ok(l);
+                }
+                Ok(Err(e)) => {
+                    return Err(Error::server(format!(
+                        "{method}: {}",
+                        e.describe()
+                    ))
+                    .for_server(&self.name));
+                }
+                Err(e) => return Err(e.for_server(&self.name)),
+            };
             if let Some(ms) = r.get("ttlMs").and_then(Value::as_u64) {
                 let ttl = Duration::from_millis(ms);
                 l.ttl = Some(l.ttl.map_or(ttl, |t| t.min(ttl)));

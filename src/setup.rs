@@ -65,6 +65,7 @@ fn settings(g: &cli::Global) -> launch::Settings {
         protocol: g.protocol,
         roots: g.client.roots.clone(),
         no_sandbox: g.no_sandbox.clone(),
+        refresh: g.refresh,
     }
 }
 
@@ -90,7 +91,20 @@ fn policy(g: &cli::Global) -> Result<executor::Policy> {
             .map_err(|e| error::Error::usage(format!("{src}: {e}")))?;
         hooks.push(argv);
     }
+    let mut approve = g.approve.clone();
+    // RIVUMI_MCP_APPROVE: patterns separated by commas or white space,
+    // read from the invoking environment only (never a project file).
+    let env_approve = lookup(executor::APPROVE_VAR).unwrap_or_default();
+    for p in
+        env_approve.split([',', ' ', '\t', '\n']).filter(|p| !p.is_empty())
+    {
+        crate::tool::check_approve_pattern(p).map_err(|e| {
+            error::Error::usage(format!("{}: {e}", executor::APPROVE_VAR))
+        })?;
+        approve.push(p.to_string());
+    }
     Ok(executor::Policy {
+        approve,
         yes: g.yes,
         read_only: g.read_only,
         hooks,

@@ -305,6 +305,15 @@ pub(crate) fn end_session(sid: i32, grace: Duration) -> usize {
     found.len()
 }
 
+/// The width of the terminal on stdout, in columns; `None` when stdout
+/// is not a terminal (or says 0).
+pub(crate) fn stdout_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ writes one winsize we own; fd 1 is only queried.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
 fn signal_set() -> libc::sigset_t {
@@ -339,6 +348,12 @@ pub(crate) fn install_signal_thread() {
             if rc != 0 {
                 return;
             }
+            let name = match sig {
+                libc::SIGINT => "SIGINT",
+                libc::SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            crate::journal::interrupted(name);
             // Requests in flight are cancelled on the wire first, while
             // their servers still run.
             if run_interrupt_hooks() {
@@ -363,12 +378,8 @@ pub(crate) fn install_signal_thread() {
             for &g in &groups {
                 end_session(g, Duration::from_millis(200));
             }
+            crate::journal::closed_by_signal(name);
             let code = crate::error::Kind::Signal(sig).exit_code();
-            let name = match sig {
-                libc::SIGINT => "SIGINT",
-                libc::SIGTERM => "SIGTERM",
-                _ => "SIGHUP",
-            };
             crate::msg::error(&format!(
                 "interrupted by {name}; closed {} server(s)",
                 groups.len()

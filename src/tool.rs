@@ -179,6 +179,58 @@ pub(crate) fn require(
     .for_server(server))
 }
 
+/// Whether `name` matches the glob `pattern`: `*` is any run of
+/// characters (none included), `?` one character, everything else itself,
+/// case-sensitively. Iterative, with one backtrack point, so a hostile
+/// pattern costs O(pattern × name) at worst.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(c) if *c == '?' || *c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// Checks an `--approve` pattern: a qualified tool name
+/// (`mcp__SERVER__TOOL`) in which `*` and `?` may stand for characters.
+/// Anything else would never match a qualified name, and an approval that
+/// silently approves nothing is a trap.
+pub(crate) fn check_approve_pattern(
+    p: &str,
+) -> std::result::Result<(), String> {
+    if p.starts_with("mcp__")
+        && p.len() > 5
+        && !p.chars().any(char::is_whitespace)
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "'{}' is not a qualified tool name pattern (mcp__SERVER__TOOL, with \
+         * and ? as wildcards, e.g. mcp__sqlite__read_query or mcp__fs__*)",
+        term::clip(&term::line(p), 80)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -239,5 +291,22 @@ mod tests {
         assert!(e.contains("needs an argument: missing b"), "{e}");
         args.insert("b".into(), json!(2));
         assert!(check_required("srv", &t[0], &args).is_ok());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("mcp__fs__*", "mcp__fs__read_file"));
+        assert!(glob_match("mcp__fs__*", "mcp__fs__"));
+        assert!(!glob_match("mcp__fs__*", "mcp__fsx__read"));
+        assert!(glob_match("mcp__*__read_*", "mcp__a__read_x"));
+        assert!(glob_match("mcp__a__?", "mcp__a__b"));
+        assert!(!glob_match("mcp__a__?", "mcp__a__bc"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+        assert!(glob_match("*a*a*a*b", &format!("{}b", "a".repeat(50))));
+        assert!(!glob_match("*a*a*a*b", &"a".repeat(5000)));
+        assert!(check_approve_pattern("mcp__sqlite__read_query").is_ok());
+        assert!(check_approve_pattern("read_query").is_err());
+        assert!(check_approve_pattern("mcp__").is_err());
     }
 }

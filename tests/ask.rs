@@ -39,8 +39,11 @@ fn asking(test: &str, asks: &[Value]) -> Dir {
 
 /// `call -y demo echo text=x ARGS`, without a terminal.
 fn call(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut all = vec!["call", "-y", "demo", "echo", "text=x"];
+    // The options first: some run a program, which may not follow an
+    // operand a server could have chosen.
+    let mut all = vec!["call", "-y"];
     all.extend_from_slice(args);
+    all.extend_from_slice(&["demo", "echo", "text=x"]);
     let mut c = run_allowed(dir, "demo", &all);
     c.env_remove("RIVUMI_MCP_SAMPLING_COMMAND");
     c
@@ -364,7 +367,7 @@ fn sampling_is_approved_at_the_terminal() {
     let dir = asking("ask_tty_sampling", &[sampling]);
     let model = sampling_model(&dir, "m", "hi");
     let model = model.to_str().unwrap();
-    let args = ["call", "demo", "echo", "text=x", "--sampling-command", model];
+    let args = ["call", "--sampling-command", model, "demo", "echo", "text=x"];
     let out = on_terminal(&dir, &args, "y\r");
     assert_contains(&out.stdout, "asks for a model completion");
     assert_contains(&out.stdout, "  user: Say hi\n");

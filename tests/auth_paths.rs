@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use crate::util::http::Request;
 use crate::util::oauth::{
     CLIENT, HINTED_PRM_PATH, LIST_OUT, LOGIN_ARGS, OAuthSite, PrmAt,
-    SiteOptions, browser_url, config, creds, form_decode, last_line,
-    open_this, param, query, read_json, wait_until, web_command,
+    SiteOptions, browser_url, config, creds, expire_stored_token, form_decode,
+    last_line, open_this, param, query, read_json, wait_until, web_command,
     write_browser,
 };
 use crate::util::{Dir, Output, TestCommand, assert_contains};
@@ -1156,14 +1156,7 @@ fn an_expired_token_is_never_refreshed_silently() {
     let (dir, auth, mcp) =
         logged_in_with_refresh("auth_paths_no_silent_refresh", |a| a, bare());
     // Expire it in the file (mode and link count unchanged).
-    let p = creds(&dir);
-    let mut v = read_json(&p);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    v["servers"]["web"]["expires_at"] = json!(now - 60);
-    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    expire_stored_token(&dir);
     let seen = mcp.requests().len();
     for args in [
         &["list", "web"][..],

@@ -277,24 +277,28 @@ fn resources_lists_resources_and_templates() {
             vec![
                 "resource fixture://docs/readme",
                 "text/plain",
+                "readme",
                 "A short readme."
             ],
             vec![
                 "resource fixture://docs/guide",
                 "text/markdown",
+                "guide",
                 "A markdown guide."
             ],
             vec![
                 "resource fixture://bin/blob",
                 "application/octet-stream",
+                "blob",
                 "Bytes 0-255."
             ],
             vec![
                 "resource fixture://docs/ansi",
                 "text/plain",
+                "ansi",
                 "Text full of escapes."
             ],
-            vec!["template fixture://docs/{name}"],
+            vec!["template fixture://docs/{name}", "doc"],
         ]
     );
     assert_eq!(out.stderr, "");

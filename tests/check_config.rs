@@ -621,10 +621,11 @@ fn json_output_shape() {
         })
     );
     assert_eq!(servers[3]["valid"], true);
-    // The error line on stderr is prose plus the JSON error object.
+    // The error on stderr is the JSON error object alone.
     let err: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(err[0], "rivumi-mcp: .mcp.json: invalid (1 error)");
-    let obj: Value = serde_json::from_str(err[1]).unwrap();
+    assert_eq!(err.len(), 1, "{}", out.stderr);
+    let obj: Value = serde_json::from_str(err[0]).unwrap();
+    assert_eq!(obj["error"]["message"], ".mcp.json: invalid (1 error)");
     assert_eq!(obj["error"]["code"], "failed");
     assert_eq!(obj["error"]["exit_code"], 1);
 }

@@ -148,18 +148,15 @@ fn options_before_and_after_the_command_mean_the_same() {
 }
 
 #[test]
-fn json_usage_error_adds_a_json_object() {
+fn json_usage_error_is_one_json_object() {
     let dir = Dir::new("cli_json_usage_error");
     let out = dir.command(["--json", "lst"]).assert_exit(2);
     assert_eq!(out.stdout, "");
+    // The JSON object is the only line: no prose line before it.
     let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 2, "{}", out.stderr);
-    assert_eq!(
-        lines[0],
-        "rivumi-mcp: unrecognized command 'lst'; did you mean 'list'?"
-    );
-    let v: serde_json::Value = serde_json::from_str(lines[1])
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", lines[1]));
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(lines[0])
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", lines[0]));
     assert_eq!(
         v,
         serde_json::json!({"error": {
@@ -171,8 +168,8 @@ fn json_usage_error_adds_a_json_object() {
     );
     // Also when the file is missing.
     let out = dir.command(["check-config", "--json"]).assert_exit(2);
-    let last = out.stderr.lines().last().unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
     assert_eq!(v["error"]["code"], "usage");
     assert_contains(v["error"]["message"].as_str().unwrap(), ".mcp.json");
 }
@@ -283,14 +280,27 @@ fn one_server_chosen_word_never_runs_a_program() {
             .run();
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(!mark.exists(), "-- did not end the options");
-    // Two words after the operands: the operator typed both.
+    // Two words after an operand: refused too (two words from a server
+    // could spell them), and so are --stdio and --http there.
+    for args in [
+        vec!["prompt", "demo", "greet", "name=Ann", "--pre-tool-hook", &hook],
+        vec!["call", "demo", "echo", "--sampling-command", &hook],
+        vec!["read", "demo", "fixture://x", "--stdio", &hook],
+        vec!["call", "mcp__demo__echo", "--http", "http://127.0.0.1:1/"],
+    ] {
+        let out = run_allowed(&dir, "demo", &args).run();
+        let line = assert_usage_error(&out);
+        assert_contains(&line, "must come before the operands");
+        assert!(!mark.exists(), "{args:?} ran a program");
+    }
+    // Before the operands: the operator typed both.
     run_allowed(
         &dir,
         "demo",
-        &["prompt", "demo", "greet", "name=Ann", "--pre-tool-hook", &hook],
+        &["prompt", "--pre-tool-hook", &hook, "demo", "greet", "name=Ann"],
     )
     .assert_exit(0);
-    assert!(mark.exists(), "the hook given as two words did not run");
+    assert!(mark.exists(), "the hook given before the operands did not run");
 }
 
 /// #22 item 10: --pre-tool-hook and --stdio split as POSIX sh splits

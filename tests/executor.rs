@@ -25,10 +25,15 @@ const ANSI_TEXT: &str = "red:\u{1b}[31mRED\u{1b}[0m \
 const ANSI_SHOWN: &str = "red:\\x1b[31mRED\\x1b[0m \
     osc:\\x1b]8;;http://evil/\\x07link\\x1b]8;;\\x07 bidi:<U+202E>abc";
 
-/// The message of an execute call denied for want of a terminal.
-const NO_TERMINAL: &str = "is classified execute and needs approval, but \
-    there is no terminal to ask; pass --yes (or --approve execute) to \
-    approve it";
+/// The message of an execute call of `tool` (on `demo`) denied for want
+/// of a terminal.
+fn no_terminal(tool: &str) -> String {
+    format!(
+        "rivumi-mcp: server 'demo': '{tool}' is classified execute and needs \
+         approval, but there is no terminal to ask; pass --yes (or --approve \
+         mcp__demo__{tool}) to approve it\n"
+    )
+}
 
 /// `rivumi-mcp ARGS` with `demo` allowed and a short deadline.
 fn run(dir: &Dir, args: &[&str]) -> TestCommand {
@@ -39,7 +44,7 @@ fn run(dir: &Dir, args: &[&str]) -> TestCommand {
 
 /// `rivumi-mcp call demo echo text=hi` with the pre-tool hook `hook`.
 fn echo_with_hook(dir: &Dir, hook: &str) -> TestCommand {
-    run(dir, &["call", "demo", "echo", "text=hi", "--pre-tool-hook", hook])
+    run(dir, &["call", "--pre-tool-hook", hook, "demo", "echo", "text=hi"])
 }
 
 /// `rivumi-mcp call demo echo TEXT` with the pre-tool hook `hook` and a
@@ -49,11 +54,11 @@ fn echo_with_hook_in_1s(dir: &Dir, hook: &str, text: &str) -> TestCommand {
         dir,
         &[
             "call",
+            "--pre-tool-hook",
+            hook,
             "demo",
             "echo",
             text,
-            "--pre-tool-hook",
-            hook,
             "--hook-timeout",
             "1",
         ],
@@ -148,7 +153,7 @@ fn hook_exit_2_denies_with_its_stderr_and_nothing_is_called() {
     let hook = deny_hook(&dir, "not on my watch");
     let out = run(
         &dir,
-        &["call", "-y", "demo", "add", "a=1", "b=2", "--pre-tool-hook", &hook],
+        &["call", "-y", "--pre-tool-hook", &hook, "demo", "add", "a=1", "b=2"],
     )
     .assert_exit(7);
     assert_eq!(out.stdout, "");
@@ -312,12 +317,12 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
         &[
             "call",
             "-y",
+            "--pre-tool-hook",
+            &hook,
             "demo",
             "add",
             "a=1",
             "b:=2",
-            "--pre-tool-hook",
-            &hook,
         ],
     )
     .env("PLANT", "planted-in-hook-env")
@@ -344,7 +349,7 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
     assert_absent(&env, "planted-in-hook-env");
 
     run(&dir, &["read", "demo", "fixture://docs/readme"])
-        .args(["--pre-tool-hook", &hook])
+        .before(["--pre-tool-hook", &hook])
         .assert_exit(0);
     assert_eq!(
         read_input(),
@@ -356,7 +361,7 @@ fn hook_reads_the_request_on_stdin_in_a_sanitised_environment() {
                "transport": "stdio"})
     );
     run(&dir, &["prompt", "demo", "greet", "name=Ann"])
-        .args(["--pre-tool-hook", &hook])
+        .before(["--pre-tool-hook", &hook])
         .assert_exit(0);
     assert_eq!(
         read_input(),
@@ -379,7 +384,7 @@ fn hooks_run_for_read_tools_and_the_bridges() {
     ];
     for (args, tool) in cases {
         let out =
-            run(&dir, args).args(["--pre-tool-hook", &hook]).assert_exit(7);
+            run(&dir, args).before(["--pre-tool-hook", &hook]).assert_exit(7);
         assert_eq!(out.stdout, "");
         assert_eq!(
             out.stderr,
@@ -400,18 +405,18 @@ fn hooks_run_before_approval() {
         format!("{}: hook says no\n", hook_denial("add", &deny, "exit 2"));
     // --read-only would deny too; the hook's denial is the one reported.
     let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     assert_eq!(out.stderr, hook_line);
     // So would the missing terminal.
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     assert_eq!(out.stderr, hook_line);
     // An allowing hook hands over to approval.
     let allow = allow_hook(&dir);
     let out = run(&dir, &["call", "--read-only", "demo", "add", "a=1", "b=2"])
-        .args(["--pre-tool-hook", &allow])
+        .before(["--pre-tool-hook", &allow])
         .assert_exit(7);
     assert_eq!(
         out.stderr,
@@ -439,7 +444,7 @@ fn several_hooks_run_in_order_flags_then_environment() {
     // The words of a hook are split without a shell: 'x y' is one word.
     let a_cmd = format!("{a} 'x y'");
     let out = run(&dir, &["call", "demo", "echo", "text=hi"])
-        .args(["--pre-tool-hook", &a_cmd, "--pre-tool-hook", &b])
+        .before(["--pre-tool-hook", &a_cmd, "--pre-tool-hook", &b])
         .env("RIVUMI_MCP_PRE_TOOL_HOOK", format!("{c} env"))
         .assert_exit(0);
     assert_eq!(out.stdout, "hi\n");
@@ -449,8 +454,14 @@ fn several_hooks_run_in_order_flags_then_environment() {
     std::fs::remove_file(&log).unwrap();
     let denier = step("d", 2);
     let out = run(&dir, &["call", "demo", "echo", "text=hi"])
-        .args(["--pre-tool-hook", &a, "--pre-tool-hook", &denier])
-        .args(["--pre-tool-hook", &b])
+        .before([
+            "--pre-tool-hook",
+            &a,
+            "--pre-tool-hook",
+            &denier,
+            "--pre-tool-hook",
+            &b,
+        ])
         .env("RIVUMI_MCP_PRE_TOOL_HOOK", &c)
         .assert_exit(7);
     assert_eq!(
@@ -517,10 +528,7 @@ fn execute_without_a_terminal_is_denied_and_says_how_to_approve() {
     let (dir, rec) = demo_recording("exec_no_terminal");
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).assert_exit(7);
     assert_eq!(out.stdout, "");
-    assert_eq!(
-        out.stderr,
-        format!("rivumi-mcp: server 'demo': 'add' {NO_TERMINAL}\n")
-    );
+    assert_eq!(out.stderr, no_terminal("add"));
     assert_contains(&out.stderr, "--yes");
     // Nor with stdout on a terminal: the prompt needs stdin or stderr.
     let out = run(&dir, &["call", "demo", "add", "a=1", "b=2"]).run_on_tty();
@@ -583,10 +591,7 @@ fn classification_decides_what_runs_without_approval() {
             assert_eq!(out.code, Some(0), "{tool}: {out:?}");
         } else {
             assert_eq!(out.code, Some(7), "{tool}: {out:?}");
-            assert_eq!(
-                out.stderr,
-                format!("rivumi-mcp: server 'demo': '{tool}' {NO_TERMINAL}\n")
-            );
+            assert_eq!(out.stderr, no_terminal(tool));
         }
     }
     let called: Vec<Value> = received(&rec, "tools/call")
@@ -900,14 +905,14 @@ fn journal_records_a_whole_call_in_order() {
         &[
             "call",
             "-y",
+            "--pre-tool-hook",
+            &hook,
             "demo",
             "add",
             "a=1",
             "b=2",
             "--journal",
             "j.jsonl",
-            "--pre-tool-hook",
-            &hook,
         ],
     )
     .assert_exit(0);
@@ -1003,7 +1008,7 @@ fn journal_records_denials_and_truncation() {
     let (dir, _) = demo_recording("exec_journal_denials");
     let deny = deny_hook(&dir, "no");
     run(&dir, &["call", "demo", "echo", "text=hi", "--journal", "j"])
-        .args(["--pre-tool-hook", &deny])
+        .before(["--pre-tool-hook", &deny])
         .assert_exit(7);
     let lines = journal(&dir.path("j"));
     let hook_line = one(&lines, "hook_decision");
@@ -1451,7 +1456,7 @@ fn interrupt_hook(test: &str, signal: &str, code: i32) {
     );
     let cmd = run(
         &dir,
-        &["call", "demo", "echo", "text=hi", "--pre-tool-hook", &hook],
+        &["call", "--pre-tool-hook", &hook, "demo", "echo", "text=hi"],
     );
     let child = cmd.spawn();
     let start = Instant::now();

@@ -123,7 +123,7 @@ fn the_request_deadline_holds_between_input_requests() {
     let started = Instant::now();
     let out =
         cmd(&dir, &["call", "-y", "mcp__web__confirm", "--timeout", "4"])
-            .args(["--sampling-command", model.to_str().unwrap()])
+            .before(["--sampling-command", model.to_str().unwrap()])
             .assert_exit(5);
     let took = started.elapsed();
     assert!(took < Duration::from_secs(9), "took {took:?}: {out:?}");
@@ -207,8 +207,11 @@ fn asking(test: &str, asks: &[Value]) -> Dir {
 }
 
 fn call_demo(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut all = vec!["call", "-y", "demo", "echo", "text=x"];
+    // The options first: some run a program, which may not follow an
+    // operand a server could have chosen.
+    let mut all = vec!["call", "-y"];
     all.extend_from_slice(args);
+    all.extend_from_slice(&["demo", "echo", "text=x"]);
     let mut c = dir.command(&all);
     c.env(ALLOWLIST, "demo").timeout(Duration::from_secs(30));
     c
@@ -318,11 +321,11 @@ fn the_sampling_approval_shows_every_field_and_counts_hidden_messages() {
     let model = crate::util::sampling_model(&dir, "m", "hi");
     let args = [
         "call",
+        "--sampling-command",
+        model.to_str().unwrap(),
         "demo",
         "echo",
         "text=x",
-        "--sampling-command",
-        model.to_str().unwrap(),
     ];
     let out = crate::util::on_terminal(&dir, &args, "n\r");
     assert_contains(&out.stdout, "  user: message 20\n");

@@ -18,10 +18,16 @@ mod editors;
 mod adhoc;
 // Real MCP servers (.interop/, scripts/interop-setup.sh) over stdio.
 mod interop;
+// Servers of the second trial over stdio: the reference mcp-server-sqlite
+// (no resources/templates/list), git-mcp-server (text with nulls),
+// mcp-server-fetch (the one-tool view, a call to a loopback page).
+mod interop_trial;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.
 mod interop_oauth;
+// The device grant against a real authorization server (node-oidc-provider).
+mod interop_device;
 // A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
 mod interop_modern;
 // Real servers that answer oddly over HTTP: git-mcp-server's 500 to the
@@ -60,6 +66,9 @@ mod auth_paths;
 // The machine grants: private_key_jwt, workload identity, enterprise-managed
 // authorization, DPoP.
 mod machine_auth;
+// Logging in without a browser here (device grant, paste-back), refresh
+// the operator opted in to, credentials from a command.
+mod headless_auth;
 // Hostile callback clients, registrations bound to their server,
 // credential files of unknown shapes, already-expired tokens.
 mod hostile_auth;
@@ -68,6 +77,10 @@ mod lock;
 // The opt-in kernel sandbox of stdio servers (Linux): a hostile server
 // denied inside, the same unconfined; refusals, fingerprint, --no-sandbox.
 mod sandbox;
+// What the second trial against real servers found (issue 21), on the
+// fixture: missing optional lists, repeated output, interrupted calls,
+// script habits.
+mod trial;
 // `serve`: the gateway driven by a scripted host and by rivumi-mcp itself.
 mod serve;
 // `serve` with real hosts (SDK clients, Inspector, mcporter) and real upstreams.

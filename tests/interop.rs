@@ -152,9 +152,20 @@ fn interop_everything_asks_only_what_was_declared() {
     assert_contains(&out.stdout, "URI: file://");
     assert_contains(&out.stdout, "a%20root");
 
-    let sampling = ["--sampling-command", model];
-    let out = call(
-        &[&["trigger-sampling-request", "prompt=hi"], &sampling[..]].concat(),
+    // Before the operands: an option that runs a program may not follow
+    // one.
+    let out = t.run(
+        allow,
+        &[
+            "call",
+            "-y",
+            "--sampling-command",
+            model,
+            "everything",
+            "trigger-sampling-request",
+            "prompt=hi",
+        ],
+        0,
     );
     assert_contains(&out.stdout, "hi from the operator");
     assert_contains(&out.stdout, "\"model\": \"m1\"");

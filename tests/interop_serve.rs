@@ -190,7 +190,10 @@ fn interop_serve_inspector_cli_and_mcporter_over_stdio_and_http() {
             "{era}: {}",
             out.all()
         );
-        assert!(out.stdout.contains("--approve demo__delete_all"), "{era}");
+        assert!(
+            out.stdout.contains("--approve mcp__demo__delete_all"),
+            "{era}"
+        );
     }
     let mut cmd = dir.program(node);
     cmd.arg(&inspector)

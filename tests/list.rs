@@ -228,24 +228,28 @@ fn resources_prompts_and_all() {
         vec![
             "resource fixture://docs/readme",
             "text/plain",
+            "readme",
             "A short readme.",
         ],
         vec![
             "resource fixture://docs/guide",
             "text/markdown",
+            "guide",
             "A markdown guide.",
         ],
         vec![
             "resource fixture://bin/blob",
             "application/octet-stream",
+            "blob",
             "Bytes 0-255.",
         ],
         vec![
             "resource fixture://docs/ansi",
             "text/plain",
+            "ansi",
             "Text full of escapes.",
         ],
-        vec!["template fixture://docs/{name}"],
+        vec!["template fixture://docs/{name}", "doc"],
     ];
     let prompts: Vec<Vec<&str>> = vec![
         vec!["prompt greet", "name [style]", "Greet someone by name."],
@@ -374,6 +378,10 @@ fn failing_server_does_not_hide_the_other() {
     assert_eq!(s[1]["server"], "demo");
     assert_eq!(s[1]["ok"], true);
     assert_eq!(s[1]["tools"].as_array().unwrap().len(), 14);
+    // The one line on stderr is the error object.
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let e: Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(e["error"]["server"], "broken");
 }
 
 #[test]

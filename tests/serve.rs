@@ -266,13 +266,14 @@ fn without_elicitation_execute_is_denied_unless_approved_at_start() {
     h.initialize(json!({}));
     let r = h.call("demo__delete_all", json!({}));
     assert!(is_error(&r));
-    assert!(text(&r).contains("--approve demo__delete_all"), "{r}");
+    assert!(text(&r).contains("--approve mcp__demo__delete_all"), "{r}");
     // A read tool needs no approval.
     assert!(!is_error(&h.call("demo__echo", json!({"text": "x"}))));
     assert_eq!(h.finish(), Some(0));
     assert_eq!(received(&dir.path("rec"), "tools/call").len(), 1);
 
-    let mut h = Host::start(&dir, "demo", &["--approve", "demo__delete_*"]);
+    let mut h =
+        Host::start(&dir, "demo", &["--approve", "mcp__demo__delete_*"]);
     h.initialize(json!({}));
     assert!(!is_error(&h.call("demo__delete_all", json!({}))));
     assert!(is_error(&h.call("demo__add", json!({"a": 1, "b": 2}))));
@@ -513,7 +514,11 @@ fn dry_run_shows_what_would_be_exposed() {
     run_allowed(&dir, "", &["serve", "--dry-run"]).assert_exit(3);
     let out = run_allowed(&dir, "demo", &["serve", "--approve", "echo"])
         .assert_exit(2);
-    assert!(out.stderr.contains("names no server"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("qualified tool name pattern"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// `rivumi-mcp serve --listen 127.0.0.1:0 ARGS`, its address and token

@@ -591,7 +591,14 @@ fn ask_form(
         }
     }
     let mut summary = "\nSend these answers?\n".to_string();
-    for (k, v) in &content {
+    // In the order the fields were asked (the map is sorted by name);
+    // answers given beforehand for fields not in the form come last.
+    let asked =
+        form.fields.iter().filter_map(|f| content.get_key_value(&f.name));
+    let others = content
+        .iter()
+        .filter(|(k, _)| form.fields.iter().all(|f| f.name != **k));
+    for (k, v) in asked.chain(others) {
         summary.push_str(&format!(
             "  {}: {}\n",
             elicit::shown(k, 80),

@@ -1,9 +1,10 @@
 //! What a request to an HTTP server carries in `Authorization`, decided in
 //! one place.
 //!
-//! A server authenticates in one of three configured ways: a bearer token
-//! from the variable `bearer_token_env_var` names, a token that `login`
-//! stored for this exact URL (an `oauth` block), or nothing. A stored
+//! A server authenticates in one of four configured ways: a bearer token
+//! from the variable `bearer_token_env_var` names, a token the
+//! `token_command` prints (see `command`), a token that `login` stored for
+//! this exact URL (an `oauth` block), or nothing. A stored
 //! token bound to a DPoP key goes as `Authorization: DPoP <token>` with a
 //! fresh proof for each request's method and URL, never as Bearer; when
 //! the server asks for a DPoP nonce, [`Authorization::dpop_nonce`] takes
@@ -12,13 +13,19 @@
 //! the server refuses with 401 (or 403 `insufficient_scope`), asks
 //! [`Authorization::renew`], which runs the login flow only when the
 //! operator enabled step-up and at most [`MAX_AUTHORIZATIONS`] times in
-//! one command. The transport never starts a login itself, and the header
+//! one command. With refresh opted in (`"refresh": "auto"` or
+//! `--refresh`), an expired stored token is refreshed before the first
+//! request, and a 401 `invalid_token` (or a 401 without an error code)
+//! redeems the refresh token once and sends the request once more, before
+//! any step-up; the refresh is decided under the credential file's lock
+//! (see `flow::redeem`), so concurrent commands redeem once. The transport never starts a login itself, and the header
 //! value never leaves this type except onto the wire.
 
 use std::time::Duration;
 
 use super::dpop::Dpop;
-use super::{DEFAULT_CALLBACK_TIMEOUT, flow, keys, store};
+use super::flow::Redeem;
+use super::{DEFAULT_CALLBACK_TIMEOUT, Inline, command, flow, keys, store};
 use crate::config::{Http, OAuth};
 use crate::error::{Error, Kind, Result};
 use crate::www_auth::Bearer;
@@ -33,11 +40,13 @@ enum Source {
     None,
     /// The variable that holds the token.
     Env(String),
+    /// The `token_command` (its program) that printed the token.
+    Command(String),
     /// An `oauth` block: tokens come from `login`.
     Login,
 }
 
-/// The inline authorization of step-up.
+/// What an inline authorization (step-up) or refresh works with.
 #[derive(Debug)]
 struct StepUp {
     spec: Http,
@@ -55,6 +64,10 @@ pub(crate) struct Authorization {
     dpop: Option<Dpop>,
     step_up: Option<StepUp>,
     authorizations: usize,
+    /// With refresh opted in: the entry to refresh on a 401.
+    refresh: Option<StepUp>,
+    /// Whether this command refreshed on a 401 already (once at most).
+    refreshed: bool,
 }
 
 impl std::fmt::Debug for Authorization {
@@ -66,6 +79,7 @@ impl std::fmt::Debug for Authorization {
             .field("value", &self.value.as_ref().map(|_| "<secret>"))
             .field("dpop", &self.dpop.is_some())
             .field("step_up", &self.step_up.is_some())
+            .field("refresh", &self.refresh.is_some())
             .finish()
     }
 }
@@ -80,19 +94,21 @@ impl Authorization {
             dpop: None,
             step_up: None,
             authorizations: 0,
+            refresh: None,
+            refreshed: false,
         }
     }
 
     /// Decides a server's authorization from its entry: the bearer
     /// variable (which must be set), else the stored token of an `oauth`
     /// block (when it was obtained for this URL and has not expired),
-    /// else none. `step_up` is the `--step-up` flag; the entry's own
-    /// `step_up` counts too.
+    /// else none. `inline` holds the `--step-up` and `--refresh` flags;
+    /// the entry's own `step_up` and `refresh` count too.
     pub(crate) fn resolve(
         server: &str,
         spec: &Http,
         lookup: fn(&str) -> Option<String>,
-        step_up: bool,
+        inline: Inline,
     ) -> Result<Authorization> {
         let mut a = Authorization::none(server);
         if let Some(var) = &spec.bearer_token_env_var {
@@ -100,10 +116,19 @@ impl Authorization {
             a.value = Some(env_bearer(var, &lookup)?);
             return Ok(a);
         }
+        if let Some(argv) = &spec.token_command {
+            let token = command::token(server, argv)?;
+            a.source = Source::Command(argv[0].clone());
+            a.value = Some(format!("Bearer {}", token.expose()));
+            return Ok(a);
+        }
         let Some(o) = &spec.oauth else { return Ok(a) };
         a.source = Source::Login;
-        let step_up = o.step_up || step_up;
-        match stored_bearer(server, spec, &lookup) {
+        let step_up = o.step_up || inline.step_up;
+        let refresh = o.auto_refresh || inline.refresh;
+        let renewal =
+            || StepUp { spec: spec.clone(), oauth: o.clone(), lookup };
+        match stored_bearer(server, spec, &lookup, refresh) {
             Ok(Some(c)) => a.present(&c)?,
             Ok(None) => {}
             // With step-up, an expired token is not an error: the
@@ -114,8 +139,10 @@ impl Authorization {
             Err(e) => return Err(e),
         }
         if step_up {
-            a.step_up =
-                Some(StepUp { spec: spec.clone(), oauth: o.clone(), lookup });
+            a.step_up = Some(renewal());
+        }
+        if refresh {
+            a.refresh = Some(renewal());
         }
         Ok(a)
     }
@@ -198,6 +225,14 @@ impl Authorization {
         status: u16,
         challenge: Bearer,
     ) -> Option<Result<()>> {
+        if let Some(r) = self.refresh_refused(status, &challenge) {
+            match r {
+                Ok(()) => return Some(Ok(())),
+                // With step-up, a failed refresh leaves it to a login.
+                Err(e) if self.step_up.is_some() => msg::debug(&e.to_string()),
+                Err(e) => return Some(Err(e)),
+            }
+        }
         let step = self.step_up.as_ref()?;
         if self.authorizations >= MAX_AUTHORIZATIONS {
             return Some(Err(Error::new(
@@ -227,6 +262,7 @@ impl Authorization {
             http: &step.spec,
             oauth: &step.oauth,
             challenge: Some(challenge),
+            grant: step.oauth.grant,
             no_browser: false,
             callback_timeout: DEFAULT_CALLBACK_TIMEOUT,
             lookup: &lookup,
@@ -246,6 +282,52 @@ impl Authorization {
         Some(renewed.map_err(|e| e.for_server(&self.server)))
     }
 
+    /// With refresh opted in, after a 401 `invalid_token` (or a 401 with
+    /// no error code) to a stored token, the first in this command: the
+    /// outcome of redeeming the refresh token (unless another process did
+    /// meanwhile) and presenting the new token. `None`: not a case for a
+    /// refresh.
+    fn refresh_refused(
+        &mut self,
+        status: u16,
+        challenge: &Bearer,
+    ) -> Option<Result<()>> {
+        let r = self.refresh.as_ref()?;
+        let error = challenge.error.as_deref();
+        let expired = matches!(error, None | Some("invalid_token"));
+        if status != 401 || !expired || self.refreshed {
+            return None;
+        }
+        let value = self.value.as_deref()?;
+        let refused = value.split_once(' ').map_or(value, |(_, t)| t);
+        self.refreshed = true;
+        msg::debug(&format!(
+            "server '{}': HTTP 401; refreshing the token (once)",
+            self.server
+        ));
+        let lookup = r.lookup;
+        let cred = flow::redeem(
+            &self.server,
+            &r.spec,
+            &r.oauth,
+            &lookup,
+            Redeem::IfStill(refused),
+        )
+        .and_then(|c| {
+            if c.expired(store::now()) {
+                return Err(Error::new(
+                    Kind::Auth,
+                    "the refreshed token has already expired (expires_in                      <= 0)",
+                ));
+            }
+            Ok(c)
+        });
+        Some(
+            cred.map_err(|e| refresh_failed(e, &self.server))
+                .and_then(|c| self.present(&c)),
+        )
+    }
+
     /// What to do about a refusal, for the error message.
     pub(crate) fn refused_hint(&self) -> String {
         let server = &self.server;
@@ -253,6 +335,10 @@ impl Authorization {
             (Source::Env(var), _) => {
                 format!("the token in '{var}' was refused; set a valid one")
             }
+            (Source::Command(program), _) => format!(
+                "the token that token_command '{}' printed was refused",
+                term::line(program)
+            ),
             (Source::Login, true) => format!(
                 "the stored token was refused; run 'rivumi-mcp login \
                  {server}' (or 'login {server} --refresh')"
@@ -293,14 +379,31 @@ fn env_bearer(
     Ok(format!("Bearer {token}"))
 }
 
+/// A failed refresh, for the error message: the stored credential is as it
+/// was, and what to do.
+fn refresh_failed(e: Error, server: &str) -> Error {
+    let kind = e.kind();
+    Error::new(
+        kind,
+        format!(
+            "the token refresh failed: {}; the stored credential is \
+             unchanged (run 'rivumi-mcp login {server}')",
+            e.message()
+        ),
+    )
+    .for_server(server)
+}
+
 /// The stored credential to present, for a server with an `oauth` block:
 /// only when the entry was obtained for this exact URL (and token
-/// endpoint, when one is configured). An expired token is an error (never
-/// refreshed silently).
+/// endpoint, when one is configured). An expired token is an error, unless
+/// the operator opted in to `refresh` (then it is refreshed, under the
+/// credential file's lock, or was by another process meanwhile).
 fn stored_bearer(
     server: &str,
     h: &Http,
     lookup: &dyn Fn(&str) -> Option<String>,
+    refresh: bool,
 ) -> Result<Option<store::Credential>> {
     let path = store::path(lookup)?;
     let Some(c) = store::get(&path, server)? else { return Ok(None) };
@@ -321,6 +424,25 @@ fn stored_bearer(
              token endpoint; it is not sent (run 'rivumi-mcp login {server}')"
         ));
         return Ok(None);
+    }
+    if c.expired(store::now())
+        && refresh
+        && c.refresh_token.is_some()
+        && let Some(o) = &h.oauth
+    {
+        let c = flow::redeem(server, h, o, lookup, Redeem::IfExpired)
+            .map_err(|e| refresh_failed(e, server))?;
+        return Ok(Some(c));
+    }
+    if c.expired(store::now()) && refresh {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the stored token has expired and no refresh token is \
+                 stored; run 'rivumi-mcp login {server}'"
+            ),
+        )
+        .for_server(server));
     }
     if c.expired(store::now()) {
         return Err(Error::new(

@@ -15,6 +15,16 @@
 //! missing `state`. An `error=` (or a wrong `iss`) with the right state
 //! ends the flow with that error. The answer is a short static page that
 //! reflects nothing from the request.
+//!
+//! Paste-back (`login --no-browser`): where the browser runs on another
+//! machine, its redirect to 127.0.0.1 fails, and the person pastes the
+//! address it ended at (or only the code) on stdin. A pasted address must
+//! be the redirect URI exactly (scheme, host, port and path) and passes
+//! the same checks as a callback (`state`, `iss` compared as strings, an
+//! `error=`); anything else ends the login with an error, since nobody
+//! but the person types there. A bare code carries no `state`: PKCE still
+//! binds it to this login, and it is refused when the authorization
+//! server promises an `iss` (RFC 9207), which only an address can carry.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -103,6 +113,7 @@ impl Listener {
         state: &str,
         issuer: Option<&str>,
         iss_required: bool,
+        paste: Option<&mpsc::Receiver<String>>,
         deadline: &Deadline,
     ) -> Result<Callback> {
         let expect = Arc::new(Expect {
@@ -117,6 +128,11 @@ impl Listener {
         loop {
             // A result first: the callback may be what just arrived.
             if let Ok(r) = rx.try_recv() {
+                return r;
+            }
+            if let Some(line) = paste.and_then(|p| p.try_recv().ok())
+                && let Some(r) = pasted(&line, &expect)
+            {
                 return r;
             }
             deadline.remaining()?;
@@ -229,7 +245,15 @@ fn check(head: &str, want: &Expect) -> Result<Callback, Refusal> {
     if host.as_deref() != Some(want.host.as_str()) {
         return Err(Refusal::Status(400, "Bad Request"));
     }
-    let params = parse_query(query);
+    check_params(&parse_query(query), want)
+}
+
+/// Checks the parameters of an authorization response (a callback's or a
+/// pasted address's) against what the flow expects.
+fn check_params(
+    params: &[(String, String)],
+    want: &Expect,
+) -> Result<Callback, Refusal> {
     let get =
         |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     if get("state") != Some(want.state.expose()) {
@@ -274,6 +298,103 @@ fn check(head: &str, want: &Expect) -> Result<Callback, Refusal> {
     let Some(code) = get("code").filter(|c| !c.is_empty()) else {
         return Err(Refusal::Status(400, "Bad Request"));
     };
+    Ok(Callback { code: super::pkce::Secret::new(code.to_string()) })
+}
+
+/// The longest line read from stdin.
+const MAX_PASTE: u64 = 16 * 1024;
+
+/// The lines typed or piped on stdin, read on a thread of their own (which
+/// ends at end of file; a line past [`MAX_PASTE`] bytes ends it too).
+pub(crate) fn pasted_lines() -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let _ = std::thread::Builder::new().name("login-paste".into()).spawn(
+        move || {
+            use std::io::BufRead;
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            loop {
+                let mut buf = Vec::new();
+                let n = (&mut input)
+                    .take(MAX_PASTE)
+                    .read_until(b'\n', &mut buf)
+                    .unwrap_or(0);
+                if n == 0 || (n as u64 == MAX_PASTE && !buf.ends_with(b"\n")) {
+                    return;
+                }
+                let line = String::from_utf8_lossy(&buf).trim().to_string();
+                if !line.is_empty() && tx.send(line).is_err() {
+                    return;
+                }
+            }
+        },
+    );
+    rx
+}
+
+/// One pasted line: `None` for nothing to act on, else the outcome of the
+/// login (see the module docs).
+fn pasted(line: &str, want: &Expect) -> Option<Result<Callback>> {
+    let refused = |why: String| {
+        Some(Err(Error::new(Kind::Auth, format!("{why}; refusing it"))))
+    };
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    let redirect = format!("http://{}{}", want.host, want.path);
+    let Some((base, query)) = line.split_once('?') else {
+        if line.contains("://") || line.contains('=') {
+            return refused(format!(
+                "the pasted address has no query; it must be the redirect \
+                 URI {redirect} with the authorization response"
+            ));
+        }
+        return Some(bare_code(line, want));
+    };
+    if base != redirect {
+        return refused(format!(
+            "the pasted address '{}' is not the redirect URI {redirect}",
+            term::clip(&term::line(base), 200)
+        ));
+    }
+    let query = query.split('#').next().unwrap_or("");
+    let params = parse_query(query);
+    let state = params.iter().find(|(k, _)| k == "state").map(|(_, v)| v);
+    if state.map(String::as_str) != Some(want.state.expose()) {
+        return refused(
+            "the pasted address carries another state than this login's (a \
+             stale or forged response)"
+                .into(),
+        );
+    }
+    Some(match check_params(&params, want) {
+        Ok(cb) => Ok(cb),
+        Err(Refusal::Ended(e) | Refusal::Issuer(e)) => Err(e),
+        Err(Refusal::Status(..)) => Err(Error::new(
+            Kind::Auth,
+            "the pasted address has no code; refusing it",
+        )),
+    })
+}
+
+/// A pasted code without the address around it.
+fn bare_code(code: &str, want: &Expect) -> Result<Callback> {
+    if want.iss_required {
+        return Err(Error::new(
+            Kind::Auth,
+            "the authorization server promises an 'iss' parameter (RFC \
+             9207), which only the whole address carries: paste the \
+             address, not the code",
+        ));
+    }
+    if !code.bytes().all(|b| (0x21..0x7f).contains(&b)) || code.len() > 4096 {
+        return Err(Error::new(
+            Kind::Auth,
+            "the pasted text is neither the redirect address nor a code; \
+             refusing it",
+        ));
+    }
     Ok(Callback { code: super::pkce::Secret::new(code.to_string()) })
 }
 

@@ -39,8 +39,9 @@ use super::dpop::Dpop;
 use super::keys::{self, SigningKey};
 use super::pkce::{self, Secret};
 use super::store::{self, Credential};
-use super::{callback, machine, token};
-use crate::config::{DpopMode, Http, OAuth};
+use super::token::AuthMethod;
+use super::{callback, device, machine, token};
+use crate::config::{DpopMode, Grant, Http, OAuth};
 use crate::deadline::Deadline;
 use crate::error::{Error, Kind, Result};
 use crate::urlcheck::Url;
@@ -68,6 +69,8 @@ pub(crate) struct Endpoints {
     pub(crate) signing_algs: Vec<String>,
     /// `dpop_signing_alg_values_supported` (empty: not published).
     pub(crate) dpop_algs: Vec<String>,
+    /// `device_authorization_endpoint` (RFC 8628), when published.
+    pub(crate) device: Option<Url>,
 }
 
 /// The strings of a metadata array, or none.
@@ -91,6 +94,11 @@ impl From<AuthServer> for Endpoints {
                 &a.document,
                 "dpop_signing_alg_values_supported",
             ),
+            device: a
+                .document
+                .get("device_authorization_endpoint")
+                .and_then(Value::as_str)
+                .and_then(|u| Url::parse(u).ok()),
             issuer: Some(a.published_issuer),
             authorization: a.authorization_endpoint,
             token: a.token_endpoint,
@@ -110,6 +118,9 @@ pub(crate) struct Request<'a> {
     pub(crate) oauth: &'a OAuth,
     /// What the server said when it refused a request (step-up), if any.
     pub(crate) challenge: Option<Bearer>,
+    /// The grant to run: the block's, or the device grant of `--device`.
+    pub(crate) grant: Grant,
+    /// `--no-browser`: print the URL and read the redirect pasted back.
     pub(crate) no_browser: bool,
     pub(crate) callback_timeout: Duration,
     pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
@@ -190,6 +201,7 @@ fn endpoints(
             cimd: false,
             signing_algs: vec![],
             dpop_algs: vec![],
+            device: None,
         }));
     }
     let url = &req.http.url;
@@ -257,6 +269,7 @@ fn endpoints(
         cimd: false,
         signing_algs: vec![],
         dpop_algs: vec![],
+        device: None,
     }))
 }
 
@@ -266,7 +279,7 @@ pub(crate) struct ClientIdentity {
     pub(crate) id: String,
     pub(crate) secret: Option<Secret>,
     /// The one method to use at the token endpoint.
-    pub(crate) method: String,
+    pub(crate) method: AuthMethod,
     /// A dynamic registration to store with the credential.
     pub(crate) registration: Option<Value>,
     /// `private_key_jwt`: the key, and the assertion's audience.
@@ -275,13 +288,13 @@ pub(crate) struct ClientIdentity {
 
 /// The method for a client with a secret: what the registration said, else
 /// what the server supports, preferring `client_secret_basic`.
-fn secret_method(methods: &[String]) -> String {
-    if methods.iter().any(|m| m == "client_secret_basic") {
-        "client_secret_basic".into()
-    } else if methods.iter().any(|m| m == "client_secret_post") {
-        "client_secret_post".into()
+fn secret_method(methods: &[String]) -> AuthMethod {
+    if AuthMethod::ClientSecretBasic.listed_in(methods) {
+        AuthMethod::ClientSecretBasic
+    } else if AuthMethod::ClientSecretPost.listed_in(methods) {
+        AuthMethod::ClientSecretPost
     } else {
-        "client_secret_basic".into()
+        AuthMethod::ClientSecretBasic
     }
 }
 
@@ -309,7 +322,7 @@ fn client(
             return Ok(ClientIdentity {
                 id: id.clone(),
                 secret: None,
-                method: "none".into(),
+                method: AuthMethod::None,
                 registration: None,
                 key: None,
             });
@@ -322,7 +335,7 @@ fn client(
         let method = if secret.is_some() {
             secret_method(&ep.methods)
         } else {
-            "none".into()
+            AuthMethod::None
         };
         return Ok(ClientIdentity {
             id: id.clone(),
@@ -338,9 +351,23 @@ fn client(
              not enabled)",
         ));
     }
+    if let Some(c) = reuse_registration(req, ep, redirect_uri, stored) {
+        return Ok(c);
+    }
+    register(req, ep, redirect_uri, d)
+}
+
+/// A stored dynamic registration made where this login goes (and for its
+/// redirect URI), to present again. Registrations are kept per
+/// authorization server: no other is ever presented here (a warning says
+/// when the stored one was made elsewhere).
+fn reuse_registration(
+    req: &Request<'_>,
+    ep: &Endpoints,
+    redirect_uri: Option<&str>,
+    stored: Option<&Credential>,
+) -> Option<ClientIdentity> {
     let issuer = ep.issuer.as_deref();
-    // Registrations are kept per authorization server: the one made where
-    // this login goes is reused, no other is ever presented here.
     let kept = stored.into_iter().flat_map(|c| {
         c.registration.iter().chain(c.other_registrations.iter())
     });
@@ -361,7 +388,7 @@ fn client(
             && let Some(c) = registration_identity(reg, &ep.methods)
         {
             msg::debug("reusing the stored dynamic registration");
-            return Ok(c);
+            return Some(c);
         }
         made_elsewhere = None;
         break;
@@ -375,6 +402,19 @@ fn client(
             term::line(issuer.unwrap_or(&ep.token.to_string()))
         ));
     }
+    None
+}
+
+/// RFC 7591: registers rivumi-mcp at the authorization server, for the
+/// grant of `req` (and `redirect_uri`, when it has one), binding the
+/// registration to where it was made (see [`bound_to`]).
+fn register(
+    req: &Request<'_>,
+    ep: &Endpoints,
+    redirect_uri: Option<&str>,
+    d: &Deadline,
+) -> Result<ClientIdentity> {
+    let issuer = ep.issuer.as_deref();
     let Some(endpoint) = &ep.registration else {
         return Err(Error::new(
             Kind::Auth,
@@ -382,24 +422,31 @@ fn client(
              has no registration_endpoint",
         ));
     };
-    let method = ["none", "client_secret_post", "client_secret_basic"]
-        .into_iter()
-        .find(|m| ep.methods.iter().any(|x| x == m))
-        .unwrap_or("client_secret_basic");
-    // `refresh_token` always goes with the code grant, so that the tokens
-    // an `offline_access` request earns can be used (SEP-2207).
-    let grants: Vec<&str> = if o.client_credentials {
-        vec!["client_credentials"]
-    } else {
-        vec!["authorization_code", "refresh_token"]
+    let method = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::ClientSecretBasic,
+    ]
+    .into_iter()
+    .find(|m| m.listed_in(&ep.methods))
+    .unwrap_or(AuthMethod::ClientSecretBasic)
+    .name();
+    // `refresh_token` always goes with a person's grant, so that the
+    // tokens an `offline_access` request earns can be used (SEP-2207).
+    let grants: &[&str] = match req.grant {
+        Grant::AuthorizationCode => &["authorization_code", "refresh_token"],
+        Grant::DeviceCode => &[device::GRANT_TYPE, "refresh_token"],
+        Grant::ClientCredentials => &["client_credentials"],
+        Grant::JwtBearer | Grant::Enterprise => &[machine::JWT_BEARER],
     };
+    let code = req.grant == Grant::AuthorizationCode;
     let mut body = json!({
         "client_name": "rivumi-mcp",
         // A CLI with a loopback redirect is a native application (RFC
         // 8252; SEP-837 makes the field mandatory).
         "application_type": "native",
         "grant_types": grants,
-        "response_types": if o.client_credentials { json!([]) } else { json!(["code"]) },
+        "response_types": if code { json!(["code"]) } else { json!([]) },
         "token_endpoint_auth_method": method,
     });
     if let Some(r) = redirect_uri {
@@ -536,9 +583,10 @@ fn registration_identity(
         .map(|s| Secret::new(s.to_string()));
     let method =
         match reg.get("token_endpoint_auth_method").and_then(Value::as_str) {
-            Some(m) => m.to_string(),
+            // A method rivumi-mcp does not speak: the client id alone.
+            Some(m) => AuthMethod::parse(m).unwrap_or(AuthMethod::None),
             None if secret.is_some() => secret_method(methods),
-            None => "none".into(),
+            None => AuthMethod::None,
         };
     Some(ClientIdentity {
         id,
@@ -576,7 +624,7 @@ fn key_identity(
     Ok(ClientIdentity {
         id: id.to_string(),
         secret: None,
-        method: "private_key_jwt".into(),
+        method: AuthMethod::PrivateKeyJwt,
         registration: None,
         key: Some((Arc::new(key), audience)),
     })
@@ -695,161 +743,308 @@ fn bind_listener(
     callback::Listener::bind(0, &o.redirect_path)
 }
 
+/// What an authorization settled before its grant runs: the client's
+/// secret, the stored entry, the endpoints, the resource and the scopes,
+/// and the DPoP key of the new token.
+struct Plan {
+    secret: Option<Secret>,
+    store_path: std::path::PathBuf,
+    stored: Option<Credential>,
+    ep: Endpoints,
+    /// The MCP server's URL.
+    url: String,
+    /// RFC 8707 `resource`: exactly what the protected resource published
+    /// (it may be the origin without a path), else the server's URL.
+    resource: String,
+    scope: Option<String>,
+    dpop: Option<(Secret, Dpop)>,
+    /// A platform's assertion (or ID token), read and checked before any
+    /// request: a malformed or expired one stops the login there.
+    assertion: Option<Secret>,
+}
+
+impl Plan {
+    fn new(req: &Request<'_>) -> Result<Plan> {
+        let secret = configured_secret(req)?;
+        let store_path = store::path(req.lookup)?;
+        let stored = store::get(&store_path, req.server)?;
+        let assertion = match &req.oauth.machine.assertion {
+            Some(a) if !req.grant.interactive() => {
+                Some(machine::read_assertion(a, req.lookup)?)
+            }
+            _ => None,
+        };
+        let d =
+            Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
+        let mut challenge = req.challenge.clone();
+        let found = endpoints(req, &mut challenge, &d)?;
+        let ep = found.ep;
+        let o = req.oauth;
+        let url = req.http.url.to_string();
+        let resource = found.resource.unwrap_or_else(|| url.clone());
+        // On a step-up (any re-authorization a refusal started), what the
+        // stored token for this URL was granted.
+        let granted = stored
+            .as_ref()
+            .filter(|c| req.challenge.is_some() && c.url == url)
+            .and_then(|c| c.scope.as_deref());
+        let scope = scopes(
+            &o.scopes,
+            challenge.as_ref().and_then(|c| c.scope.as_deref()),
+            req.challenge.as_ref().and_then(|c| c.scope.as_deref()),
+            granted,
+            &found.resource_scopes,
+            &ep.scopes_supported,
+            o.offline_access,
+        );
+        let dpop = dpop_key(o, &ep)?;
+        Ok(Plan {
+            secret,
+            store_path,
+            stored,
+            ep,
+            url,
+            resource,
+            scope,
+            dpop,
+            assertion,
+        })
+    }
+
+    /// The proofs of the new token's key, when DPoP is on.
+    fn proofs(&self) -> Option<&Dpop> {
+        self.dpop.as_ref().map(|(_, d)| d)
+    }
+
+    /// The client, settled at the token endpoint's server.
+    fn client(
+        &self,
+        req: &Request<'_>,
+        redirect_uri: Option<&str>,
+        what: &str,
+    ) -> Result<ClientIdentity> {
+        let d = Deadline::new(what, REQUEST_TIMEOUT);
+        let (secret, stored) = (self.secret.as_ref(), self.stored.as_ref());
+        client(req, secret, &self.ep, redirect_uri, stored, &d)
+    }
+}
+
 /// Runs one authorization and stores the credential. Returns it.
 pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
-    let server = req.server;
-    let secret = configured_secret(&req)?;
-    let store_path = store::path(req.lookup)?;
-    let stored = store::get(&store_path, server)?;
-    // A platform's assertion (or ID token) is read and checked before any
-    // request: a malformed or expired one stops here.
-    let assertion = match &req.oauth.machine.assertion {
-        Some(a) => Some(machine::read_assertion(a, req.lookup)?),
-        None => None,
+    let plan = Plan::new(&req)?;
+    let (tokens, identity) = match req.grant {
+        Grant::AuthorizationCode => code_grant(&req, &plan)?,
+        Grant::DeviceCode => device_grant(&req, &plan)?,
+        Grant::ClientCredentials | Grant::JwtBearer | Grant::Enterprise => {
+            machine_grant(&req, &plan)?
+        }
     };
-    let d = Deadline::new("authorization server metadata", REQUEST_TIMEOUT);
-    let mut challenge = req.challenge.clone();
-    let found = endpoints(&req, &mut challenge, &d)?;
-    let ep = found.ep;
-    let o = req.oauth;
-    let url = req.http.url.to_string();
-    // RFC 8707 `resource`: exactly what the protected resource published
-    // (it may be the origin without a path), else the server's URL.
-    let resource = found.resource.unwrap_or_else(|| url.clone());
-    // On a step-up (any re-authorization a refusal started), what the
-    // stored token for this URL was granted.
-    let granted = stored
-        .as_ref()
-        .filter(|c| req.challenge.is_some() && c.url == url)
-        .and_then(|c| c.scope.as_deref());
-    let scope = scopes(
-        &o.scopes,
-        challenge.as_ref().and_then(|c| c.scope.as_deref()),
-        req.challenge.as_ref().and_then(|c| c.scope.as_deref()),
-        granted,
-        &found.resource_scopes,
-        &ep.scopes_supported,
-        o.offline_access,
-    );
-    let issuer = ep.issuer.clone();
-    let dpop = dpop_key(o, &ep)?;
-    let proofs = dpop.as_ref().map(|(_, d)| d);
-    let tokens;
-    let identity;
-    let m = &o.machine;
-    if o.client_credentials || m.jwt_bearer || m.enterprise.is_some() {
-        let d = Deadline::new("the token request", REQUEST_TIMEOUT);
-        identity =
-            client(&req, secret.as_ref(), &ep, None, stored.as_ref(), &d)?;
-        let client = identity.as_client();
-        let scope = scope.as_deref();
-        tokens = match (&m.assertion, assertion, &m.enterprise) {
-            (Some(a), Some(assertion), None) => {
+    keep(&req, plan, tokens, identity)
+}
+
+/// The grants without a person: client credentials, jwt-bearer with the
+/// workload's assertion, and enterprise-managed authorization.
+fn machine_grant(
+    req: &Request<'_>,
+    plan: &Plan,
+) -> Result<(token::Tokens, ClientIdentity)> {
+    let m = &req.oauth.machine;
+    let identity = plan.client(req, None, "the token request")?;
+    let d = Deadline::new("the token request", REQUEST_TIMEOUT);
+    let client = identity.as_client();
+    let (ep, proofs) = (&plan.ep, plan.proofs());
+    let (scope, resource) = (plan.scope.as_deref(), plan.resource.as_str());
+    let assertion = || {
+        plan.assertion.as_ref().ok_or_else(|| {
+            Error::usage(format!(
+                "\"grant\": \"{}\" needs 'assertion_file' or \
+                 'assertion_env_var'",
+                req.grant.name()
+            ))
+        })
+    };
+    let tokens = match req.grant {
+        Grant::JwtBearer => {
+            let a = assertion()?;
+            if let Some(source) = &m.assertion {
                 machine::check_audience(
+                    source,
                     a,
-                    &assertion,
-                    issuer.as_deref(),
+                    ep.issuer.as_deref(),
                     &ep.token,
                 )?;
-                machine::jwt_bearer(
-                    &ep.token, &client, &assertion, scope, &resource, proofs,
-                    &d,
-                )?
             }
-            (Some(_), Some(id_token), Some(idp)) => {
-                // The ID-JAG is addressed to the authorization server.
-                let audience = issuer.clone().ok_or_else(|| {
-                    Error::new(
-                        Kind::Auth,
-                        "enterprise-managed authorization needs the \
-                         authorization server's metadata (its issuer)",
-                    )
-                })?;
-                let jag = machine::id_jag(
-                    idp, &id_token, &audience, &resource, scope, req.lookup,
-                    &d,
-                )?;
-                machine::jwt_bearer(
-                    &ep.token, &client, &jag, scope, &resource, proofs, &d,
-                )?
-            }
-            _ => {
-                let mut params = vec![("grant_type", "client_credentials")];
-                if let Some(s) = scope {
-                    params.push(("scope", s));
-                }
-                params.push(("resource", &resource));
-                token::request(&ep.token, &client, &params, proofs, &d)?
-            }
-        };
-    } else {
-        let p = pkce::Pkce::new()?;
-        let listener = bind_listener(o, stored.as_ref())?;
-        let redirect_uri = listener.redirect_uri();
-        let d = Deadline::new("client registration", REQUEST_TIMEOUT);
-        identity = client(
-            &req,
-            secret.as_ref(),
-            &ep,
-            Some(&redirect_uri),
-            stored.as_ref(),
-            &d,
-        )?;
-        let mut params: Vec<(&str, &str)> = vec![
-            ("response_type", "code"),
-            ("client_id", &identity.id),
-            ("redirect_uri", &redirect_uri),
-            ("code_challenge", &p.challenge),
-            ("code_challenge_method", "S256"),
-            ("state", p.state.expose()),
-        ];
-        if let Some(s) = &scope {
-            params.push(("scope", s));
+            machine::jwt_bearer(
+                &ep.token, &client, a, scope, resource, proofs, &d,
+            )?
         }
-        params.push(("resource", &resource));
-        let auth_url =
-            format!("{}?{}", ep.authorization, callback::form(&params));
-        journal::event(
-            "authorization_started",
-            json!({"server": server,
-                   "authorization_endpoint": ep.authorization.to_string(),
-                   "redirect_uri": redirect_uri, "scope": scope}),
-        );
-        msg::line(&format!(
-            "rivumi-mcp: to log in to '{server}', open this URL in a \
-             browser:\n\n  {}\n",
-            term::line(&auth_url)
-        ));
-        if !req.no_browser {
-            super::open_browser(&auth_url, req.lookup)?;
+        Grant::Enterprise => {
+            let idp = m.enterprise.as_ref().ok_or_else(|| {
+                Error::usage(
+                    "\"grant\": \"enterprise\" needs 'idp_token_endpoint'",
+                )
+            })?;
+            let id_token = assertion()?;
+            // The ID-JAG is addressed to the authorization server.
+            let audience = ep.issuer.clone().ok_or_else(|| {
+                Error::new(
+                    Kind::Auth,
+                    "enterprise-managed authorization needs the \
+                     authorization server's metadata (its issuer)",
+                )
+            })?;
+            let jag = machine::id_jag(
+                idp, id_token, &audience, resource, scope, req.lookup, &d,
+            )?;
+            machine::jwt_bearer(
+                &ep.token, &client, &jag, scope, resource, proofs, &d,
+            )?
         }
-        let wait = Deadline::new("the login callback", req.callback_timeout);
-        let cb = listener.wait(
-            p.state.expose(),
-            issuer.as_deref(),
-            ep.sends_iss,
-            &wait,
-        )?;
-        drop(listener);
-        let d = Deadline::new("the token exchange", REQUEST_TIMEOUT);
-        tokens = token::request(
-            &ep.token,
-            &identity.as_client(),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", cb.code.expose()),
-                ("redirect_uri", &redirect_uri),
-                ("code_verifier", p.verifier.expose()),
-                ("resource", &resource),
-            ],
-            proofs,
-            &d,
-        )?;
+        Grant::ClientCredentials
+        | Grant::AuthorizationCode
+        | Grant::DeviceCode => {
+            let mut params = vec![("grant_type", "client_credentials")];
+            if let Some(s) = scope {
+                params.push(("scope", s));
+            }
+            params.push(("resource", resource));
+            token::request(&ep.token, &client, &params, proofs, &d)?
+        }
+    };
+    Ok((tokens, identity))
+}
+
+/// The browser login: the authorization code with PKCE and `state`,
+/// through the loopback callback (or, with `--no-browser`, the redirect
+/// address pasted back), then the code exchange.
+fn code_grant(
+    req: &Request<'_>,
+    plan: &Plan,
+) -> Result<(token::Tokens, ClientIdentity)> {
+    let (server, o, ep) = (req.server, req.oauth, &plan.ep);
+    let p = pkce::Pkce::new()?;
+    let listener = bind_listener(o, plan.stored.as_ref())?;
+    let redirect_uri = listener.redirect_uri();
+    let identity =
+        plan.client(req, Some(&redirect_uri), "client registration")?;
+    let mut params: Vec<(&str, &str)> = vec![
+        ("response_type", "code"),
+        ("client_id", &identity.id),
+        ("redirect_uri", &redirect_uri),
+        ("code_challenge", &p.challenge),
+        ("code_challenge_method", "S256"),
+        ("state", p.state.expose()),
+    ];
+    if let Some(s) = &plan.scope {
+        params.push(("scope", s));
     }
+    params.push(("resource", &plan.resource));
+    let auth_url = format!("{}?{}", ep.authorization, callback::form(&params));
+    journal::event(
+        "authorization_started",
+        json!({"server": server,
+               "authorization_endpoint": ep.authorization.to_string(),
+               "redirect_uri": redirect_uri, "scope": plan.scope}),
+    );
+    msg::line(&format!(
+        "rivumi-mcp: to log in to '{server}', open this URL in a \
+         browser:\n\n  {}\n",
+        term::line(&auth_url)
+    ));
+    let paste = if req.no_browser {
+        msg::line(
+            "rivumi-mcp: then paste here the address the browser ended at \
+             (or the code it shows), and press Enter:",
+        );
+        Some(callback::pasted_lines())
+    } else {
+        super::open_browser(&auth_url, req.lookup)?;
+        None
+    };
+    let wait = Deadline::new("the login callback", req.callback_timeout);
+    let issuer = ep.issuer.as_deref();
+    let cb = listener.wait(
+        p.state.expose(),
+        issuer,
+        ep.sends_iss,
+        paste.as_ref(),
+        &wait,
+    )?;
+    drop(listener);
+    let d = Deadline::new("the token exchange", REQUEST_TIMEOUT);
+    let tokens = token::request(
+        &ep.token,
+        &identity.as_client(),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", cb.code.expose()),
+            ("redirect_uri", &redirect_uri),
+            ("code_verifier", p.verifier.expose()),
+            ("resource", &plan.resource),
+        ],
+        plan.proofs(),
+        &d,
+    )?;
+    Ok((tokens, identity))
+}
+
+/// The device authorization grant (RFC 8628; see [`device`]): no
+/// listener, a code the person enters on another device.
+fn device_grant(
+    req: &Request<'_>,
+    plan: &Plan,
+) -> Result<(token::Tokens, ClientIdentity)> {
+    let Some(endpoint) = &plan.ep.device else {
+        return Err(Error::new(
+            Kind::Auth,
+            "the authorization server publishes no \
+             device_authorization_endpoint, so the device login (RFC 8628) \
+             cannot be used; log in with 'login --no-browser' and paste the \
+             address back",
+        ));
+    };
+    let identity = plan.client(req, None, "the device authorization")?;
+    let p = pkce::Pkce::new()?;
+    let mut params: Vec<(&str, &str)> = vec![];
+    if let Some(s) = &plan.scope {
+        params.push(("scope", s));
+    }
+    params.push(("resource", &plan.resource));
+    params.push(("code_challenge", &p.challenge));
+    params.push(("code_challenge_method", "S256"));
+    let d = Deadline::new("the device authorization", REQUEST_TIMEOUT);
+    let started = device::start(endpoint, &identity.as_client(), &params, &d)?;
+    journal::event(
+        "device_authorization_started",
+        json!({"server": req.server,
+               "device_authorization_endpoint": endpoint.to_string(),
+               "scope": plan.scope}),
+    );
+    msg::line(&started.instructions(req.server));
+    let tokens = started.poll(
+        &plan.ep.token,
+        &identity.as_client(),
+        &[
+            ("code_verifier", p.verifier.expose()),
+            ("resource", &plan.resource),
+        ],
+        plan.proofs(),
+        req.callback_timeout,
+    )?;
+    Ok((tokens, identity))
+}
+
+/// Stores what a grant obtained, as the credential of the server.
+fn keep(
+    req: &Request<'_>,
+    plan: Plan,
+    tokens: token::Tokens,
+    identity: ClientIdentity,
+) -> Result<Credential> {
     // `"dpop": true` asks for a sender-constrained token: a Bearer answer
     // (an authorization server that ignored the proof) is refused, never
     // stored. With "auto", Bearer is fine.
-    if o.machine.dpop == DpopMode::On && !tokens.dpop {
+    if req.oauth.machine.dpop == DpopMode::On && !tokens.dpop {
         return Err(Error::new(
             Kind::Auth,
             "\"dpop\" is on, but the authorization server issued a Bearer \
@@ -858,11 +1053,12 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
         ));
     }
     let now = store::now();
+    let Plan { url, resource, scope, stored, ep, dpop, store_path, .. } = plan;
     let cred = Credential {
         resource: (resource != url).then(|| resource.clone()),
         url,
         token_endpoint: ep.token.to_string(),
-        issuer,
+        issuer: ep.issuer,
         client_id: identity.id.clone(),
         access_token: tokens.access_token,
         refresh_token: tokens.refresh_token,
@@ -874,13 +1070,14 @@ pub(crate) fn authorize(req: Request<'_>) -> Result<Credential> {
             identity.registration.as_ref(),
         ),
         registration: identity.registration.clone(),
-        auth_method: Some(identity.method.clone()),
+        auth_method: Some(identity.method.name().to_string()),
         dpop_key: dpop.filter(|_| tokens.dpop).map(|(k, _)| k),
     };
-    store::put(&store_path, server, cred.clone())?;
+    store::put(&store_path, req.server, cred.clone())?;
     journal::event(
         "login_completed",
-        json!({"server": server, "url": cred.url, "expires_at": cred.expires_at,
+        json!({"server": req.server, "url": cred.url,
+               "expires_at": cred.expires_at,
                "refresh_token": cred.refresh_token.is_some()}),
     );
     Ok(cred)
@@ -891,11 +1088,26 @@ impl ClientIdentity {
         token::Client {
             id: &self.id,
             secret: self.secret.as_ref(),
-            method: &self.method,
+            method: self.method,
             key: self.key.as_ref().map(|(k, _)| k.as_ref()),
             audience: self.key.as_ref().map(|(_, a)| a.as_str()),
         }
     }
+}
+
+/// When a refresh redeems the refresh token. The decision is taken under
+/// the credential file's lock, against the entry as it is then, so that
+/// of many processes that found one expired (or refused) token, one
+/// redeems and the others use what it stored.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Redeem<'a> {
+    /// Always: `login --refresh`.
+    Always,
+    /// Only when the stored access token has expired.
+    IfExpired,
+    /// Only when the stored access token is still this one (the one a
+    /// server just refused).
+    IfStill(&'a str),
 }
 
 /// `login --refresh`: exchanges the stored refresh token, under the
@@ -908,9 +1120,23 @@ pub(crate) fn refresh(
     oauth: &OAuth,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Credential> {
+    redeem(server, http, oauth, lookup, Redeem::Always)
+}
+
+/// The refresh of `"refresh": "auto"` (and `login --refresh`): under the
+/// credential file's lock, redeems the refresh token when `when` says the
+/// stored token still needs it, else returns the stored entry as it is
+/// (and the file is not rewritten). A failed refresh changes nothing.
+pub(crate) fn redeem(
+    server: &str,
+    http: &Http,
+    oauth: &OAuth,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    when: Redeem<'_>,
+) -> Result<Credential> {
     let path = store::path(lookup)?;
     let url = http.url.to_string();
-    store::transact(&path, |entries| {
+    store::transact_if(&path, |entries| {
         let Some((_, c)) = entries.iter_mut().find(|(k, _)| k == server)
         else {
             return Err(Error::new(
@@ -920,124 +1146,158 @@ pub(crate) fn refresh(
                 ),
             ));
         };
-        if c.url != url {
+        let still_needed = match when {
+            Redeem::Always => true,
+            Redeem::IfExpired => c.expired(store::now()),
+            Redeem::IfStill(refused) => c.access_token.expose() == refused,
+        };
+        if !still_needed && c.url == url {
+            msg::debug(&format!(
+                "server '{server}': the stored token was refreshed meanwhile; \
+                 using it"
+            ));
+            return Ok((c.clone(), false));
+        }
+        redeem_entry(server, c, &url, oauth, lookup)?;
+        Ok((c.clone(), true))
+    })
+}
+
+/// Redeems the refresh token of the entry `c` of `server` at `url` and
+/// updates `c` with the answer (only once it has succeeded).
+fn redeem_entry(
+    server: &str,
+    c: &mut Credential,
+    url: &str,
+    oauth: &OAuth,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
+    if c.url != url {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the stored credential is for {}, not {url}; run \
+                 'rivumi-mcp login {server}'",
+                term::line(&c.url)
+            ),
+        ));
+    }
+    let Some(rt) = c.refresh_token.clone() else {
+        return Err(Error::new(
+            Kind::Auth,
+            format!(
+                "the stored credential has no refresh token; run \
+                 'rivumi-mcp login {server}'"
+            ),
+        ));
+    };
+    let endpoint = Url::parse(&c.token_endpoint)
+        .map_err(|e| Error::server(format!("stored token endpoint: {e}")))?;
+    let identity = stored_identity(server, c, &endpoint, oauth, lookup)?;
+    // A DPoP-bound token is refreshed with proofs of its own key.
+    let dpop = match &c.dpop_key {
+        Some(k) => Some(Dpop::new(keys::stored_p256(k)?)?),
+        None => None,
+    };
+    let d = Deadline::new("the token refresh", REQUEST_TIMEOUT);
+    let tokens = token::request(
+        &endpoint,
+        &identity.as_client(),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", rt.expose()),
+            ("resource", c.resource.as_deref().unwrap_or(url)),
+        ],
+        dpop.as_ref(),
+        &d,
+    )?;
+    if c.dpop_key.is_some() && !tokens.dpop {
+        // `"dpop": true` asks for a bound token, at refresh as at login: a
+        // Bearer answer is refused and nothing is changed.
+        if oauth.machine.dpop == DpopMode::On {
+            return Err(Error::new(
+                Kind::Auth,
+                "\"dpop\" is on, but the refresh returned a Bearer token, \
+                 not a DPoP-bound one; the stored credential is unchanged",
+            ));
+        }
+        // Bound before, Bearer now ("auto"): the key no longer applies.
+        c.dpop_key = None;
+    }
+    let now = store::now();
+    c.access_token = tokens.access_token;
+    if let Some(new_rt) = tokens.refresh_token {
+        c.refresh_token = Some(new_rt);
+    }
+    c.expires_at = token::expires_at(tokens.expires_in, now);
+    if tokens.scope.is_some() {
+        c.scope = tokens.scope;
+    }
+    c.obtained_at = now;
+    journal::event(
+        "token_refreshed",
+        json!({"server": server, "expires_at": c.expires_at}),
+    );
+    Ok(())
+}
+
+/// The client that obtained the stored entry `c`, to present again at
+/// `endpoint`: its dynamic registration (only where it was made), its
+/// key (`private_key_jwt`), or the configured client by the method the
+/// login used.
+fn stored_identity(
+    server: &str,
+    c: &Credential,
+    endpoint: &Url,
+    oauth: &OAuth,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ClientIdentity> {
+    let secret = match &oauth.client_secret_env_var {
+        Some(var) => lookup(var).filter(|v| !v.is_empty()).map(Secret::new),
+        None => None,
+    };
+    let stored_method = c.auth_method.as_deref().and_then(AuthMethod::parse);
+    let public = || ClientIdentity {
+        id: c.client_id.clone(),
+        secret: None,
+        method: AuthMethod::None,
+        registration: None,
+        key: None,
+    };
+    Ok(match c.registration.as_ref() {
+        Some(reg) if !bound_to(reg, c.issuer.as_deref(), endpoint) => {
             return Err(Error::new(
                 Kind::Auth,
                 format!(
-                    "the stored credential is for {}, not {url}; run \
-                     'rivumi-mcp login {server}'",
-                    term::line(&c.url)
+                    "the stored dynamic registration was not made at the \
+                     token endpoint {endpoint}; it is not presented there \
+                     (run 'rivumi-mcp login {server}')"
                 ),
             ));
         }
-        let Some(rt) = c.refresh_token.clone() else {
-            return Err(Error::new(
-                Kind::Auth,
-                format!(
-                    "the stored credential has no refresh token; run \
-                     'rivumi-mcp login {server}'"
-                ),
-            ));
-        };
-        let endpoint = Url::parse(&c.token_endpoint).map_err(|e| {
-            Error::server(format!("stored token endpoint: {e}"))
-        })?;
-        let secret = match &oauth.client_secret_env_var {
-            Some(var) => {
-                lookup(var).filter(|v| !v.is_empty()).map(Secret::new)
-            }
-            None => None,
-        };
-        let identity = match c.registration.as_ref() {
-            Some(reg) if !bound_to(reg, c.issuer.as_deref(), &endpoint) => {
-                return Err(Error::new(
-                    Kind::Auth,
-                    format!(
-                        "the stored dynamic registration was not made at \
-                         the token endpoint {endpoint}; it is not presented \
-                         there (run 'rivumi-mcp login {server}')"
-                    ),
-                ));
-            }
-            Some(reg) => {
-                registration_identity(reg, &[]).unwrap_or(ClientIdentity {
-                    id: c.client_id.clone(),
-                    secret: None,
-                    method: "none".into(),
-                    registration: None,
-                    key: None,
-                })
-            }
-            None if c.auth_method.as_deref() == Some("private_key_jwt") => {
-                let path = oauth.machine.client_key_file.as_ref().ok_or_else(|| {
+        Some(reg) => registration_identity(reg, &[]).unwrap_or_else(public),
+        None if stored_method == Some(AuthMethod::PrivateKeyJwt) => {
+            let path =
+                oauth.machine.client_key_file.as_ref().ok_or_else(|| {
                     Error::usage(
                         "the credential was obtained with private_key_jwt; \
                          the oauth block no longer names 'client_key_file'",
                     )
                 })?;
-                let audience =
-                    c.issuer.clone().unwrap_or_else(|| endpoint.to_string());
-                key_identity(&c.client_id, path, &[], audience)?
-            }
-            None => ClientIdentity {
-                id: c.client_id.clone(),
-                // The method the login used; older entries: Basic.
-                method: match (&secret, &c.auth_method) {
-                    (None, _) => "none".into(),
-                    (Some(_), Some(m)) => m.clone(),
-                    (Some(_), None) => "client_secret_basic".into(),
-                },
-                secret,
-                registration: None,
-                key: None,
+            let audience =
+                c.issuer.clone().unwrap_or_else(|| endpoint.to_string());
+            key_identity(&c.client_id, path, &[], audience)?
+        }
+        None => ClientIdentity {
+            // The method the login used; older entries: Basic.
+            method: match (&secret, stored_method) {
+                (None, _) => AuthMethod::None,
+                (Some(_), Some(m)) => m,
+                (Some(_), None) => AuthMethod::ClientSecretBasic,
             },
-        };
-        // A DPoP-bound token is refreshed with proofs of its own key.
-        let dpop = match &c.dpop_key {
-            Some(k) => Some(Dpop::new(keys::stored_p256(k)?)?),
-            None => None,
-        };
-        let d = Deadline::new("the token refresh", REQUEST_TIMEOUT);
-        let tokens = token::request(
-            &endpoint,
-            &identity.as_client(),
-            &[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", rt.expose()),
-                ("resource", c.resource.as_deref().unwrap_or(&url)),
-            ],
-            dpop.as_ref(),
-            &d,
-        )?;
-        if c.dpop_key.is_some() && !tokens.dpop {
-            // `"dpop": true` asks for a bound token, at refresh as at
-            // login: a Bearer answer is refused and nothing is changed.
-            if oauth.machine.dpop == DpopMode::On {
-                return Err(Error::new(
-                    Kind::Auth,
-                    "\"dpop\" is on, but the refresh returned a Bearer \
-                     token, not a DPoP-bound one; the stored credential is \
-                     unchanged",
-                ));
-            }
-            // Bound before, Bearer now ("auto"): the key no longer applies.
-            c.dpop_key = None;
-        }
-        let now = store::now();
-        c.access_token = tokens.access_token;
-        if let Some(new_rt) = tokens.refresh_token {
-            c.refresh_token = Some(new_rt);
-        }
-        c.expires_at = token::expires_at(tokens.expires_in, now);
-        if tokens.scope.is_some() {
-            c.scope = tokens.scope;
-        }
-        c.obtained_at = now;
-        journal::event(
-            "token_refreshed",
-            json!({"server": server, "expires_at": c.expires_at}),
-        );
-        Ok(c.clone())
+            secret,
+            ..public()
+        },
     })
 }
 

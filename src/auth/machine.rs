@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 
 use super::dpop::Dpop;
 use super::pkce::Secret;
-use super::token::{self, Client, Tokens};
+use super::token::{self, AuthMethod, Client, Tokens};
 use super::{jose, store};
 use crate::config::{Assertion, Enterprise};
 use crate::deadline::Deadline;
@@ -256,7 +256,11 @@ pub(crate) fn id_jag(
         None => None,
     };
     let id = idp.client_id.as_deref().unwrap_or("");
-    let method = if secret.is_some() { "client_secret_basic" } else { "none" };
+    let method = if secret.is_some() {
+        AuthMethod::ClientSecretBasic
+    } else {
+        AuthMethod::None
+    };
     let client = Client::new(id, secret.as_ref(), method);
     let mut params = vec![
         ("grant_type", TOKEN_EXCHANGE),

@@ -7,13 +7,19 @@
 //!
 //! Everything here is operator-configured: the `oauth` block of a server
 //! names the client, or opts in to dynamic registration or a client
-//! metadata document; refresh happens only on `login --refresh` and
-//! step-up only when the operator enabled it. Tokens are sent only to the
+//! metadata document; refresh happens on `login --refresh`, or inline
+//! only when the operator opted in (`"refresh": "auto"`, `--refresh`), and
+//! step-up only when the operator enabled it. The device grant
+//! (`device`) logs in where no browser can reach the loopback callback; a
+//! credential command (`command`) supplies a token from the operator's
+//! password manager. Tokens are sent only to the
 //! URL they were obtained for. The commands that drive this library
 //! (`login`, `logout`, `discover`, `status`) live in `cmd::auth`.
 
 mod authorization;
 pub(crate) mod callback;
+pub(crate) mod command;
+pub(crate) mod device;
 pub(crate) mod discovery;
 pub(crate) mod dpop;
 pub(crate) mod flow;
@@ -32,6 +38,18 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::urlcheck::Url;
 use crate::{msg, spawn, term};
+
+/// What a command may do inline about a server's authorization (the
+/// operator's flags; the `oauth` block's own `step_up` and `refresh`
+/// count too).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Inline {
+    /// `--step-up`: log in when a server asks for (more) authorization.
+    pub(crate) step_up: bool,
+    /// `--refresh`: redeem the refresh token of an expired or refused
+    /// token.
+    pub(crate) refresh: bool,
+}
 
 /// The default time the login waits for the browser to come back.
 pub(crate) const DEFAULT_CALLBACK_TIMEOUT: Duration = Duration::from_secs(300);

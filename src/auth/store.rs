@@ -420,6 +420,16 @@ pub(crate) fn transact<T>(
     path: &Path,
     change: impl FnOnce(&mut Vec<(String, Credential)>) -> Result<T>,
 ) -> Result<T> {
+    transact_if(path, |e| change(e).map(|t| (t, true)))
+}
+
+/// [`transact`] for a change that may find nothing to do: the file is
+/// replaced only when `change` says so (`(_, true)`); else it is left as
+/// it is, byte for byte, and the lock released.
+pub(crate) fn transact_if<T>(
+    path: &Path,
+    change: impl FnOnce(&mut Vec<(String, Credential)>) -> Result<(T, bool)>,
+) -> Result<T> {
     let shown = path.display();
     let fail = |what: &str, e: std::io::Error| {
         Error::refused(format!("credential file {shown}: {what}: {e}"))
@@ -442,7 +452,11 @@ pub(crate) fn transact<T>(
         .map_err(|e| fail("cannot open the lock file", e))?;
     sys::lock_exclusive(&lock, LOCK_WAIT).map_err(|e| fail("lock", e))?;
     let mut entries = load(path)?;
-    let out = change(&mut entries)?;
+    let (out, write) = change(&mut entries)?;
+    if !write {
+        drop(lock);
+        return Ok(out);
+    }
     let mut servers = Map::new();
     for (k, c) in &entries {
         servers.insert(k.clone(), c.to_json());

@@ -62,14 +62,58 @@ fn expires_in(v: Option<&Value>) -> Option<i64> {
     }
 }
 
+/// How a client authenticates at the token endpoint (the
+/// `token_endpoint_auth_method` names of RFC 7591 and RFC 8414). Each
+/// place that acts on the method matches on this, so a new method is a
+/// compile error until each says what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AuthMethod {
+    /// A public client: its `client_id` only.
+    None,
+    /// The secret in HTTP Basic (RFC 6749 §2.3.1).
+    ClientSecretBasic,
+    /// The secret as a form field.
+    ClientSecretPost,
+    /// A signed client assertion (RFC 7523).
+    PrivateKeyJwt,
+}
+
+impl AuthMethod {
+    const ALL: [AuthMethod; 4] = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretBasic,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::PrivateKeyJwt,
+    ];
+
+    /// The method's registered name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+
+    /// The method of a registered name; `None` for one rivumi-mcp does
+    /// not speak.
+    pub(crate) fn parse(s: &str) -> Option<AuthMethod> {
+        AuthMethod::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// Whether `listed` (a metadata list of names) has this method.
+    pub(crate) fn listed_in(self, listed: &[String]) -> bool {
+        listed.iter().any(|m| m == self.name())
+    }
+}
+
 /// How the client authenticates at the token endpoint.
 #[derive(Debug)]
 pub(crate) struct Client<'a> {
     pub(crate) id: &'a str,
     pub(crate) secret: Option<&'a Secret>,
-    /// `none`, `client_secret_basic`, `client_secret_post` or
-    /// `private_key_jwt`.
-    pub(crate) method: &'a str,
+    pub(crate) method: AuthMethod,
     /// For `private_key_jwt`: the key that signs the client assertion.
     pub(crate) key: Option<&'a SigningKey>,
     /// The assertion's audience: the authorization server's issuer, else
@@ -82,7 +126,7 @@ impl<'a> Client<'a> {
     pub(crate) fn new(
         id: &'a str,
         secret: Option<&'a Secret>,
-        method: &'a str,
+        method: AuthMethod,
     ) -> Client<'a> {
         Client { id, secret, method, key: None, audience: None }
     }
@@ -123,8 +167,33 @@ pub(crate) fn request(
     dpop: Option<&Dpop>,
     deadline: &Deadline,
 ) -> Result<Tokens> {
-    let what = format!("token endpoint {endpoint}");
     let m = post(endpoint, client, params, dpop, deadline)?;
+    tokens_of(&m, endpoint, dpop)
+}
+
+/// [`request`], with an error answer handed back as it is, so that the
+/// caller can act on its `error` code (the polling of the device grant).
+pub(crate) fn attempt(
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
+    deadline: &Deadline,
+) -> Result<std::result::Result<Tokens, Refusal>> {
+    let what = format!("token endpoint {endpoint}");
+    match send(&what, endpoint, client, params, dpop, deadline)? {
+        Ok(m) => Ok(Ok(tokens_of(&m, endpoint, dpop)?)),
+        Err(r) => Ok(Err(r)),
+    }
+}
+
+/// The tokens of a successful answer `m` from `endpoint`.
+fn tokens_of(
+    m: &Map<String, Value>,
+    endpoint: &Url,
+    dpop: Option<&Dpop>,
+) -> Result<Tokens> {
+    let what = format!("token endpoint {endpoint}");
     let token_type = m.get("token_type").and_then(Value::as_str).unwrap_or("");
     let bound = dpop.is_some() && token_type.eq_ignore_ascii_case("dpop");
     if !bound && !token_type.eq_ignore_ascii_case("bearer") {
@@ -135,7 +204,7 @@ pub(crate) fn request(
         )));
     }
     Ok(Tokens {
-        access_token: access_token(&m, &what)?,
+        access_token: access_token(m, &what)?,
         refresh_token: m
             .get("refresh_token")
             .and_then(Value::as_str)
@@ -183,9 +252,15 @@ fn access_token(m: &Map<String, Value>, what: &str) -> Result<Secret> {
         })
 }
 
-/// The token request itself: the form, the client's authentication, a
-/// DPoP proof (sent once more, with the nonce, after `use_dpop_nonce`),
-/// and the answer's JSON object (an error answer is an error).
+/// An error answer of an OAuth endpoint: its `error` code, and the error
+/// to report (the code and description sanitised, or a snippet).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) code: Option<String>,
+    pub(crate) error: Error,
+}
+
+/// The token request itself, [`send`] with an error answer as an error.
 fn post(
     endpoint: &Url,
     client: &Client<'_>,
@@ -194,13 +269,28 @@ fn post(
     deadline: &Deadline,
 ) -> Result<Map<String, Value>> {
     let what = format!("token endpoint {endpoint}");
+    send(&what, endpoint, client, params, dpop, deadline)?.map_err(|r| r.error)
+}
+
+/// A form POST of `params` to an OAuth endpoint (`what` names it in
+/// errors) with the client's authentication and a DPoP proof (sent once
+/// more, with the nonce, after `use_dpop_nonce`): the answer's JSON
+/// object, or the endpoint's refusal.
+pub(crate) fn send(
+    what: &str,
+    endpoint: &Url,
+    client: &Client<'_>,
+    params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
+    deadline: &Deadline,
+) -> Result<std::result::Result<Map<String, Value>, Refusal>> {
     let mut retried = false;
     loop {
         let mut pairs: Vec<(&str, &str)> = params.to_vec();
         let mut headers = vec![("accept", "application/json".to_string())];
         let assertion;
         match (client.secret, client.method) {
-            (Some(secret), "client_secret_basic") => {
+            (Some(secret), AuthMethod::ClientSecretBasic) => {
                 // RFC 6749 §2.3.1: form-encode both parts, then Basic.
                 let raw = format!(
                     "{}:{}",
@@ -211,11 +301,11 @@ fn post(
                     base64::engine::general_purpose::STANDARD.encode(raw);
                 headers.push(("authorization", format!("Basic {b64}")));
             }
-            (Some(secret), "client_secret_post") => {
+            (Some(secret), AuthMethod::ClientSecretPost) => {
                 pairs.push(("client_id", client.id));
                 pairs.push(("client_secret", secret.expose()));
             }
-            (_, "private_key_jwt") => {
+            (_, AuthMethod::PrivateKeyJwt) => {
                 // A new assertion each time: its jti is single-use.
                 assertion = client_assertion(client, endpoint)?;
                 pairs.push(("client_id", client.id));
@@ -223,8 +313,15 @@ fn post(
                 pairs.push(("client_assertion", &assertion));
             }
             // Without a client id (an IdP that needs none), nothing.
-            _ if client.id.is_empty() => {}
-            _ => pairs.push(("client_id", client.id)),
+            (_, AuthMethod::None)
+            | (None, AuthMethod::ClientSecretBasic)
+            | (None, AuthMethod::ClientSecretPost)
+                if client.id.is_empty() => {}
+            (_, AuthMethod::None)
+            | (None, AuthMethod::ClientSecretBasic)
+            | (None, AuthMethod::ClientSecretPost) => {
+                pairs.push(("client_id", client.id))
+            }
         }
         if let Some(d) = dpop {
             headers
@@ -238,11 +335,11 @@ fn post(
             Some(("application/x-www-form-urlencoded", body)),
             deadline,
         )?;
-        if let Some(e) = a.redirect_error(&what) {
+        if let Some(e) = a.redirect_error(what) {
             return Err(e);
         }
         if a.status == 200 {
-            return a.json_object(&what);
+            return a.json_object(what).map(Ok);
         }
         let error = serde_json::from_slice::<Value>(&a.body).ok();
         let code = error.as_ref().and_then(|v| v.get("error")?.as_str());
@@ -269,10 +366,13 @@ fn post(
             })
             .map(|t| format!(": {}", term::clip(&term::line(&t), 300)))
             .unwrap_or_else(|| a.snippet());
-        return Err(Error::new(
-            Kind::Auth,
-            format!("{what} answered HTTP {}{detail}", a.status),
-        ));
+        return Ok(Err(Refusal {
+            code: code.map(str::to_string),
+            error: Error::new(
+                Kind::Auth,
+                format!("{what} answered HTTP {}{detail}", a.status),
+            ),
+        }));
     }
 }
 

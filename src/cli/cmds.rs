@@ -106,8 +106,9 @@ needed, since you typed the command; every other rule applies (the
 sanitised environment, the URL rules, approval, the journal, the bounds).
 After the first operand of call, read and prompt (whose operands a script
 may take from a server), --opt=VALUE is refused: an option and its value
-are two words there. -- ends the options: every word after it is an
-operand."
+are two words there; --pre-tool-hook, --sampling-command, --stdio and
+--http go before the operands. -- ends the options: every word after it
+is an operand."
     };
 }
 
@@ -322,13 +323,21 @@ items keep working. --unlocked skips that for one command.",
                 ],
             },
             Cmd::List => Doc {
-                usage: &["list [SERVER...] [--tools|--resources|--prompts|--all]"],
+                usage: &[
+                    "list [SERVER...] [--tools|--resources|--prompts|--all] [--grep PATTERN]",
+                    "list SERVER TOOL   (or mcp__SERVER__TOOL)",
+                ],
                 about: concat!(
                     "\
 Without SERVER, every allowed server is started (in parallel) and shown
 in config order. Tools are shown as mcp__<server>__<tool> with their
 classification: read (readOnlyHint true, not destructive) or execute.
-With a lock file, items that drifted from it are marked.
+With a lock file, items that drifted from it are marked. On a terminal a
+long line is cut to its width, ending in '…'.
+
+SERVER TOOL shows that one tool whole: its description, each parameter
+(type, required, description, default, allowed values), its annotations
+and output schema, and one call line that would work.
 
 ",
                     "\
@@ -344,6 +353,8 @@ list, call, resources, read, prompts, prompt and batch take them."
                 examples: &[
                     "RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp list",
                     "rivumi-mcp list demo --all --json",
+                    "rivumi-mcp list demo add",
+                    "rivumi-mcp list --grep file",
                     "rivumi-mcp list --stdio 'npx -y @modelcontextprotocol/server-filesystem@2025.8.21 .'",
                 ],
             },
@@ -367,7 +378,9 @@ object as is.
 OPTION PLACEMENT:
 After the first operand, --opt=VALUE is refused: an option and its value
 are two words there, so that one word a script took from a server (a tool
-name, an argument) never becomes an option with its value. -- ends the
+name, an argument) never becomes an option with its value; and
+--pre-tool-hook, --sampling-command, --stdio and --http, which run a
+program or choose the server, must come before the operands. -- ends the
 options: every word after it is an operand."
                 ),
                 ok: "the tool succeeded",
@@ -377,7 +390,8 @@ options: every word after it is an operand."
                     "rivumi-mcp call demo add a=1 b:=2 --yes",
                     "rivumi-mcp call demo echo text=@note.txt",
                     "echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -",
-                    "rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi",
+                    "rivumi-mcp call demo add a=1 b=2 --approve mcp__demo__add",
+                    "rivumi-mcp call --http http://127.0.0.1:8000/mcp echo text=hi",
                     "rivumi-mcp call --pre-tool-hook ./check.sh -- demo \"$tool\"",
                 ],
             },
@@ -464,9 +478,8 @@ isError: true.
 
 APPROVAL:
 A call classified execute is asked of the host (an elicitation form) when
-it declared elicitation; otherwise it is denied, unless --yes, or
---approve names the tool (SERVER__TOOL or mcp__SERVER__TOOL, * matching
-any run of characters; repeatable).
+it declared elicitation; otherwise it is denied, unless --yes, or an
+--approve pattern names the tool (mcp__SERVER__TOOL, * and ? glob).
 
 THE HTTP FRONT:
 --listen binds a loopback address only. Every request needs
@@ -479,12 +492,13 @@ one that --allow-origin names; no CORS. It runs until it is ended.",
                     "RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp serve",
                     "rivumi-mcp serve --dry-run --json",
                     "rivumi-mcp serve --listen 127.0.0.1:8931 --token-env MY_TOKEN",
-                    "rivumi-mcp serve --approve 'github__list_*'",
+                    "rivumi-mcp serve --approve 'mcp__github__list_*'",
                 ],
             },
             Cmd::Login => Doc {
                 usage: &[
                     "login <SERVER> [--no-browser] [--timeout SECS]",
+                    "login <SERVER> --device [--timeout SECS]",
                     "login <SERVER> --refresh",
                 ],
                 about: "\
@@ -492,7 +506,12 @@ Runs the authorization-code flow with PKCE (S256) and state through a
 loopback callback on 127.0.0.1, for the client configured in the server's
 \"oauth\" block, and stores the token in the credential file (0600).
 The URL is always printed; the browser is RIVUMI_MCP_BROWSER, else
-xdg-open (open on macOS), run without a shell.
+xdg-open (open on macOS), run without a shell. With --no-browser, paste
+the address the browser ended at (or the code) on stdin instead.
+
+With --device (or \"grant\": \"device_code\"), the device authorization
+grant (RFC 8628): open the printed URL on any device and enter the code;
+no listener is opened.
 
 Without a browser, as the \"oauth\" block says: client_credentials (a
 secret, or private_key_jwt with client_key_file), \"grant\": \"jwt_bearer\"

@@ -33,8 +33,9 @@ pub(crate) const TOP_TAIL: &str = "\
 Other options apply to some commands: rivumi-mcp COMMAND --help lists
 them. Options may stand before or after the command; after the first
 operand of call, read and prompt, --opt=VALUE is refused (an option and
-its value are two words there). -- ends the options: every word after it
-is an operand.
+its value are two words there), and --pre-tool-hook, --sampling-command,
+--stdio and --http are refused (they go before the operands). -- ends
+the options: every word after it is an operand.
 
 Servers start only when named in RIVUMI_MCP_ALLOWLIST (comma-separated).
 Exit codes: 0 ok, 1 negative result, 2 usage, 3 refused, 4 server error,

@@ -58,6 +58,9 @@ pub(crate) struct Global {
     pub(crate) timeout: Option<Duration>,
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) max_message: Option<usize>,
+    /// `--refresh` on a command that speaks to servers: redeem the refresh
+    /// token of an expired or refused token (as `"refresh": "auto"`).
+    pub(crate) refresh: bool,
     /// Approve calls classified execute (`--yes`, `--approve execute`).
     pub(crate) yes: bool,
     pub(crate) read_only: bool,
@@ -82,6 +85,13 @@ pub(crate) struct Global {
     /// `--elicit`, `--answer`, `--root`, `--sampling-command`,
     /// `--log-level`: what servers may ask of this client.
     pub(crate) client: crate::ask::Options,
+    /// `--approve PATTERN`: approve the tools whose qualified names match.
+    pub(crate) approve: Vec<String>,
+    /// `call --output`: what of a tool result is printed.
+    pub(crate) output: crate::render::Output,
+    /// `list --grep PATTERN`: only the items whose names, titles or
+    /// descriptions contain it.
+    pub(crate) grep: Option<String>,
     /// `--no-sandbox SERVER`: servers whose sandbox is lifted this run.
     pub(crate) no_sandbox: Vec<String>,
 }
@@ -115,6 +125,8 @@ pub(crate) enum Command {
         server: String,
         no_browser: bool,
         refresh: bool,
+        /// `--device`: the device authorization grant (RFC 8628).
+        device: bool,
     },
     Logout {
         server: String,

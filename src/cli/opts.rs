@@ -5,7 +5,7 @@
 
 use super::cmds::Cmd;
 use crate::ask::{Elicit, LogLevel};
-use crate::cli::{Approve, Format};
+use crate::cli::Format;
 
 /// Every option, by meaning; [`OPTS`] gives its spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,7 @@ pub(crate) enum Flag {
     Approve,
     Save,
     NoBrowser,
+    Device,
     Refresh,
     Lock,
     Unlocked,
@@ -48,6 +49,8 @@ pub(crate) enum Flag {
     SamplingCommand,
     Root,
     NoSandbox,
+    Output,
+    Grep,
     LogLevel,
     Listen,
     Servers,
@@ -158,6 +161,20 @@ pub(crate) struct Opt {
 }
 
 /// The defaults a table row starts from: a flag of the command's own.
+/// The commands `--refresh` applies to: `login` (redeem now) and those
+/// that speak to servers (redeem when a token expired or is refused).
+const REFRESHED: &[Cmd] = &[
+    Cmd::Login,
+    Cmd::Lock,
+    Cmd::List,
+    Cmd::Call,
+    Cmd::Resources,
+    Cmd::Read,
+    Cmd::Prompts,
+    Cmd::Prompt,
+    Cmd::Batch,
+];
+
 pub(crate) const BASE: Opt = Opt {
     flag: Flag::Json,
     long: "",
@@ -366,12 +383,34 @@ const OPTS: &[Opt] = &[
     Opt {
         flag: Flag::Approve,
         long: "approve",
-        value: Some("CLASS"),
-        kind: ValueKind::Choice(&Approve::NAMES),
+        value: Some("PATTERN"),
+        // Completion offers the one fixed word; patterns are free text.
+        kind: ValueKind::Choice(&crate::cli::Approve::NAMES),
         applies: Applies::Only(APPROVES),
         group: Group::Exec,
-        help: "Approve calls of CLASS: execute (same as --yes); for serve \
-               also a tool, SERVER__TOOL with * wildcards (repeatable)",
+        help: "Approve the tools whose qualified names match PATTERN \
+               (mcp__fs__*, * and ? glob; repeatable; also \
+               RIVUMI_MCP_APPROVE, comma-separated); execute is --yes",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Output,
+        long: "output",
+        value: Some("MODE"),
+        kind: ValueKind::Choice(&crate::render::Output::NAMES),
+        applies: Applies::Only(&[Cmd::Call]),
+        help: "What to print: auto (structured content when there is \
+               some, else the text), text, structured, json or raw",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Grep,
+        long: "grep",
+        value: Some("PATTERN"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::List]),
+        help: "Only items whose name, title or description contains \
+               PATTERN (any case; * and ? glob)",
         ..BASE
     },
     Opt {
@@ -433,9 +472,12 @@ const OPTS: &[Opt] = &[
     Opt {
         flag: Flag::Refresh,
         long: "refresh",
-        applies: Applies::Only(&[Cmd::Login]),
-        help: "Exchange the stored refresh token (never done silently), \
-               storing the rotated one first",
+        applies: Applies::Only(REFRESHED),
+        help: "login: exchange the stored refresh token now, storing the \
+               rotated one first; other commands: when the stored OAuth \
+               token expired or is refused, redeem its refresh token once \
+               (under the credential file's lock) and retry once, as \
+               \"refresh\": \"auto\" does",
         ..BASE
     },
     Opt {
@@ -463,7 +505,15 @@ const OPTS: &[Opt] = &[
         flag: Flag::NoBrowser,
         long: "no-browser",
         applies: Applies::Only(&[Cmd::Login]),
-        help: "Only print the URL",
+        help: "Only print the URL; read the redirect address (or the code) \
+               pasted on stdin, or the callback",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Device,
+        long: "device",
+        applies: Applies::Only(&[Cmd::Login]),
+        help: "Log in with a code entered on another device (RFC 8628)",
         ..BASE
     },
     Opt {

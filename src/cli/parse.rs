@@ -139,7 +139,8 @@ where
         apply(&mut draft, g.opt, value)?;
     }
     let global = draft.finish()?;
-    let cmd = self::command(command, words, &mut draft.own)?;
+    let adhoc = global.adhoc.as_ref().map(|a| a.name.clone());
+    let cmd = self::command(command, words, &mut draft.own, adhoc)?;
     Ok(Parsed::Run(Box::new(Args { global, command: cmd })))
 }
 
@@ -159,6 +160,20 @@ fn check_place(command: Cmd, g: &Given) -> Result<()> {
     if !g.opt.applies_to(command) {
         return Err(Error::usage(format!(
             "flag '--{long}' does not apply to '{command}'"
+        )));
+    }
+    // The options that run a program or choose the server never follow
+    // an operand a server may have chosen, in either spelling.
+    let runs = matches!(
+        g.opt.flag,
+        Flag::PreToolHook | Flag::SamplingCommand | Flag::Stdio | Flag::Http
+    );
+    if runs && g.after_operand && command.operands_from_servers() {
+        return Err(Error::usage(format!(
+            "'--{long}' after an operand of '{command}': an option that runs \
+             a program or chooses the server must come before the operands \
+             (two words from a server could spell it); put -- before \
+             operands that may start with '-'"
         )));
     }
     if g.glued && g.after_operand && command.operands_from_servers() {
@@ -192,6 +207,7 @@ struct Own {
     no_browser: bool,
     refresh: bool,
     serve: crate::serve::Options,
+    device: bool,
 }
 
 /// Applies one option. No catch-all: a new [`Flag`] needs its arm.
@@ -216,15 +232,26 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::Args => d.own.args_json = Some(value),
         Flag::Save => d.own.save = Some(PathBuf::from(value)),
         Flag::NoBrowser => d.own.no_browser = true,
-        Flag::Refresh => d.own.refresh = true,
+        Flag::Refresh => {
+            d.own.refresh = true;
+            g.refresh = true;
+        }
+        Flag::Device => d.own.device = true,
         Flag::Lock => g.lock = Some(PathBuf::from(value)),
         Flag::Unlocked => g.unlocked = true,
         Flag::Yes => g.yes = true,
-        Flag::Approve => match value.parse::<Approve>() {
-            Ok(Approve::Execute) => g.yes = true,
-            // A tool pattern: serve takes them (see `command`).
-            Err(_) => d.own.serve.approve.push(value),
-        },
+        // `--approve execute` is `--yes`; anything else is a pattern of
+        // qualified tool names.
+        Flag::Approve if Approve::NAMES.contains(&value.as_str()) => {
+            g.yes = true
+        }
+        Flag::Approve => {
+            crate::tool::check_approve_pattern(&value)
+                .map_err(|e| Error::usage(format!("{flag}: {e}")))?;
+            g.approve.push(value);
+        }
+        Flag::Grep => g.grep = Some(value),
+        Flag::Output => g.output = choice(opt, &value)?,
         Flag::ReadOnly => g.read_only = true,
         Flag::PreToolHook => g.hooks.push(value),
         Flag::HookTimeout => g.hook_timeout = Some(secs(&flag, &value)?),
@@ -319,7 +346,19 @@ fn command(
     command: Cmd,
     words: Vec<String>,
     own: &mut Own,
+    adhoc: Option<String>,
 ) -> Result<Command> {
+    // `call --http URL TOOL k=v`: with an ad-hoc server, a first word
+    // that is not its name and is followed by no word or by an argument
+    // is the tool (a word that is not an argument names the server).
+    let adhoc_tool = match (&adhoc, words.first(), words.get(1)) {
+        (Some(name), Some(first), next) => {
+            first != name
+                && !first.starts_with("mcp__")
+                && next.is_none_or(|w| w.contains('='))
+        }
+        _ => false,
+    };
     let mut words = words.into_iter();
     let mut need = |what: &str| {
         words.next().ok_or_else(|| {
@@ -329,17 +368,6 @@ fn command(
         })
     };
     let format = own.format.unwrap_or(Format::Human);
-    for p in &own.serve.approve {
-        if command != Cmd::Serve {
-            let opt = options()
-                .iter()
-                .find(|o| o.flag == Flag::Approve)
-                .expect("--approve is in the table");
-            choice::<Approve>(opt, p)?;
-        }
-        crate::serve::check_pattern(p)
-            .map_err(|e| Error::usage(format!("--approve: {e}")))?;
-    }
     let cmd = match command {
         Cmd::CheckConfig => Command::CheckConfig { format },
         Cmd::Lock => Command::Lock {
@@ -354,6 +382,8 @@ fn command(
             let first = need("TOOL")?;
             let target = if first.starts_with("mcp__") {
                 Target::Qualified(first)
+            } else if let Some(server) = adhoc.filter(|_| adhoc_tool) {
+                Target::Split { server, tool: first }
             } else {
                 let tool = need("TOOL (after the server name)")?;
                 Target::Split { server: first, tool }
@@ -381,6 +411,7 @@ fn command(
             server: need("SERVER")?,
             no_browser: own.no_browser,
             refresh: own.refresh,
+            device: own.device,
         },
         Cmd::Logout => Command::Logout { server: need("SERVER")? },
         Cmd::Discover => Command::Discover { server: need("SERVER")? },
@@ -495,7 +526,13 @@ mod tests {
         ));
         assert!(run("call s t --approve execute").global.yes);
         let e = parse_raw("call s t --approve read").unwrap_err().to_string();
-        assert_eq!(e, "--approve: unknown class 'read' [pick from: execute]");
+        assert!(
+            e.starts_with("--approve: 'read' is not a qualified tool"),
+            "{e}"
+        );
+        let a = run("call s t --approve mcp__s__* --approve mcp__x__t");
+        assert_eq!(a.global.approve, ["mcp__s__*", "mcp__x__t"]);
+        assert!(!a.global.yes);
         assert!(parse_raw("call s t notapair").is_err());
     }
 
@@ -591,8 +628,21 @@ mod tests {
         // operands.
         let a = run("call --pre-tool-hook=x demo echo t=1 --yes --json");
         assert_eq!(a.global.hooks, ["x"]);
-        let a = run("call demo echo t=1 --pre-tool-hook x --timeout 5");
-        assert_eq!(a.global.hooks, ["x"]);
+        let a = run("call demo echo t=1 --timeout 5 --json");
+        assert!(a.global.json);
+        // The options that run a program: never after an operand.
+        for line in [
+            "call demo echo t=1 --pre-tool-hook x",
+            "prompt demo greet --sampling-command x",
+            "read demo fixture://a --stdio x",
+            "call mcp__demo__echo --http http://127.0.0.1:1/",
+        ] {
+            let e = parse_raw(line).unwrap_err().to_string();
+            assert!(
+                e.contains("must come before the operands"),
+                "{line}: {e}"
+            );
+        }
         run("prompt --sampling-command=x demo greet");
         run("resources demo --stdio=x");
         run("list demo --sampling-command=x");

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::auth::token::AuthMethod;
 use crate::auth::{DEFAULT_CALLBACK_TIMEOUT, discovery, flow, store};
-use crate::config::{Http, OAuth, Transport};
+use crate::config::{Grant, Http, OAuth, Transport};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::launch::Context;
@@ -45,6 +46,7 @@ pub(crate) fn login(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<()> {
     let (h, o) = oauth_entry(ctx, server)?;
+    let grant = login_grant(server, o, opts)?;
     let store_path = store::path(lookup)?;
     // Fail on an unusable credential file before any network round trip.
     store::load(&store_path)?;
@@ -57,6 +59,7 @@ pub(crate) fn login(
             http: h,
             oauth: o,
             challenge: None,
+            grant,
             no_browser: opts.no_browser,
             callback_timeout: opts.timeout.unwrap_or(DEFAULT_CALLBACK_TIMEOUT),
             lookup,
@@ -88,11 +91,37 @@ pub(crate) fn login(
     ))
 }
 
+/// The grant a login runs: the block's, or the device grant for
+/// `--device` (which only replaces the browser login).
+fn login_grant(server: &str, o: &OAuth, opts: LoginOptions) -> Result<Grant> {
+    if !opts.device {
+        return Ok(o.grant);
+    }
+    if opts.refresh || opts.no_browser {
+        return Err(Error::usage(format!(
+            "--device is a login of its own; give it without {}",
+            if opts.refresh { "--refresh" } else { "--no-browser" }
+        )));
+    }
+    match o.grant {
+        Grant::AuthorizationCode | Grant::DeviceCode => Ok(Grant::DeviceCode),
+        g @ (Grant::ClientCredentials
+        | Grant::JwtBearer
+        | Grant::Enterprise) => Err(Error::usage(format!(
+            "'{server}' logs in with \"grant\": \"{}\", without a \
+                 person; --device applies to a person's login",
+            g.name()
+        ))),
+    }
+}
+
 /// What `login` was asked to do.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoginOptions {
     pub(crate) no_browser: bool,
     pub(crate) refresh: bool,
+    /// `--device`: the device authorization grant.
+    pub(crate) device: bool,
     pub(crate) timeout: Option<Duration>,
 }
 
@@ -295,17 +324,17 @@ fn method<'a>(
     c: Option<&'a store::Credential>,
 ) -> (&'static str, Option<&'a str>, bool) {
     let Some(o) = &h.oauth else { return ("-", None, false) };
-    let configured = if o.machine.client_key_file.is_some() {
-        Some("private_key_jwt")
-    } else {
-        None
-    };
+    let configured = o
+        .machine
+        .client_key_file
+        .is_some()
+        .then_some(AuthMethod::PrivateKeyJwt.name());
     let client_auth = c
         .and_then(|c| c.auth_method.as_deref())
-        .filter(|m| *m != "none")
+        .filter(|m| *m != AuthMethod::None.name())
         .or(configured);
     let dpop = c.is_some_and(|c| c.dpop_key.is_some());
-    (o.machine.grant_name(o.client_credentials), client_auth, dpop)
+    (o.grant.name(), client_auth, dpop)
 }
 
 /// `rivumi-mcp status`: which servers have a stored credential, for which

@@ -19,7 +19,7 @@ pub(crate) fn list_one(
     show: Show,
     json: bool,
 ) -> Result<()> {
-    list::run(ctx, &[server.to_string()], show, json, None)
+    list::run(ctx, &[server.to_string()], show, json, None, None)
 }
 
 /// `read SERVER URI`.

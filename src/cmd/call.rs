@@ -51,7 +51,7 @@ pub(crate) fn run(
     pairs: &[String],
     args: Option<&str>,
     save: Option<&Path>,
-    json: bool,
+    output: render::Output,
 ) -> Result<()> {
     let (server, tool) = match target {
         Target::Qualified(q) => {
@@ -93,14 +93,38 @@ pub(crate) fn run(
     s.close();
     let result = &obs.result;
     let is_error = result.get("isError") == Some(&Value::Bool(true));
-    // With --json nothing is saved: the JSON is what a script gets.
-    let saved = !json && save.is_some();
-    if json {
-        out::json(&obs.json())?;
-    } else {
-        let mut saver = Saver::new(save, format!("{server}-{}", t.qualified));
-        let text = render::tool_result(&obs.result, obs.whole(), &mut saver)?;
-        render::print(&text)?;
+    // With --json (or structured, raw) nothing is saved: the JSON is what
+    // a script gets.
+    let saved = matches!(output, render::Output::Auto | render::Output::Text)
+        && save.is_some();
+    match output {
+        render::Output::Json => out::json(&obs.json())?,
+        render::Output::Raw => {
+            out::print_untrusted(&format!("{}\n", obs.result))?
+        }
+        render::Output::Structured => match result.get("structuredContent") {
+            Some(sc) => out::json(sc)?,
+            None if is_error => {}
+            None => {
+                return Err(Error::negative(format!(
+                    "tool '{}' returned no structuredContent (--output \
+                     structured; --output text prints its content)",
+                    out::shown(&t.name)
+                ))
+                .for_server(&server));
+            }
+        },
+        render::Output::Auto | render::Output::Text => {
+            let prefix = format!("{server}-{}", t.qualified);
+            let mut saver = Saver::new(save, prefix);
+            let text = render::tool_result(
+                &obs.result,
+                obs.whole(),
+                &mut saver,
+                output,
+            )?;
+            render::print(&text)?;
+        }
     }
     if is_error {
         return Err(Error::negative(format!(

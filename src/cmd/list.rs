@@ -36,13 +36,43 @@ pub(crate) fn in_parallel<T: Send>(
     })
 }
 
+/// `list SERVER TOOL`, `list mcp__SERVER__TOOL` and, with an ad-hoc
+/// server, `list --stdio CMD TOOL`: the words name one tool, not servers,
+/// when the second is no configured server or the first again (or the one
+/// word is a qualified name that is no server, or not the ad-hoc server's
+/// name).
+fn one_tool(ctx: &Context, names: &[String]) -> Option<(String, String)> {
+    let is_server =
+        |n: &str| ctx.config.entry(n).is_some() || ctx.adhoc_name() == Some(n);
+    match names {
+        [one] if !is_server(one) => {
+            if let Some((s, t)) = crate::tool::split_qualified(one) {
+                return Some((s.to_string(), t.to_string()));
+            }
+            let adhoc = ctx.adhoc_name()?;
+            Some((adhoc.to_string(), one.clone()))
+        }
+        // `list fetch fetch`: a server's tool of its own name.
+        [server, tool]
+            if is_server(server) && (!is_server(tool) || server == tool) =>
+        {
+            Some((server.clone(), tool.clone()))
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn run(
     ctx: &Context,
     names: &[String],
     show: Show,
     json: bool,
     lock: Option<&Lock>,
+    grep: Option<&str>,
 ) -> Result<()> {
+    if let Some((server, tool)) = one_tool(ctx, names) {
+        return crate::cmd::detail::run(ctx, &server, &tool, json);
+    }
     let names: Vec<String> = if names.is_empty() {
         for n in ctx.disabled_servers() {
             msg::warn(&format!(
@@ -62,7 +92,11 @@ pub(crate) fn run(
         let mut s = ctx.start(n)?;
         let l = collect(&mut s, show);
         s.close();
-        l
+        let mut l = l?;
+        if let Some(p) = grep {
+            keep_matching(&mut l, p);
+        }
+        Ok(l)
     });
     let mut first_err: Option<Error> = None;
     let mut json_servers = vec![];
@@ -78,9 +112,13 @@ pub(crate) fn run(
                         "error": e.to_json(),
                     }));
                 }
-                // Every failure is reported, in config order; the first
-                // decides the exit code.
-                msg::error(&e.to_string());
+                // Every failure is reported, in config order (with
+                // --json, in the servers array: the one line on stderr is
+                // the first error's object); the first decides the exit
+                // code.
+                if !json {
+                    msg::error(&e.to_string());
+                }
                 first_err.get_or_insert(e.reported());
             }
         }
@@ -88,12 +126,78 @@ pub(crate) fn run(
     if json {
         out::json(&json!({"servers": json_servers}))?;
     } else {
-        out::print(&text)?;
+        // On a terminal: its width, else $COLUMNS; a terminal that says
+        // neither is not cut.
+        let width = out::stdout_is_tty()
+            .then(|| {
+                crate::sys::stdout_columns().or_else(|| {
+                    crate::setup::lookup("COLUMNS")?.trim().parse().ok()
+                })
+            })
+            .flatten();
+        match width {
+            Some(w) => out::print(&fit(&text, w))?,
+            None => out::print(&text)?,
+        }
     }
     match first_err {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Each line cut to `width` characters, a cut one ending in `…`, so that
+/// a long description does not wrap a terminal's table (the whole text is
+/// in `--json` and in the one-tool view).
+fn fit(text: &str, width: usize) -> String {
+    let width = width.max(20);
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.chars().count() > width {
+            out.extend(line.chars().take(width - 1));
+            out.push('…');
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `--grep`: keeps the items whose name (qualified too, for tools),
+/// title, description, URI or URI template contains `pattern`, in any
+/// case; with `*` or `?` in it, the pattern is a glob that may match
+/// anywhere in one of them.
+fn keep_matching(l: &mut ServerListing, pattern: &str) {
+    let glob = format!("*{}*", pattern.to_lowercase());
+    let hit = |s: &str| {
+        let s = s.to_lowercase();
+        crate::tool::glob_match(&glob, &s)
+    };
+    let server = l.name.clone();
+    let keep = |item: &Value| {
+        let mut fields: Vec<String> =
+            ["name", "title", "description", "uri", "uriTemplate"]
+                .iter()
+                .filter_map(|k| item.get(*k)?.as_str().map(str::to_string))
+                .collect();
+        if let Some(n) = item.get("name").and_then(Value::as_str) {
+            fields.push(format!("mcp__{server}__{n}"));
+        }
+        fields.iter().any(|f| hit(f))
+    };
+    for x in [&mut l.tools, &mut l.resources, &mut l.templates, &mut l.prompts]
+        .into_iter()
+        .flatten()
+    {
+        x.items.retain(|i| keep(i));
+    }
+}
+
+/// A resource's (or template's) `name`, shown beside its URI.
+fn name_of(item: &Value) -> String {
+    let n = item.get("name").and_then(Value::as_str).unwrap_or("");
+    out::shown(n).into_owned()
 }
 
 fn describe(v: &Value) -> String {
@@ -157,11 +261,15 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     let info = crate::mcp::bounded_server_info(&l.info);
     let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
     let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
+    // An empty version is left out, not shown as a double space.
+    let sver = match sver.trim() {
+        "" => String::new(),
+        v => format!(" {}", out::shown(v)),
+    };
     text.push_str(&format!(
-        "{}: {} {} (protocol {})\n",
+        "{}: {}{sver} (protocol {})\n",
         l.name,
         out::shown(sname),
-        out::shown(sver),
         l.protocol
     ));
     let mut rows: Vec<Vec<String>> = vec![];
@@ -204,6 +312,7 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
                     .and_then(Value::as_str)
                     .map(|m| out::shown(m).into_owned())
                     .unwrap_or_default(),
+                name_of(item),
                 out::shown(&marked(ItemKind::Resource, item)).into_owned(),
             ]);
         }
@@ -211,8 +320,15 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
             rows.push(vec![
                 format!("  template {}", field(item, "uriTemplate")),
                 String::new(),
+                name_of(item),
                 out::shown(&marked(ItemKind::Template, item)).into_owned(),
             ]);
+        }
+        let none = |x: &Option<crate::session::Listing>| {
+            x.as_ref().is_none_or(|x| x.items.is_empty())
+        };
+        if none(&l.resources) && none(&l.templates) {
+            text.push_str("  (no resources)\n");
         }
     }
     text.push_str(&out::table(&std::mem::take(&mut rows)));
@@ -242,6 +358,11 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
                 out::shown(&marked(ItemKind::Prompt, item)).into_owned(),
             ]);
         }
+    }
+    if let (true, Some(p)) = (show.prompts, &l.prompts)
+        && p.items.is_empty()
+    {
+        text.push_str("  (no prompts)\n");
     }
     text.push_str(&out::table(&rows));
     for (what, listing) in [
@@ -313,4 +434,38 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
     }
     o["complete"] = json!(complete);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fit, human};
+    use crate::catalog::ServerListing;
+    use crate::catalog::Show;
+    use serde_json::json;
+
+    #[test]
+    fn an_empty_version_leaves_no_double_space() {
+        let l = ServerListing {
+            name: "s".into(),
+            protocol: "2025-11-25".into(),
+            info: json!({"name": "srv", "version": ""}),
+            instructions: None,
+            tools: None,
+            resources: None,
+            templates: None,
+            prompts: None,
+        };
+        let show = Show { tools: false, resources: false, prompts: false };
+        assert_eq!(human(&l, show, None), "s: srv (protocol 2025-11-25)\n");
+    }
+
+    #[test]
+    fn long_lines_are_cut_with_a_marker() {
+        let long = format!("  mcp__a__b  read  {}", "d".repeat(100));
+        let got = fit(&format!("short\n{long}\n"), 40);
+        let lines: Vec<&str> = got.lines().collect();
+        assert_eq!(lines[0], "short");
+        assert_eq!(lines[1].chars().count(), 40);
+        assert!(lines[1].ends_with("dd…"), "{}", lines[1]);
+    }
 }

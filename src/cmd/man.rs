@@ -128,6 +128,12 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "A pre-tool hook command, run after those given with --pre-tool-hook.",
     ),
     (
+        "RIVUMI_MCP_APPROVE",
+        "Standing approvals for call and batch: qualified tool name patterns \
+         (mcp__SERVER__TOOL, * and ? as wildcards), separated by commas or \
+         spaces, added to those given with --approve.",
+    ),
+    (
         "RIVUMI_MCP_JOURNAL",
         "Append journal events to this file (as --journal).",
     ),

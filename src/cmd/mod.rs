@@ -7,6 +7,7 @@ pub(crate) mod bridges;
 pub(crate) mod call;
 pub(crate) mod check_config;
 pub(crate) mod completions;
+pub(crate) mod detail;
 pub(crate) mod list;
 pub(crate) mod lock;
 pub(crate) mod man;

@@ -34,13 +34,34 @@ pub fn validate(
     strict: bool,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Config {
-    let mut c =
-        Checker { diags: vec![], strict, lookup, dir, top: "mcpServers" };
+    let editor = super::editor_of(path);
+    let predefined = match editor {
+        Some(_) => editor_variables(dir, lookup),
+        None => vec![],
+    };
+    let with_editor = |n: &str| {
+        predefined
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+            .or_else(|| lookup(n))
+    };
+    let mut c = Checker {
+        diags: vec![],
+        strict,
+        lookup: &with_editor,
+        dir,
+        top: "mcpServers",
+        editor,
+        predefined: &predefined,
+    };
     let mut config = Config {
         path: path.to_path_buf(),
         entries: vec![],
         diagnostics: vec![],
         file_ok: true,
+        editor,
+        predefined: predefined.clone(),
     };
     let doc = if is_jsonc(path) {
         jsonpos::parse_jsonc(text)
@@ -192,6 +213,29 @@ pub fn validate(
     config
 }
 
+/// VS Code's and Cursor's predefined variables for a file whose project
+/// root is `root`: the root, its last component, `HOME` (when set) and
+/// `/`.
+fn editor_variables(
+    root: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("workspaceFolder".to_string(), root.display().to_string()),
+        (
+            "workspaceFolderBasename".to_string(),
+            root.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
+        ("pathSeparator".to_string(), "/".to_string()),
+    ];
+    if let Some(home) = lookup("HOME").filter(|h| !h.is_empty()) {
+        out.push(("userHome".to_string(), home));
+    }
+    out
+}
+
 /// Whether a file is JSONC: VS Code's files (in a `.vscode` directory)
 /// and `*.jsonc`. Everything else, `.mcp.json` included, is strict JSON.
 fn is_jsonc(path: &Path) -> bool {
@@ -236,6 +280,10 @@ pub(super) struct Checker<'a> {
     /// The key that holds the servers: `mcpServers`, or VS Code's
     /// `servers`.
     top: &'static str,
+    /// The editor whose file this is (see [`super::editor_of`]).
+    editor: Option<&'static str>,
+    /// Its predefined variables (`cwd` may use them, and only them).
+    predefined: &'a [(String, String)],
 }
 
 impl Checker<'_> {
@@ -514,6 +562,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let tool_timeout = self.timeout(node, "tool_timeout_sec");
         let protocol = self.protocol(node);
         let disabled = self.disabled(node);
+        let tools = self.tool_filter(node);
         let transport = if transport == "stdio" {
             Transport::Stdio(self.stdio(node)?)
         } else {
@@ -526,7 +575,75 @@ impl<'c, 'a> Cursor<'c, 'a> {
             tool_timeout: tool_timeout.ok()?,
             protocol: protocol.ok()?,
             disabled,
+            tools: tools.ok()?,
         })
+    }
+
+    /// `tools`: `{"allow": [GLOB, ...], "deny": [GLOB, ...]}`, both
+    /// optional, each glob a non-empty string.
+    fn tool_filter(
+        &mut self,
+        node: &Node,
+    ) -> std::result::Result<Option<super::ToolFilter>, ()> {
+        let Some(m) = node.get("tools") else { return Ok(None) };
+        let J::Object(members) = &m.value.kind else {
+            self.error(
+                "/tools",
+                m.value.pos,
+                format!(
+                    "'tools' must be an object with \"allow\" and/or \
+                     \"deny\" arrays of globs, not {}",
+                    m.value.type_name()
+                ),
+            );
+            return Err(());
+        };
+        let mut f = super::ToolFilter::default();
+        let mut ok = true;
+        for member in members {
+            let list = match member.key.as_str() {
+                "allow" => &mut f.allow,
+                "deny" => &mut f.deny,
+                other => {
+                    let msg = unknown_key(
+                        "unknown key",
+                        " in 'tools'",
+                        other,
+                        &["allow", "deny"],
+                    );
+                    self.error("/tools", member.key_pos, msg);
+                    ok = false;
+                    continue;
+                }
+            };
+            let p = format!("/tools/{}", member.key);
+            let items = match &member.value.kind {
+                J::Array(items) => items,
+                _ => {
+                    self.error(
+                        &p,
+                        member.value.pos,
+                        "must be an array of globs (strings)",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            for (i, it) in items.iter().enumerate() {
+                match &it.kind {
+                    J::String(g) if !g.is_empty() => list.push(g.clone()),
+                    _ => {
+                        self.error(
+                            &format!("{p}/{i}"),
+                            it.pos,
+                            "a glob must be a non-empty string",
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        if ok { Ok(Some(f)) } else { Err(()) }
     }
 
     /// `disabled`: a boolean; a disabled server is checked like any other
@@ -676,7 +793,29 @@ impl<'c, 'a> Cursor<'c, 'a> {
             let p = "/cwd".to_string();
             match &m.value.kind {
                 J::String(c) if !c.is_empty() && !c.contains('\0') => {
-                    cwd_path = Some(self.c.dir.join(c));
+                    // Only the editor's variables: where a server runs
+                    // (and so its fingerprint) never depends on the
+                    // environment.
+                    let fixed = self.c.predefined;
+                    let only = |n: &str| {
+                        fixed
+                            .iter()
+                            .find(|(k, _)| k == n)
+                            .map(|(_, v)| v.clone())
+                    };
+                    match vars::expand(c, &only) {
+                        Ok(c) => cwd_path = Some(self.c.dir.join(c)),
+                        Err(e) => self.error(
+                            &p,
+                            m.value.pos,
+                            format!(
+                                "cwd: {e} (cwd may use only the editors' \
+                                 ${{workspaceFolder}}, \
+                                 ${{workspaceFolderBasename}}, ${{userHome}} \
+                                 and ${{pathSeparator}}, in their files)"
+                            ),
+                        ),
+                    }
                 }
                 _ => self.error(
                     &p,
@@ -728,6 +867,8 @@ impl<'c, 'a> Cursor<'c, 'a> {
             }
         }
         let oauth = node.get("oauth").and_then(|m| self.oauth(m));
+        let token_command = self.token_command(node, bearer.is_some());
+        let headers_command = self.headers_command(node, &headers);
         let auth_header = headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("authorization"));
@@ -743,7 +884,14 @@ impl<'c, 'a> Cursor<'c, 'a> {
         if let Some((k, v)) = auth_header {
             let p = format!("/headers/{}", jsonpos::pointer_escape(k));
             let pos = node.get("headers").map_or(node.pos, |m| m.value.pos);
-            if bearer.is_some() || node.get("oauth").is_some() {
+            if node.get("token_command").is_some() {
+                self.error(
+                    &p,
+                    pos,
+                    "an 'Authorization' header conflicts with \
+                     'token_command'",
+                );
+            } else if bearer.is_some() || node.get("oauth").is_some() {
                 self.error(
                     &p,
                     pos,
@@ -768,8 +916,116 @@ impl<'c, 'a> Cursor<'c, 'a> {
             url_text,
             headers,
             bearer_token_env_var: bearer,
+            token_command,
+            headers_command,
             oauth,
         })
+    }
+
+    /// `headers_command`: header names, each with a non-empty argv;
+    /// neither `Authorization` (that is `token_command`) nor a header
+    /// `headers` sets too.
+    fn headers_command(
+        &mut self,
+        node: &Node,
+        headers: &[(String, String)],
+    ) -> Vec<(String, Vec<String>)> {
+        let Some(m) = node.get("headers_command") else { return vec![] };
+        let p = "/headers_command";
+        let J::Object(fields) = &m.value.kind else {
+            self.error(
+                p,
+                m.value.pos,
+                "'headers_command' must be an object of header names to \
+                 argv arrays",
+            );
+            return vec![];
+        };
+        let mut out: Vec<(String, Vec<String>)> = vec![];
+        for f in fields {
+            let fp = format!("{p}/{}", jsonpos::pointer_escape(&f.key));
+            let taken = |k: &String| k.eq_ignore_ascii_case(&f.key);
+            let problem = match check_header_name(&f.key) {
+                Err(msg) => Some(msg),
+                Ok(()) if f.key.eq_ignore_ascii_case("authorization") => Some(
+                    "an 'Authorization' value from a command is \
+                     'token_command'"
+                        .to_string(),
+                ),
+                Ok(()) if headers.iter().map(|(k, _)| k).any(taken) => {
+                    Some(format!("header '{}' is also in 'headers'", f.key))
+                }
+                Ok(()) if out.iter().map(|(k, _)| k).any(taken) => {
+                    Some(format!("header '{}' is given twice", f.key))
+                }
+                Ok(()) => None,
+            };
+            if let Some(msg) = problem {
+                self.error(&fp, f.key_pos, msg);
+                continue;
+            }
+            let argv: Option<Vec<String>> = match &f.value.kind {
+                J::Array(items) => items
+                    .iter()
+                    .map(|it| match &it.kind {
+                        J::String(v) if !v.contains('\0') => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            };
+            match argv {
+                Some(a) if a.first().is_some_and(|c| !c.is_empty()) => {
+                    out.push((f.key.clone(), a));
+                }
+                _ => self.error(
+                    &fp,
+                    f.value.pos,
+                    format!(
+                        "the command of '{}' must be a non-empty argv array \
+                         of strings (no shell)",
+                        f.key
+                    ),
+                ),
+            }
+        }
+        out
+    }
+
+    /// `token_command`: a non-empty argv whose program is named, the one
+    /// way the server authenticates (`bearer` says whether
+    /// `bearer_token_env_var` is set).
+    fn token_command(
+        &mut self,
+        node: &Node,
+        bearer: bool,
+    ) -> Option<Vec<String>> {
+        let m = node.get("token_command")?;
+        let p = "/token_command";
+        let argv = self.string_array(node, "token_command", "");
+        if !matches!(m.value.kind, J::Array(_)) {
+            return None;
+        }
+        if argv.first().is_none_or(|c| c.is_empty()) {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' must be a non-empty argv array (no shell): \
+                 [\"program\", \"arg\", ...]",
+            );
+            return None;
+        }
+        if bearer || node.get("oauth").is_some() {
+            self.error(
+                p,
+                m.value.pos,
+                "'token_command' conflicts with \
+                 'bearer_token_env_var'/'oauth'; choose one way to \
+                 authenticate",
+            );
+            return None;
+        }
+        Some(argv)
     }
 
     /// `url`: a template, checked like the others, then expanded and
@@ -962,7 +1218,20 @@ impl<'c, 'a> Cursor<'c, 'a> {
             return false;
         }
         for name in vars::missing(t, self.c.lookup) {
-            if !reserved(&name) {
+            if let Some(editor) = self.c.editor
+                && vars::is_editor_variable(&name)
+            {
+                self.error(
+                    p,
+                    pos,
+                    format!(
+                        "'${{{name}}}' is {editor}'s variable, which \
+                         rivumi-mcp does not provide (it provides \
+                         ${{workspaceFolder}}, ${{workspaceFolderBasename}}, \
+                         ${{userHome}} and ${{pathSeparator}})"
+                    ),
+                );
+            } else if !reserved(&name) {
                 self.check_set(p, pos, &name);
             }
         }

@@ -28,7 +28,7 @@ mod rules;
 mod sandbox;
 
 pub use check::validate;
-pub use oauth::{Assertion, DpopMode, Enterprise, Machine};
+pub use oauth::{Assertion, DpopMode, Enterprise, Grant, Machine};
 pub use rules::check_name;
 pub use sandbox::{Network, Sandbox, resolve as sandbox_path};
 
@@ -70,6 +70,27 @@ pub struct Server {
     /// `"disabled": true` (Claude Code, Cursor, Cline): validated and
     /// shown, never started.
     pub disabled: bool,
+    /// `"tools": {"allow": [...], "deny": [...]}`: which of the server's
+    /// tools are exposed at all (it can only narrow).
+    pub tools: Option<ToolFilter>,
+}
+
+/// A server's `tools` key: globs (`*`, `?`) over the names the server
+/// gives its tools. A tool is exposed when `allow` is empty or one of its
+/// globs matches, and no `deny` glob matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool named `name` is exposed.
+    pub fn admits(&self, name: &str) -> bool {
+        let matches = |g: &String| crate::tool::glob_match(g, name);
+        (self.allow.is_empty() || self.allow.iter().any(matches))
+            && !self.deny.iter().any(matches)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -134,6 +155,12 @@ pub struct Http {
     pub url_text: String,
     pub headers: Vec<(String, String)>,
     pub bearer_token_env_var: Option<String>,
+    /// `token_command`: the argv (no shell) whose stdout is the bearer
+    /// token, run once per invocation.
+    pub token_command: Option<Vec<String>>,
+    /// `headers_command`: header names, each with the argv (no shell)
+    /// whose stdout is its value, run once per invocation.
+    pub headers_command: Vec<(String, Vec<String>)>,
     pub oauth: Option<OAuth>,
 }
 
@@ -151,8 +178,12 @@ pub struct OAuth {
     pub redirect_path: String,
     /// `"registration": "dynamic"`: RFC 7591 registration (opt-in).
     pub dynamic_registration: bool,
-    /// `"grant": "client_credentials"` (machine to machine, no browser).
-    pub client_credentials: bool,
+    /// `grant`: how the token is obtained (the authorization code by
+    /// default).
+    pub grant: Grant,
+    /// `"refresh": "auto"`: an expired or refused token is refreshed
+    /// (once, under the credential file's lock) before the request.
+    pub auto_refresh: bool,
     /// Ask for `offline_access` when the authorization server lists it.
     pub offline_access: bool,
     /// Log in inline when a request gets 401 / 403 insufficient_scope.
@@ -174,6 +205,7 @@ impl Server {
         match &self.transport {
             Transport::Http(h) if h.oauth.is_some() => "oauth",
             Transport::Http(h) if h.bearer_token_env_var.is_some() => "bearer",
+            Transport::Http(h) if h.token_command.is_some() => "command",
             _ => "-",
         }
     }
@@ -211,6 +243,13 @@ pub struct Config {
     /// False when a problem outside any one server (syntax, top level)
     /// makes the whole file unusable.
     pub file_ok: bool,
+    /// The editor whose file this is (`.vscode/mcp.json`: VS Code,
+    /// `.cursor/mcp.json`: Cursor), which decides the project root and
+    /// the editor variables below.
+    pub editor: Option<&'static str>,
+    /// The editor's predefined variables (`${workspaceFolder}`, …), looked
+    /// up before the environment; empty outside an editor's file.
+    pub predefined: Vec<(String, String)>,
 }
 
 impl Config {
@@ -225,6 +264,11 @@ impl Config {
 
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The value of an editor's predefined variable, if this file has it.
+    pub fn predefined(&self, name: &str) -> Option<String> {
+        self.predefined.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     }
 
     /// The first error about `server`, for a refusal message.
@@ -291,8 +335,24 @@ pub(crate) fn read_file(path: &Path) -> Result<String> {
     })
 }
 
+/// The editor whose configuration `path` is: `VS Code` for a file in a
+/// `.vscode` directory, `Cursor` for one in `.cursor`.
+pub fn editor_of(path: &Path) -> Option<&'static str> {
+    let dir = path.parent()?.file_name()?;
+    if dir == ".vscode" {
+        Some("VS Code")
+    } else if dir == ".cursor" {
+        Some("Cursor")
+    } else {
+        None
+    }
+}
+
 /// Reads and validates a file. `strict` turns unknown keys and unset
 /// variables into errors; `lookup` reads the invoking environment.
+/// Servers run in the file's directory, or for an editor's file
+/// (`.vscode/mcp.json`, `.cursor/mcp.json`) in the project root, the
+/// directory that holds `.vscode` or `.cursor`, as the editors do.
 pub(crate) fn load(
     path: &Path,
     strict: bool,
@@ -305,6 +365,10 @@ pub(crate) fn load(
     // Absolute, so that the directory a server runs in (and so its
     // fingerprint) does not depend on where rivumi-mcp was started.
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let dir = match (editor_of(path), dir.parent()) {
+        (Some(_), Some(root)) => root.to_path_buf(),
+        _ => dir,
+    };
     Ok(validate(&text, path, &dir, strict, lookup))
 }
 

@@ -7,7 +7,11 @@
 //! "jwt_bearer"` with an assertion from `assertion_file` or
 //! `assertion_env_var`), enterprise-managed authorization (`"grant":
 //! "enterprise"`: the IdP's ID token, from the same keys, exchanged at
-//! `idp_token_endpoint` for an ID-JAG) and DPoP (`dpop`).
+//! `idp_token_endpoint` for an ID-JAG) and DPoP (`dpop`); and what a
+//! person without a browser on this machine uses: the device
+//! authorization grant (`"grant": "device_code"`, RFC 8628). `refresh`
+//! (`"manual"` by default, or `"auto"`) says whether a command may redeem
+//! the refresh token itself.
 
 use std::path::PathBuf;
 
@@ -38,7 +42,74 @@ pub(super) const OAUTH_KEYS: &[&str] = &[
     "idp_client_secret_env_var",
     "dpop",
     "trust_discovery",
+    "refresh",
 ];
+
+/// `grant`: how a token is obtained. Every place that acts on the grant
+/// matches on this, so a new grant is a compile error until each says
+/// what it does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Grant {
+    /// The browser login: authorization code with PKCE (the default).
+    #[default]
+    AuthorizationCode,
+    /// RFC 8628: a code the user enters on another device.
+    DeviceCode,
+    /// A confidential client's own credentials.
+    ClientCredentials,
+    /// A workload identity assertion (RFC 7523 §2.1).
+    JwtBearer,
+    /// The IdP's ID token exchanged for an ID-JAG, then jwt-bearer.
+    Enterprise,
+}
+
+impl Grant {
+    /// Every grant, in the order messages list them.
+    pub const ALL: [Grant; 5] = [
+        Grant::AuthorizationCode,
+        Grant::DeviceCode,
+        Grant::ClientCredentials,
+        Grant::JwtBearer,
+        Grant::Enterprise,
+    ];
+
+    /// The name the config spells it with (and `status` shows).
+    pub fn name(self) -> &'static str {
+        match self {
+            Grant::AuthorizationCode => "authorization_code",
+            Grant::DeviceCode => "device_code",
+            Grant::ClientCredentials => "client_credentials",
+            Grant::JwtBearer => "jwt_bearer",
+            Grant::Enterprise => "enterprise",
+        }
+    }
+
+    /// The grant of a config name.
+    pub fn parse(s: &str) -> Option<Grant> {
+        Grant::ALL.into_iter().find(|g| g.name() == s)
+    }
+
+    /// Whether a person takes part (a browser somewhere); the others are
+    /// machine grants, obtained without anyone.
+    pub fn interactive(self) -> bool {
+        match self {
+            Grant::AuthorizationCode | Grant::DeviceCode => true,
+            Grant::ClientCredentials
+            | Grant::JwtBearer
+            | Grant::Enterprise => false,
+        }
+    }
+
+    /// Whether the grant is made of a JWT the platform hands the job.
+    pub fn asserted(self) -> bool {
+        match self {
+            Grant::JwtBearer | Grant::Enterprise => true,
+            Grant::AuthorizationCode
+            | Grant::DeviceCode
+            | Grant::ClientCredentials => false,
+        }
+    }
+}
 
 /// Where a JWT the platform hands the job comes from: the workload's
 /// assertion (`jwt_bearer`) or the IdP's ID token (`enterprise`).
@@ -69,9 +140,7 @@ pub struct Enterprise {
 /// What an `oauth` block says beyond the browser login.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Machine {
-    /// `"grant": "jwt_bearer"`: the assertion is the grant (RFC 7523 §2.1).
-    pub jwt_bearer: bool,
-    /// `"grant": "enterprise"`: token exchange at the IdP, then jwt-bearer.
+    /// `"grant": "enterprise"`: the IdP of the token exchange.
     pub enterprise: Option<Enterprise>,
     /// `client_key_file`: `private_key_jwt` with this PKCS#8 key.
     pub client_key_file: Option<PathBuf>,
@@ -81,21 +150,6 @@ pub struct Machine {
     /// authorization server lets the MCP server's metadata choose where
     /// the client secret or the workload JWT goes (check-config warns).
     pub trust_discovery: bool,
-}
-
-impl Machine {
-    /// The grant's name, for `status` and messages.
-    pub fn grant_name(&self, client_credentials: bool) -> &'static str {
-        if self.jwt_bearer {
-            "jwt_bearer"
-        } else if self.enterprise.is_some() {
-            "enterprise"
-        } else if client_credentials {
-            "client_credentials"
-        } else {
-            "authorization_code"
-        }
-    }
 }
 
 impl Cursor<'_, '_> {
@@ -147,18 +201,13 @@ impl Cursor<'_, '_> {
         };
         let dynamic = choice(self, "registration", &["dynamic", "none"])
             .is_some_and(|v| v == "dynamic");
-        let grant = choice(
-            self,
-            "grant",
-            &[
-                "authorization_code",
-                "client_credentials",
-                "jwt_bearer",
-                "enterprise",
-            ],
-        )
-        .unwrap_or_default();
-        let client_credentials = grant == "client_credentials";
+        let names = Grant::ALL.map(Grant::name);
+        let grant = choice(self, "grant", &names)
+            .and_then(|g| Grant::parse(&g))
+            .unwrap_or_default();
+        let client_credentials = grant == Grant::ClientCredentials;
+        let auto_refresh = choice(self, "refresh", &["manual", "auto"])
+            .is_some_and(|v| v == "auto");
         let flag = |c: &mut Self, key: &str| match node.get(key) {
             None => false,
             Some(f) => match f.value.kind {
@@ -276,7 +325,7 @@ impl Cursor<'_, '_> {
                     .to_string(),
             );
         }
-        let machine = self.machine(m, &grant, &string);
+        let machine = self.machine(m, grant, &string);
         if self.errors() != errors {
             return None;
         }
@@ -290,19 +339,20 @@ impl Cursor<'_, '_> {
             redirect_port,
             redirect_path,
             dynamic_registration: dynamic,
-            client_credentials,
+            grant,
+            auto_refresh,
             offline_access,
             step_up,
             machine: machine?,
         })
     }
 
-    /// The keys of [`Machine`], for the block `m` whose `grant` is
-    /// `grant` ("" when not given); `string` is the block's string check.
+    /// The keys of [`Machine`], for the block `m` whose grant is `grant`;
+    /// `string` is the block's string check.
     fn machine(
         &mut self,
         m: &Member,
-        grant: &str,
+        grant: Grant,
         string: &dyn Fn(&mut Self, &str) -> Option<String>,
     ) -> Option<Machine> {
         let base = "/oauth";
@@ -342,7 +392,8 @@ impl Cursor<'_, '_> {
             (None, Some(v)) => Some(Assertion::Env(v)),
             (None, None) => None,
         };
-        let assertion_grant = matches!(grant, "jwt_bearer" | "enterprise");
+        let assertion_grant = grant.asserted();
+        let grant = grant.name();
         let both = has("assertion_file") && has("assertion_env_var");
         if assertion_grant && assertion.is_none() && !both {
             self.error(
@@ -433,7 +484,6 @@ impl Cursor<'_, '_> {
             return None;
         }
         Some(Machine {
-            jwt_bearer: grant == "jwt_bearer",
             enterprise: idp_endpoint.filter(|_| enterprise).map(
                 |token_endpoint| Enterprise {
                     token_endpoint,

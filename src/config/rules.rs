@@ -8,14 +8,21 @@ use crate::vars;
 
 pub(super) const STDIO_KEYS: &[&str] =
     &["command", "args", "env", "env_vars", "cwd", "sandbox"];
-pub(super) const HTTP_KEYS: &[&str] =
-    &["url", "headers", "bearer_token_env_var", "oauth"];
+pub(super) const HTTP_KEYS: &[&str] = &[
+    "url",
+    "headers",
+    "headers_command",
+    "bearer_token_env_var",
+    "token_command",
+    "oauth",
+];
 pub(super) const COMMON_KEYS: &[&str] = &[
     "type",
     "startup_timeout_sec",
     "tool_timeout_sec",
     "protocol",
     "disabled",
+    "tools",
 ];
 
 /// Header names the transport sets itself; a config may not override them.

@@ -49,7 +49,8 @@ impl Asker for Terminal {
                 why: format!(
                     "'{name}' is classified execute and needs approval, \
                      but there is no terminal to ask; pass --yes (or \
-                     --approve execute) to approve it"
+                     --approve {}) to approve it",
+                    term::line(&action.qualified(server))
                 ),
             },
         }
@@ -83,6 +84,11 @@ impl Executor {
         }
         if self.policy.yes {
             return Ok("flag");
+        }
+        if matches!(action, Action::Tool { .. })
+            && self.policy.approving(&action.qualified(server)).is_some()
+        {
+            return Ok("pattern");
         }
         match asker.ask(server, action, class) {
             Asked::Yes { how } => Ok(how),

@@ -59,8 +59,8 @@ fn deny(how: impl Into<String>, reason: impl Into<String>) -> Decision {
 /// Starts one hook: its argv, no shell, the base environment only, its
 /// own process group (registered for cleanup with no window), pipes for
 /// all three streams. The one place a hook process is created.
-fn start(argv: &[String]) -> std::io::Result<(Child, i32)> {
-    let env = spawn::base_env(&|k| std::env::var(k).ok(), &[]);
+fn start(argv: &[String], extra: &[&str]) -> std::io::Result<(Child, i32)> {
+    let env = spawn::base_env(&|k| std::env::var(k).ok(), extra);
     spawn::start_group(&mut spawn::command(&argv[0], &argv[1..], &env))
 }
 
@@ -97,17 +97,30 @@ pub(crate) fn timed_out(timeout: Duration, exited: bool) -> String {
 }
 
 /// Runs `argv` (no shell, base environment, own process group) with
-/// `input` as JSON on stdin, by `timeout`, keeping at most `cap` bytes of
-/// its stdout; whatever happens, nothing of its group outlives it. The
-/// one runner of the operator's commands: hooks and the sampling command.
+/// `input` as JSON on stdin (nothing for `Value::Null`), by `timeout`,
+/// keeping at most `cap` bytes of its stdout; whatever happens, nothing of
+/// its group outlives it. The one runner of the operator's commands:
+/// hooks, the sampling command and credential commands.
 pub(crate) fn run_bounded(
     argv: &[String],
     input: &Value,
     timeout: Duration,
     cap: usize,
 ) -> Ended {
+    run_bounded_with(argv, &[], input, timeout, cap)
+}
+
+/// [`run_bounded`] with the variables `extra` passed besides the base
+/// set, when they are set.
+pub(crate) fn run_bounded_with(
+    argv: &[String],
+    extra: &[&str],
+    input: &Value,
+    timeout: Duration,
+    cap: usize,
+) -> Ended {
     let deadline = Instant::now() + timeout;
-    let (mut child, pgid) = match start(argv) {
+    let (mut child, pgid) = match start(argv, extra) {
         Ok(c) => c,
         Err(e) => return Ended::NotStarted(e.to_string()),
     };
@@ -193,7 +206,10 @@ fn supervise(
     deadline: Instant,
     cap: usize,
 ) -> Ended {
-    let bytes = input.to_string().into_bytes();
+    let bytes = match input {
+        Value::Null => vec![],
+        v => v.to_string().into_bytes(),
+    };
     if let Some(mut stdin) = child.stdin.take() {
         // A hook that never reads its stdin must not hold us; the write
         // fails (EPIPE) once the group is killed.

@@ -22,7 +22,9 @@ use serde_json::{Map, Value, json};
 
 pub(crate) use approval::{Asked, Asker};
 pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
-pub(crate) use hooks::{DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, timed_out};
+pub(crate) use hooks::{
+    DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, run_bounded_with, timed_out,
+};
 
 use crate::error::{Error, Kind, Result};
 use crate::lockfile::Lock;
@@ -35,11 +37,27 @@ use crate::{journal, mcp, term};
 #[derive(Debug, Clone)]
 pub(crate) struct Policy {
     pub(crate) yes: bool,
+    /// `--approve PATTERN` and `RIVUMI_MCP_APPROVE`: the tools approved
+    /// by qualified name (globs), beside `--yes`.
+    pub(crate) approve: Vec<String>,
     pub(crate) read_only: bool,
     /// Each hook is an argv.
     pub(crate) hooks: Vec<Vec<String>>,
     pub(crate) hook_timeout: Duration,
     pub(crate) max_output: usize,
+}
+
+/// The environment variable that holds standing `--approve` patterns.
+pub(crate) const APPROVE_VAR: &str = "RIVUMI_MCP_APPROVE";
+
+impl Policy {
+    /// The first `--approve` pattern that matches a qualified tool name.
+    pub(crate) fn approving(&self, qualified: &str) -> Option<&str> {
+        self.approve
+            .iter()
+            .find(|p| crate::tool::glob_match(p, qualified))
+            .map(String::as_str)
+    }
 }
 
 /// What is to be done.
@@ -140,6 +158,7 @@ impl Executor {
                    "qualified_name": action.qualified(&server),
                    "classification": class.label()}),
         );
+        let _pending = journal::call_pending(&server, &name);
         self.check_lock(s, &action)?;
         let input = json!({
             "event": "pre_tool",
@@ -179,13 +198,17 @@ impl Executor {
             }
         }
         let approval = self.approve(&server, &action, class, asker);
-        journal::event(
-            "approval_decision",
-            json!({"server": server, "tool": name,
-                   "classification": class.label(),
-                   "approved": approval.is_ok(),
-                   "how": match &approval { Ok(h) | Err((h, _)) => *h }}),
-        );
+        let how = match &approval {
+            Ok(h) | Err((h, _)) => *h,
+        };
+        let mut decision = json!({"server": server, "tool": name,
+               "classification": class.label(),
+               "approved": approval.is_ok(), "how": how});
+        if how == "pattern" {
+            decision["pattern"] =
+                json!(self.policy.approving(&action.qualified(&server)));
+        }
+        journal::event("approval_decision", decision);
         if let Err((_, e)) = approval {
             return Err(e.for_server(&server));
         }

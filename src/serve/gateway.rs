@@ -84,8 +84,6 @@ pub(crate) type Reply = std::result::Result<Value, RpcFail>;
 pub(crate) struct Gateway<'a> {
     pub(crate) pool: Pool<'a>,
     pub(crate) exec: Executor,
-    /// `--approve` patterns (beyond `execute`).
-    pub(crate) approve: Vec<String>,
     /// Calls of 2026-07-28 hosts waiting for their answers.
     pub(crate) parked: super::parked::Parked,
 }
@@ -447,7 +445,7 @@ impl Gateway<'_> {
                 );
                 return Ok(Err(host::input_required(q, &state_now)));
             }
-            let asker = HostAsker { link, caps: h.caps, patterns: &self.approve, answer };
+            let asker = HostAsker { link, caps: h.caps, answer };
             let transport = self.pool.ctx().transport_name(server);
             let obs = self.exec.run_with(u.session(), action, transport, &asker)?;
             u.note_changes();
@@ -465,10 +463,7 @@ impl Gateway<'_> {
         action.class() == Class::Execute
             && !self.exec.policy.read_only
             && !self.exec.policy.yes
-            && !super::approved_by_pattern(
-                &self.approve,
-                &action.qualified(server),
-            )
+            && self.exec.policy.approving(&action.qualified(server)).is_none()
     }
 
     fn prompt(
@@ -491,12 +486,7 @@ impl Gateway<'_> {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let asker = HostAsker {
-            link,
-            caps: h.caps,
-            patterns: &self.approve,
-            answer: None,
-        };
+        let asker = HostAsker { link, caps: h.caps, answer: None };
         let r = self.pool.with(server, |u| {
             let action =
                 Action::Prompt { name: prompt, arguments: &arguments };
@@ -526,12 +516,7 @@ impl Gateway<'_> {
                 ),
             ));
         };
-        let asker = HostAsker {
-            link,
-            caps: h.caps,
-            patterns: &self.approve,
-            answer: None,
-        };
+        let asker = HostAsker { link, caps: h.caps, answer: None };
         let r = self.pool.with(&server, |u| {
             let transport = self.pool.ctx().transport_name(&server);
             let action = Action::Read { uri: &uri };
@@ -670,12 +655,11 @@ fn approval_params(server: &str, action: &Action<'_>) -> Value {
     )
 }
 
-/// Approval in `serve`: `--approve` patterns, then the host (an
-/// elicitation form), else denied.
+/// Approval in `serve`, after `--yes` and the `--approve` patterns (the
+/// executor's): the host (an elicitation form), else denied.
 pub(crate) struct HostAsker<'a> {
     link: Option<&'a Arc<dyn HostLink>>,
     caps: Capabilities,
-    patterns: &'a [String],
     /// A 2026-07-28 host's answer, from the retried request.
     answer: Option<bool>,
 }
@@ -684,10 +668,6 @@ impl Asker for HostAsker<'_> {
     fn ask(&self, server: &str, action: &Action<'_>, _class: Class) -> Asked {
         let shown = host::exposed(&action.qualified(server)).to_string();
         let shown = term::line(&shown).into_owned();
-        if super::approved_by_pattern(self.patterns, &action.qualified(server))
-        {
-            return Asked::Yes { how: "pattern" };
-        }
         let declined = || Asked::No {
             how: "host",
             why: format!("'{shown}' was not approved by the host"),
@@ -703,7 +683,8 @@ impl Asker for HostAsker<'_> {
                     "'{shown}' is classified execute and needs approval, but \
                      the host cannot be asked (it declared no elicitation); \
                      the operator may start serve with --yes or --approve \
-                     {shown}"
+                     {}",
+                    term::line(&action.qualified(server))
                 ),
             };
         };

@@ -53,8 +53,6 @@ pub(crate) struct Options {
     pub(crate) token_env: Option<String>,
     /// `--allow-origin ORIGIN` (repeatable).
     pub(crate) origins: Vec<String>,
-    /// `--approve PATTERN` other than `execute` (repeatable).
-    pub(crate) approve: Vec<String>,
     pub(crate) dry_run: bool,
 }
 
@@ -72,12 +70,7 @@ pub(crate) fn run(
     let servers = servers(&ctx, &o.servers)?;
     let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
     let pool = upstream::Pool::new(&ctx, &servers);
-    let gw = Gateway {
-        pool,
-        exec,
-        approve: o.approve.clone(),
-        parked: parked::Parked::default(),
-    };
+    let gw = Gateway { pool, exec, parked: parked::Parked::default() };
     if o.dry_run {
         return dry_run(&gw, json);
     }
@@ -146,48 +139,6 @@ fn dry_run(gw: &Gateway<'_>, json: bool) -> Result<()> {
         text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
     }
     out::print(&text)
-}
-
-/// Checks an `--approve` pattern: a tool name (`SERVER__TOOL` or
-/// `mcp__SERVER__TOOL`) in which `*` matches any run of characters.
-pub(crate) fn check_pattern(p: &str) -> std::result::Result<(), String> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || "_-*".contains(c);
-    if p.is_empty() || !p.chars().all(ok) {
-        return Err(format!(
-            "'{}' is not a tool pattern (SERVER__TOOL, mcp__SERVER__TOOL, \
-             '*' for any run of characters) or 'execute'",
-            term::clip(&term::line(p), 80)
-        ));
-    }
-    if !p.trim_start_matches("mcp__").contains("__") {
-        return Err(format!(
-            "'{p}' names no server: write SERVER__TOOL (e.g. demo__echo or \
-             demo__*)"
-        ));
-    }
-    Ok(())
-}
-
-/// Whether an `--approve` pattern names the tool `qualified`
-/// (`mcp__server__tool`). Patterns are matched with and without `mcp__`.
-pub(crate) fn approved_by_pattern(
-    patterns: &[String],
-    qualified: &str,
-) -> bool {
-    let short = mcp::host::exposed(qualified);
-    patterns.iter().any(|p| {
-        let p = p.strip_prefix("mcp__").unwrap_or(p);
-        glob(p.as_bytes(), short.as_bytes())
-    })
-}
-
-/// `*` matches any run of bytes; everything else itself.
-fn glob(p: &[u8], s: &[u8]) -> bool {
-    match p.split_first() {
-        None => s.is_empty(),
-        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
-        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
-    }
 }
 
 thread_local! {
@@ -357,25 +308,5 @@ impl Client for ServeClient {
             }
             _ => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_match_with_and_without_the_prefix() {
-        let p = vec!["demo__echo".to_string(), "mcp__fs__read_*".into()];
-        assert!(approved_by_pattern(&p, "mcp__demo__echo"));
-        assert!(!approved_by_pattern(&p, "mcp__demo__echo2"));
-        assert!(approved_by_pattern(&p, "mcp__fs__read_file"));
-        assert!(!approved_by_pattern(&p, "mcp__fs__write_file"));
-        assert!(approved_by_pattern(&["*__*".into()], "mcp__a__b"));
-        assert!(check_pattern("demo__*").is_ok());
-        assert!(check_pattern("mcp__demo__x").is_ok());
-        assert!(check_pattern("demo").is_err());
-        assert!(check_pattern("de mo__x").is_err());
-        assert!(check_pattern("").is_err());
     }
 }

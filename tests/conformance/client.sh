@@ -29,7 +29,8 @@ cfg="$tmp/mcp.json"
 # (discovery from the server, dynamic registration, step-up, a refresh
 # token when offered), or the pre-registered client / client-credentials
 # grant that MCP_CONFORMANCE_CONTEXT describes.
-KEY_FILE="$tmp/client-key.pem" URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" node -e '
+KEY_FILE="$tmp/client-key.pem" URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CONFORMANCE_CONTEXT:-}" \
+  REFRESH="${RIVUMI_CONF_REFRESH:-}" node -e '
   const ctx = process.env.CONTEXT ? JSON.parse(process.env.CONTEXT) : {};
   const server = { url: process.env.URL };
   if (process.env.SCENARIO.startsWith("auth/")) {
@@ -55,6 +56,8 @@ KEY_FILE="$tmp/client-key.pem" URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CO
     }
     // DPoP, opted into for the scenarios that test it.
     if (process.env.SCENARIO.startsWith("auth/dpop")) o.dpop = true;
+    // RIVUMI_CONF_REFRESH=auto: the same runs with refresh opted in.
+    if (process.env.REFRESH === "auto") o.refresh = "auto";
     server.oauth = o;
   }
   process.stdout.write(JSON.stringify({ mcpServers: { conf: server } }, null, 2) + "\n");

@@ -223,6 +223,20 @@ impl TestCommand {
         self
     }
 
+    /// Puts these arguments first, before the command word: where the
+    /// options that run a program must stand when operands follow.
+    pub fn before<I, S>(&mut self, args: I) -> &mut TestCommand
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut first: Vec<OsString> =
+            args.into_iter().map(|a| a.as_ref().to_os_string()).collect();
+        first.append(&mut self.args);
+        self.args = first;
+        self
+    }
+
     pub fn args<I, S>(&mut self, args: I) -> &mut TestCommand
     where
         I: IntoIterator<Item = S>,

@@ -87,6 +87,19 @@ pub fn last_line(out: &Output) -> String {
     out.stderr.lines().last().unwrap_or("").to_string()
 }
 
+/// Makes the stored token of `web` expired (a minute ago), in the file
+/// (its mode and link count unchanged).
+pub fn expire_stored_token(dir: &Dir) {
+    let p = creds(dir);
+    let mut v = read_json(&p);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    v["servers"]["web"]["expires_at"] = json!(now - 60);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
 /// What the `iss` parameter of the authorization response is (RFC 9207).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Iss {
@@ -711,8 +724,15 @@ pub const HINTED_PRM_PATH: &str = "/meta/prm.json";
 pub struct Ledger(Arc<std::sync::Mutex<Vec<(String, String)>>>);
 
 impl Ledger {
-    fn issue(&self, token: &str, scope: &str) {
+    /// Records `token` as issued with `scope`: the MCP servers accept it.
+    pub fn issue(&self, token: &str, scope: &str) {
         self.0.lock().unwrap().push((token.to_string(), scope.to_string()));
+    }
+
+    /// Makes `token` unknown from now on: the MCP servers answer it with
+    /// 401 `invalid_token` (a token revoked or expired early).
+    pub fn revoke(&self, token: &str) {
+        self.0.lock().unwrap().retain(|(t, _)| t != token);
     }
 
     /// The scope a token was issued with, if it was issued.
@@ -781,7 +801,44 @@ pub struct SiteOptions {
     /// The ledger to check tokens against (another site's); the site's own
     /// when `None`.
     pub ledger: Option<Ledger>,
+    /// Serves a device authorization endpoint (RFC 8628) at `/device`,
+    /// published in the metadata, answering polls as scripted.
+    pub device: Option<DeviceScript>,
 }
+
+/// How the device grant of an [`OAuthSite`] goes.
+#[derive(Debug, Clone)]
+pub struct DeviceScript {
+    /// The error codes of the first polls (`authorization_pending`,
+    /// `slow_down`), in order.
+    pub before: Vec<&'static str>,
+    /// The answer after them: `None` for the tokens (after checking the
+    /// PKCE verifier), else this error code (`access_denied`,
+    /// `expired_token`).
+    pub outcome: Option<&'static str>,
+    /// The `verification_uri`, when not `{base}/device-page`.
+    pub verification_uri: Option<String>,
+    /// Sends `verification_uri_complete` too.
+    pub complete: bool,
+    pub interval: u64,
+    pub expires_in: u64,
+}
+
+impl Default for DeviceScript {
+    fn default() -> DeviceScript {
+        DeviceScript {
+            before: vec![],
+            outcome: None,
+            verification_uri: None,
+            complete: false,
+            interval: 1,
+            expires_in: 60,
+        }
+    }
+}
+
+/// The user code the site hands out.
+pub const USER_CODE: &str = "WDJB-MJHT";
 
 impl Default for SiteOptions {
     fn default() -> SiteOptions {
@@ -810,6 +867,7 @@ impl Default for SiteOptions {
             call_scopes: vec![],
             refuse_all: false,
             ledger: None,
+            device: None,
         }
     }
 }
@@ -843,8 +901,19 @@ struct Grant {
     used: bool,
 }
 
+/// One device authorization as the site granted it.
+#[derive(Debug, Clone)]
+struct DeviceGrant {
+    code: String,
+    client_id: String,
+    challenge: String,
+    scope: String,
+    polls: usize,
+}
+
 #[derive(Debug, Default)]
 struct SiteState {
+    devices: Vec<DeviceGrant>,
     codes: usize,
     access: usize,
     grants: Vec<Grant>,
@@ -986,6 +1055,9 @@ impl Site<'_> {
                 ("GET", "/authorize") => return self.authorize(req, conn),
                 ("POST", "/token") => return self.token(req, conn),
                 ("POST", "/register") => return self.register(req, conn),
+                ("POST", "/device") if o.device.is_some() => {
+                    return self.device(req, conn);
+                }
                 _ => {}
             }
         }
@@ -1046,7 +1118,54 @@ impl Site<'_> {
         if o.cimd {
             m["client_id_metadata_document_supported"] = json!(true);
         }
+        if o.device.is_some() {
+            m["device_authorization_endpoint"] =
+                json!(format!("{base}/device"));
+        }
         conn.json(200, &[], &m);
+    }
+
+    /// RFC 8628 §3.2: a device code for an authenticated client.
+    fn device(&self, req: &Request, conn: &mut Conn) {
+        let script = self.opts.device.as_ref().expect("a device script");
+        let f = form_decode(&req.body);
+        let get = |k: &str| param(&f, k).to_string();
+        let client_id = match self.client(req, &f) {
+            Ok((id, _)) => id,
+            Err((status, error, desc)) => {
+                return conn.json(
+                    status,
+                    &[],
+                    &json!({"error": error, "error_description": desc}),
+                );
+            }
+        };
+        let mut st = self.state.lock().unwrap();
+        let code = format!("dc-{}", st.devices.len() + 1);
+        st.devices.push(DeviceGrant {
+            code: code.clone(),
+            client_id,
+            challenge: get("code_challenge"),
+            scope: get("scope"),
+            polls: 0,
+        });
+        drop(st);
+        let uri = script
+            .verification_uri
+            .clone()
+            .unwrap_or(format!("{}/device-page", self.base));
+        let mut v = json!({
+            "device_code": code,
+            "user_code": USER_CODE,
+            "verification_uri": uri,
+            "expires_in": script.expires_in,
+            "interval": script.interval,
+        });
+        if script.complete {
+            v["verification_uri_complete"] =
+                json!(format!("{uri}?user_code={USER_CODE}"));
+        }
+        conn.json(200, &[("cache-control", "no-store")], &v);
     }
 
     /// Grants at once: a 302 to the `redirect_uri` with a fresh code.
@@ -1272,6 +1391,39 @@ impl Site<'_> {
                     r.3 = false;
                 }
                 (r.2.clone(), true)
+            }
+            Some("urn:ietf:params:oauth:grant-type:device_code") => {
+                let script = o.device.as_ref().ok_or((
+                    400,
+                    "unsupported_grant_type",
+                    "no device grant here".to_string(),
+                ))?;
+                let Some(g) = st
+                    .devices
+                    .iter_mut()
+                    .find(|g| Some(g.code.as_str()) == get("device_code"))
+                else {
+                    return grant_err("unknown device code");
+                };
+                if g.client_id != client_id {
+                    return grant_err("device code of another client");
+                }
+                g.polls += 1;
+                if let Some(e) = script.before.get(g.polls - 1) {
+                    return Err((400, *e, "not yet".into()));
+                }
+                if let Some(e) = script.outcome {
+                    return Err((400, e, "as scripted".into()));
+                }
+                if g.polls > script.before.len() + 1 {
+                    return grant_err("device code used before");
+                }
+                if get("code_verifier").map(s256).as_deref()
+                    != Some(g.challenge.as_str())
+                {
+                    return grant_err("code_verifier");
+                }
+                (g.scope.clone(), o.refresh_tokens)
             }
             Some("client_credentials") => {
                 if !confidential {

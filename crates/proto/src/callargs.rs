@@ -443,6 +443,100 @@ pub fn signature(schema: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
+/// One parameter of a tool, as its detail view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// The property's name.
+    pub name: String,
+    /// `name: type` or `name?: type`, as [`signature`] writes it.
+    pub signature: String,
+    /// Whether the schema's `required` lists it.
+    pub required: bool,
+    /// Its `description`, as the server wrote it.
+    pub description: Option<String>,
+    /// Its `default`, when the schema gives one.
+    pub default: Option<Value>,
+    /// The values an `enum` or `const` (in any branch) allows.
+    pub choices: Vec<Value>,
+    /// A value that fits: the default, else the first choice, else one of
+    /// the first declared type (`text`, `1`, `true`, `[]`, `{}`).
+    pub example: Value,
+}
+
+/// Every parameter of an inputSchema, in [`signature`]'s order (required
+/// ones first), with its description, default, allowed values and an
+/// example value.
+pub fn parameters(schema: Option<&Value>) -> Vec<Param> {
+    let Some(root) = schema else { return vec![] };
+    let Some(props) = properties(root) else { return vec![] };
+    let required: Vec<&str> = deref(root, root, 0)
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let sigs = signature(schema);
+    let first = required.iter().filter_map(|r| props.get_key_value(*r));
+    let rest = props.iter().filter(|(n, _)| !required.contains(&n.as_str()));
+    first
+        .chain(rest)
+        .zip(sigs)
+        .map(|((name, raw), signature)| {
+            let decl = deref(root, raw, 0).unwrap_or(raw);
+            let text = |k: &str| {
+                raw.get(k).or_else(|| decl.get(k)).and_then(Value::as_str)
+            };
+            let default = raw.get("default").or_else(|| decl.get("default"));
+            let mut leaves = vec![];
+            flatten(root, raw, 0, &mut leaves);
+            let mut choices: Vec<Value> = vec![];
+            for l in &leaves {
+                match l {
+                    Leaf::Enum(vs) => choices.extend(vs.iter().cloned()),
+                    Leaf::Const(c) => choices.push((*c).clone()),
+                    Leaf::Type(_) => {}
+                }
+            }
+            let typed = leaves.iter().find_map(|l| match l {
+                Leaf::Type(t) if *t != "null" => Some(*t),
+                _ => None,
+            });
+            let format = text("format").unwrap_or("");
+            let example = default
+                .cloned()
+                .or_else(|| choices.first().cloned())
+                .unwrap_or_else(|| match typed.unwrap_or("string") {
+                    // The least the schema allows, else 1.
+                    "integer" | "number" => decl
+                        .get("minimum")
+                        .filter(|m| m.is_number())
+                        .cloned()
+                        .unwrap_or(Value::from(1)),
+                    "boolean" => Value::Bool(true),
+                    "array" => Value::Array(vec![]),
+                    "object" => Value::Object(Map::new()),
+                    _ => Value::from(match format {
+                        "uri" | "url" | "iri" => "https://example.com/",
+                        "email" => "user@example.com",
+                        "date" => "2026-01-01",
+                        "date-time" => "2026-01-01T00:00:00Z",
+                        _ => "text",
+                    }),
+                });
+            Param {
+                name: name.clone(),
+                signature,
+                required: required.contains(&name.as_str()),
+                description: text("description")
+                    .or_else(|| text("title"))
+                    .map(str::to_string),
+                default: default.cloned(),
+                choices,
+                example,
+            }
+        })
+        .collect()
+}
+
 /// A short type name: `string`, `string[]`, `1|2|3`, `"a"`.
 fn short(root: &Value, decl: &Value, leaf: Leaf<'_>) -> String {
     match leaf {
@@ -654,5 +748,41 @@ mod tests {
         assert!(s.contains(&"level?: 1|2|\"three\"".to_string()), "{s:?}");
         assert!(s.contains(&"x?".to_string()), "{s:?}");
         assert!(s.contains(&"unit?: \"c\"|\"f\"".to_string()), "{s:?}");
+    }
+
+    #[test]
+    fn parameters_for_the_detail_view() {
+        let schema = json!({
+            "type": "object",
+            "required": ["q"],
+            "properties": {
+                "q": {"type": "string", "description": "The query."},
+                "n": {"type": "integer", "default": 5},
+                "mode": {"$ref": "#/$defs/Mode"},
+                "tags": {"anyOf": [{"type": "array"}, {"type": "null"}]},
+            },
+            "$defs": {"Mode": {"enum": ["fast", "slow"],
+                               "description": "How."}},
+        });
+        let p = parameters(Some(&schema));
+        let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["q", "mode", "n", "tags"]);
+        assert!(p[0].required && !p[1].required);
+        assert_eq!(p[0].description.as_deref(), Some("The query."));
+        assert_eq!(p[0].example, json!("text"));
+        assert_eq!(p[1].choices, [json!("fast"), json!("slow")]);
+        assert_eq!(p[1].description.as_deref(), Some("How."));
+        assert_eq!(p[1].example, json!("fast"));
+        assert_eq!(p[2].default, Some(json!(5)));
+        assert_eq!(p[2].example, json!(5));
+        assert_eq!(p[3].example, json!([]));
+        let s = json!({"type": "object", "required": ["u", "k"], "properties": {
+            "u": {"type": "string", "format": "uri"},
+            "k": {"type": "integer", "minimum": 3}}});
+        let p = parameters(Some(&s));
+        assert_eq!(p[0].example, json!("https://example.com/"));
+        assert_eq!(p[1].example, json!(3));
+        assert_eq!(p[0].signature, "u: string");
+        assert!(parameters(None).is_empty());
     }
 }

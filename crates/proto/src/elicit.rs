@@ -191,6 +191,13 @@ impl Form {
                 {
                     lists.insert(k.to_string(), f.typed_text(v)?);
                 }
+                // yes/no/y/n (and true/false) for a boolean, as at the
+                // prompt.
+                (FieldKind::Boolean, Some((k, v)))
+                    if !k.ends_with(':') && !v.starts_with('@') =>
+                {
+                    lists.insert(k.to_string(), f.typed_text(v)?);
+                }
                 _ => mine.push(w.clone()),
             }
         }
@@ -657,6 +664,14 @@ mod tests {
             Value::Object(a),
             json!({"age": 31, "name": "007", "verified": false})
         );
+        for (typed, want) in
+            [("yes", true), ("n", false), ("Y", true), ("no", false)]
+        {
+            let a = f.typed(&[format!("verified={typed}")], &no_files);
+            assert_eq!(a.unwrap()["verified"], json!(want), "{typed}");
+        }
+        let e = f.typed(&["verified=maybe".into()], &no_files).unwrap_err();
+        assert!(e.contains("must be yes or no"), "{e}");
         let e = f.typed(&["age=151".into()], &no_files).unwrap_err();
         assert_eq!(e, "field 'age': must be at most 150");
         let e = f.typed(&["status=gone".into()], &no_files).unwrap_err();

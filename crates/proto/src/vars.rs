@@ -8,6 +8,15 @@
 //! `${input:ID}` asks the editor to prompt for a value; there is no prompt
 //! here, so it is an error that names the input.
 //!
+//! The editors' own variables are not environment variables: VS Code's and
+//! Cursor's `${workspaceFolder}`, `${workspaceFolderBasename}`,
+//! `${userHome}` and `${pathSeparator}` (also `${/}`) are looked up like any
+//! other name, and the configuration provides them for the editors' files
+//! (see [`EDITOR_PROVIDED`]); `${/}` is read as `${pathSeparator}`. VS
+//! Code's other predefined names ([`is_editor_variable`]) and its
+//! `${config:…}`, `${command:…}` and `${workspaceFolder:…}` forms are
+//! errors that name the editor.
+//!
 //! A default may itself hold references, as in a shell:
 //! `${A:-${B:-none}}` is A, else B, else `none`. The nesting is parsed, not
 //! found by the first `}` (which would send `${B` and a stray `}` as literal
@@ -26,6 +35,44 @@ enum Piece {
         name: String,
         default: Option<Vec<Piece>>,
     },
+}
+
+/// The editors' predefined variables a configuration provides in a VS
+/// Code or Cursor file.
+pub const EDITOR_PROVIDED: [&str; 4] = [
+    "workspaceFolder",
+    "workspaceFolderBasename",
+    "userHome",
+    "pathSeparator",
+];
+
+/// VS Code's predefined variables that rivumi-mcp does not provide: they
+/// describe an editor's state (the open file, the selection), which a
+/// command line has not.
+const EDITOR_ONLY: [&str; 17] = [
+    "file",
+    "fileWorkspaceFolder",
+    "relativeFile",
+    "relativeFileDirname",
+    "fileBasename",
+    "fileBasenameNoExtension",
+    "fileExtname",
+    "fileDirname",
+    "fileDirnameBasename",
+    "cwd",
+    "lineNumber",
+    "columnNumber",
+    "selectedText",
+    "execPath",
+    "defaultBuildTask",
+    "workspaceRoot",
+    "workspaceRootFolderName",
+];
+
+/// Whether `name` is one of VS Code's predefined variables, provided here
+/// or not.
+pub fn is_editor_variable(name: &str) -> bool {
+    EDITOR_PROVIDED.contains(&name) || EDITOR_ONLY.contains(&name)
 }
 
 /// Whether `name` is a valid environment variable name.
@@ -107,6 +154,20 @@ const TOO_DEEP: &str = "'${' at character {at} is nested more than 4 deep \
 fn parse_ref(s: &str, depth: usize) -> Result<(Piece, &str), Bad> {
     if let Some(input) = s.strip_prefix("input:") {
         return Err((input_error(input), s.len()));
+    }
+    for form in ["config:", "command:", "workspaceFolder:"] {
+        if s.starts_with(form) {
+            let msg = format!(
+                "'${{{form}…}}' at character {{at}} is VS Code's; \
+                 rivumi-mcp does not expand it (write the value, or \
+                 ${{NAME}} for an environment variable)"
+            );
+            return Err((msg, s.len()));
+        }
+    }
+    if let Some(after) = s.strip_prefix("/}") {
+        let piece = Piece::Var { name: "pathSeparator".into(), default: None };
+        return Ok((piece, after));
     }
     // Cursor's spelling; the remaining length still locates the `${`.
     let s = s.strip_prefix("env:").unwrap_or(s);
@@ -353,5 +414,23 @@ mod tests {
         assert!(!valid_name("A-B"));
         assert!(!valid_name(""));
         assert!(!valid_name("A=B"));
+    }
+
+    #[test]
+    fn editor_forms() {
+        assert_eq!(refs("a${/}b").unwrap(), ["pathSeparator"]);
+        let sep = |n: &str| (n == "pathSeparator").then(|| "/".to_string());
+        assert_eq!(expand("a${/}b", &sep).unwrap(), "a/b");
+        assert_eq!(
+            refs("x ${config:python.path}").unwrap_err(),
+            "'${config:…}' at character 3 is VS Code's; rivumi-mcp does not \
+             expand it (write the value, or ${NAME} for an environment \
+             variable)"
+        );
+        assert!(refs("${command:pick}").is_err());
+        assert!(refs("${workspaceFolder:api}").is_err());
+        assert!(is_editor_variable("workspaceFolder"));
+        assert!(is_editor_variable("selectedText"));
+        assert!(!is_editor_variable("HOME"));
     }
 }
