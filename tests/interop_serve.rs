@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::serve::{Listening, demo};
+use crate::serve::{Listening, asking, demo};
 use crate::util::interop::{
     Installed, Ts2, Ts2Era, Turn, installed, node_and,
 };
@@ -283,14 +283,7 @@ fn interop_serve_upstream_questions_reach_sdk_hosts_in_both_eras() {
         "message": "Your name?",
         "requestedSchema": {"type": "object",
             "properties": {"name": {"type": "string"}}}}}]);
-    let file = dir.write("asks.json", asks.to_string());
-    write_mcp_json(
-        &dir,
-        &[(
-            "demo",
-            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
-        )],
-    );
+    asking(&dir, &asks);
     let root = repo_root();
     let clients = [
         (s.python.clone(), root.join(PY_CLIENT)),

@@ -156,6 +156,14 @@ fn is_error(result: &Value) -> bool {
 
 /// A directory whose server `demo` is the fixture, recording in `rec`
 /// and writing its pid to `pids`, with `args`.
+/// Makes `dir`'s server `demo` the fixture asking `asks` (a JSON array of
+/// requests) at every tool call.
+pub(crate) fn asking(dir: &Dir, asks: &Value) {
+    let file = dir.write("asks.json", asks.to_string());
+    let server = fixture_server(&["--ask-at-call", file.to_str().unwrap()]);
+    write_mcp_json(dir, &[("demo", server)]);
+}
+
 pub(crate) fn demo(test: &str, args: &[&str]) -> Dir {
     let dir = Dir::new(test);
     let rec = format!("--record={}", dir.path("rec").display());
@@ -338,14 +346,7 @@ fn an_upstream_elicitation_reaches_the_host_and_its_answer_goes_back() {
          "requestedSchema": {"type": "object", "properties": {}}}},
         {"method": "roots/list", "params": {}}
     ]);
-    let file = dir.write("asks.json", asks.to_string());
-    write_mcp_json(
-        &dir,
-        &[(
-            "demo",
-            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
-        )],
-    );
+    asking(&dir, &asks);
     let mut h = Host::start(&dir, "demo", &["--yes"]);
     h.initialize(json!({"elicitation": {}, "roots": {}}));
     let r = h.call("demo__echo", json!({"text": "x"}));
@@ -786,14 +787,7 @@ fn an_upstream_question_reaches_a_modern_host_as_an_input_required_round() {
     let asks = json!([{"method": "elicitation/create", "params": {
         "message": "Your name?",
         "requestedSchema": {"type": "object", "properties": {}}}}]);
-    let file = dir.write("asks.json", asks.to_string());
-    write_mcp_json(
-        &dir,
-        &[(
-            "demo",
-            fixture_server(&["--ask-at-call", file.to_str().unwrap()]),
-        )],
-    );
+    asking(&dir, &asks);
     let mut h = Host::start(&dir, "demo", &["--yes"]);
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
