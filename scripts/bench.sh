@@ -16,6 +16,14 @@
 #   call one-shot  ONESHOT_N (default CALLS) separate `rivumi-mcp call`
 #                  invocations, each starting its own server; the median
 # Set ONESHOT_N lower on a slow machine to keep `make bench` short.
+#
+# Then SERVE_CALLS (default 500) echo calls from one host session, one at
+# a time, each timed from request to response:
+#   direct         the host speaks to the fixture server itself
+#   through serve  the host speaks to `rivumi-mcp serve`, whose upstream
+#                  is the same fixture, warm (started by a first call)
+# The difference of the medians is what serve adds to a call (goal: at
+# most 2 ms).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N="${N:-30}"
@@ -194,3 +202,41 @@ if [ "$(uname -s)" = Linux ]; then
   printf '%-28s %8.2f ms\n' "sandbox (boxed - list)" "$(awk "BEGIN {print ($s - $b) / 1000}")"
   rm -rf "$sbx"
 fi
+# SERVE_CALLS echo calls from one host: direct, then through serve.
+SERVE_CALLS="${SERVE_CALLS:-500}" python3 - "$CONFIG" <<'PY'
+import json, os, statistics, subprocess, sys, time
+
+calls = int(os.environ["SERVE_CALLS"])
+config = sys.argv[1]
+
+def run(argv, tool):
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    def ask(i, method, params):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                  "params": params}) + "\n")
+        p.stdin.flush()
+        while True:
+            m = json.loads(p.stdout.readline())
+            if m.get("id") == i and "method" not in m:
+                return m
+    ask(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "bench", "version": "0"}})
+    p.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    ask(1, "tools/call", {"name": tool, "arguments": {"text": "warm"}})
+    times = []
+    for i in range(calls):
+        t0 = time.perf_counter_ns()
+        r = ask(i + 2, "tools/call", {"name": tool, "arguments": {"text": "hi"}})
+        times.append(time.perf_counter_ns() - t0)
+        assert r["result"]["content"][0]["text"] == "hi", r
+    p.stdin.close()
+    p.wait()
+    return statistics.median(times) / 1e6
+
+direct = run(["rivumi-mcp-fixture"], "echo")
+served = run(["rivumi-mcp", "-c", config, "serve"], "demo__echo")
+print(f"{'call, direct':<28} {direct:8.3f} ms (median of {calls})")
+print(f"{'call, through serve':<28} {served:8.3f} ms (median of {calls})")
+print(f"{'overhead (serve - direct)':<28} {served - direct:8.3f} ms (goal: <= 2 ms)")
+PY

@@ -213,3 +213,27 @@ else
   echo "$fetch_stamp" >"$FETCH_VENV/.stamp"
   step "python: installed mcp-server-fetch $FETCH_VERSION"
 fi
+
+# ---- 7. Hosts of `rivumi-mcp serve`: .interop/clients-node (tests/interop_serve.rs) -----------
+# The TypeScript SDK v2 client, the Inspector (its --cli) and mcporter, pinned exactly in
+# fixtures/interop/clients-node/package.json + package-lock.json. npm ci runs in the directory
+# itself (with --prefix through the .interop symlink npm misreads the lock's root).
+CLIENTS_DIR="$DEST/clients-node"
+clients_stamp="$(hash_of "$FIX/clients-node/package.json" "$FIX/clients-node/package-lock.json")"
+if [ "$(cat "$CLIENTS_DIR/.stamp" 2>/dev/null)" = "$clients_stamp" ] &&
+  [ -f "$CLIENTS_DIR/node_modules/mcporter/package.json" ]; then
+  step "clients-node: already installed, skipping"
+else
+  step "clients-node: installing @modelcontextprotocol/client, inspector, mcporter (npm ci, locked tree)"
+  mkdir -p "$CLIENTS_DIR"
+  rm -f "$CLIENTS_DIR/.stamp"
+  cp "$FIX/clients-node/package.json" "$FIX/clients-node/package-lock.json" "$CLIENTS_DIR/"
+  # Install scripts are not run (the Inspector's postinstall only installs its clients from a source
+  # checkout, and exits early under node_modules).
+  (cd "$CLIENTS_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  for p in @modelcontextprotocol/client @modelcontextprotocol/inspector mcporter; do
+    [ -f "$CLIENTS_DIR/node_modules/$p/package.json" ] || die "npm did not install $p"
+  done
+  echo "$clients_stamp" >"$CLIENTS_DIR/.stamp"
+  step "clients-node: installed"
+fi

@@ -38,6 +38,7 @@ mod net;
 mod out;
 mod render;
 mod sandbox;
+mod serve;
 mod session;
 mod setup;
 mod spawn;
@@ -127,6 +128,16 @@ fn run(args: cli::Args) -> Result<()> {
         command => {
             out::set_raw(g.raw);
             let s = setup::prepare(command, g, &path)?;
+            if let Command::Serve(o) = command {
+                let operator = ask::Operator::new(
+                    &g.client,
+                    g.yes,
+                    g.read_only,
+                    g.timeout,
+                    &setup::lookup,
+                )?;
+                return serve::run(s.ctx, s.exec, operator, o, g.json);
+            }
             run_set_up(command, g, &s)
         }
     }
@@ -195,6 +206,7 @@ fn run_set_up(
         | Command::Completions { .. }
         | Command::Servers
         | Command::Man
-        | Command::Logout { .. } => unreachable!("run handles them"),
+        | Command::Logout { .. }
+        | Command::Serve(_) => unreachable!("run handles them"),
     }
 }

@@ -109,6 +109,9 @@ pub(crate) trait Client: Send + Sync {
     fn identity(&self) -> Value {
         Value::Null
     }
+    /// A progress or log notification the server sent, for a client that
+    /// passes them on (`serve`); the default ignores it.
+    fn notified(&self, _server: &str, _method: &str, _params: &Value) {}
 }
 
 impl std::fmt::Debug for dyn Client {
@@ -816,6 +819,9 @@ impl Session {
     }
 
     fn notification(&mut self, method: &str, p: &Value) {
+        if method == method::PROGRESS || method == method::MESSAGE {
+            self.client.notified(&self.name, method, p);
+        }
         match method {
             method::MESSAGE => {
                 let level =

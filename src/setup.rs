@@ -41,6 +41,7 @@ pub(crate) fn prepare(
         | Command::Batch
         | Command::Read { .. }
         | Command::Prompt { .. }
+        | Command::Serve(_)
         | Command::List { .. } => enforced_lock(g, &lock_path)?,
         _ => None,
     };

@@ -499,7 +499,7 @@ fn daemon_lock_hooks_and_approval_are_enforced_as_cold() {
     for args in [
         &["list", "demo"][..],
         &["call", "demo", "sneaky"][..],
-        &["call", "demo", "echo", "text=a", "--pre-tool-hook", "false"][..],
+        &["call", "--pre-tool-hook", "false", "demo", "echo", "text=a"][..],
         &["call", "demo", "add", "a:=1", "b:=2"][..],
     ] {
         let mut cold_args = args.to_vec();
@@ -750,7 +750,7 @@ fn daemon_a_server_held_by_a_slow_hook_is_not_retired() {
     let _d = Daemon::start(&dir, &["--idle", "0.3"]);
     let out = warm(
         &dir,
-        &["call", "demo", "echo", "text=held", "--pre-tool-hook", "sleep 1.5"],
+        &["call", "--pre-tool-hook", "sleep 1.5", "demo", "echo", "text=held"],
     )
     .assert_exit(0);
     assert_eq!(out.stdout.trim(), "held");

@@ -83,3 +83,7 @@ mod sandbox;
 // fixture: missing optional lists, repeated output, interrupted calls,
 // script habits.
 mod trial;
+// `serve`: the gateway driven by a scripted host and by rivumi-mcp itself.
+mod serve;
+// `serve` with real hosts (SDK clients, Inspector, mcporter) and real upstreams.
+mod interop_serve;

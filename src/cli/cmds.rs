@@ -18,6 +18,7 @@ pub(crate) enum Cmd {
     Prompts,
     Prompt,
     Batch,
+    Serve,
     Login,
     Logout,
     Discover,
@@ -114,7 +115,7 @@ is an operand."
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 17] = [
+    pub(crate) const ALL: [Cmd; 18] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
@@ -124,6 +125,7 @@ impl Cmd {
         Cmd::Prompts,
         Cmd::Prompt,
         Cmd::Batch,
+        Cmd::Serve,
         Cmd::Login,
         Cmd::Logout,
         Cmd::Discover,
@@ -145,6 +147,7 @@ impl Cmd {
             Cmd::Prompts => "prompts",
             Cmd::Prompt => "prompt",
             Cmd::Batch => "batch",
+            Cmd::Serve => "serve",
             Cmd::Login => "login",
             Cmd::Logout => "logout",
             Cmd::Discover => "discover",
@@ -187,6 +190,9 @@ impl Cmd {
             Cmd::Batch => {
                 "Run JSON Lines requests from stdin over reused sessions"
             }
+            Cmd::Serve => {
+                "Be one MCP server for allowed servers, every call governed"
+            }
             Cmd::Login => "Log in to an OAuth-protected HTTP server",
             Cmd::Logout => "Remove a server's stored credential",
             Cmd::Discover => "Show a server's OAuth metadata (read-only)",
@@ -210,6 +216,7 @@ impl Cmd {
                 | Cmd::Prompts
                 | Cmd::Prompt
                 | Cmd::Batch
+                | Cmd::Serve
                 | Cmd::Login
                 | Cmd::Discover
         )
@@ -217,7 +224,10 @@ impl Cmd {
 
     /// Commands that go through the executor (hooks, approval, bounds).
     pub(crate) fn executes(self) -> bool {
-        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch)
+        matches!(
+            self,
+            Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch | Cmd::Serve
+        )
     }
 
     /// Commands that speak MCP to a server (and so may step up).
@@ -255,6 +265,7 @@ impl Cmd {
             Cmd::Completions => Operand::Shell,
             Cmd::CheckConfig
             | Cmd::Batch
+            | Cmd::Serve
             | Cmd::Status
             | Cmd::Servers
             | Cmd::Man => Operand::Nothing,
@@ -447,6 +458,42 @@ to the whole batch.",
                     (Kind::Refused, "refused before any request (a broken lock file)"),
                 ]],
                 ..NONE
+            },
+            Cmd::Serve => Doc {
+                usage: &[
+                    "serve [--servers a,b] [OPTIONS]",
+                    "serve --listen 127.0.0.1:PORT [--token-env VAR] [OPTIONS]",
+                    "serve --dry-run [--json]",
+                ],
+                about: "\
+Speaks MCP to its host (an agent, an editor, an SDK client) on stdin and
+stdout, or over Streamable HTTP with --listen, in both eras (initialize
+up to 2025-11-25, and 2026-07-28). Behind it are the allowed servers of
+the config (RIVUMI_MCP_ALLOWLIST and pins as they are at start), started
+on first use and closed when serve ends. The host sees tools and prompts
+named SERVER__NAME and the servers' resources; every call, read and
+prompt goes through the executor: the lock, pre-tool hooks, approval, the
+output bound and the journal. A refused call is a tool result with
+isError: true.
+
+APPROVAL:
+A call classified execute is asked of the host (an elicitation form) when
+it declared elicitation; otherwise it is denied, unless --yes, or an
+--approve pattern names the tool (mcp__SERVER__TOOL, * and ? glob).
+
+THE HTTP FRONT:
+--listen binds a loopback address only. Every request needs
+Authorization: Bearer TOKEN (printed once on stderr, or the value of the
+variable --token-env names); Host must be a loopback name and an Origin
+one that --allow-origin names; no CORS. It runs until it is ended.",
+                ok: "the host closed its input (stdio); the exposed items were printed (--dry-run)",
+                exits: &[STARTS],
+                examples: &[
+                    "RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp serve",
+                    "rivumi-mcp serve --dry-run --json",
+                    "rivumi-mcp serve --listen 127.0.0.1:8931 --token-env MY_TOKEN",
+                    "rivumi-mcp serve --approve 'mcp__github__list_*'",
+                ],
             },
             Cmd::Login => Doc {
                 usage: &[

@@ -161,6 +161,7 @@ pub(crate) enum Command {
     /// Hidden: the man page, generated from the option and command
     /// tables.
     Man,
+    Serve(Box<crate::serve::Options>),
 }
 
 /// The tool a `call` names.

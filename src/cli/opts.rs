@@ -53,6 +53,11 @@ pub(crate) enum Flag {
     Output,
     Grep,
     LogLevel,
+    Listen,
+    Servers,
+    TokenEnv,
+    AllowOrigin,
+    DryRun,
 }
 
 /// What an option's value is, for completion: which words to offer.
@@ -236,8 +241,18 @@ pub(crate) fn options() -> &'static [Opt] {
 
 /// The commands a lock file applies to: `lock` itself, then those that
 /// enforce it (and so take `--unlocked`).
-const LOCKED: &[Cmd] =
-    &[Cmd::Lock, Cmd::Call, Cmd::Read, Cmd::Prompt, Cmd::Batch, Cmd::List];
+const LOCKED: &[Cmd] = &[
+    Cmd::Lock,
+    Cmd::Call,
+    Cmd::Read,
+    Cmd::Prompt,
+    Cmd::Batch,
+    Cmd::List,
+    Cmd::Serve,
+];
+
+/// The commands that take `--yes` and `--approve`.
+const APPROVES: &[Cmd] = &[Cmd::Call, Cmd::Batch, Cmd::Serve];
 
 const OPTS: &[Opt] = &[
     Opt {
@@ -361,7 +376,7 @@ const OPTS: &[Opt] = &[
         flag: Flag::Yes,
         long: "yes",
         short: Some('y'),
-        applies: Applies::Only(&[Cmd::Call, Cmd::Batch]),
+        applies: Applies::Only(APPROVES),
         group: Group::Exec,
         help: "Approve calls classified execute",
         ..BASE
@@ -370,8 +385,9 @@ const OPTS: &[Opt] = &[
         flag: Flag::Approve,
         long: "approve",
         value: Some("PATTERN"),
-        kind: ValueKind::Free,
-        applies: Applies::Only(&[Cmd::Call, Cmd::Batch]),
+        // Completion offers the one fixed word; patterns are free text.
+        kind: ValueKind::Choice(&crate::cli::Approve::NAMES),
+        applies: Applies::Only(APPROVES),
         group: Group::Exec,
         help: "Approve the tools whose qualified names match PATTERN \
                (mcp__fs__*, * and ? glob; repeatable; also \
@@ -640,6 +656,51 @@ const OPTS: &[Opt] = &[
         group: Group::Server,
         help: "Start servers here even when a daemon runs (rivumi-mcp \
                daemon --help; RIVUMI_MCP_DAEMON=off)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Listen,
+        long: "listen",
+        value: Some("ADDR:PORT"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::Serve]),
+        help: "Serve Streamable HTTP on this loopback address",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Servers,
+        long: "servers",
+        value: Some("A,B"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::Serve]),
+        help: "Only these of the allowed servers",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::TokenEnv,
+        long: "token-env",
+        value: Some("VAR"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::Serve]),
+        help: "The HTTP bearer token from VAR (default: a new one, \
+               printed once on stderr)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::AllowOrigin,
+        long: "allow-origin",
+        value: Some("ORIGIN"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::Serve]),
+        help: "Accept HTTP requests from this browser origin (repeatable; \
+               default: none)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::DryRun,
+        long: "dry-run",
+        applies: Applies::Only(&[Cmd::Serve]),
+        help: "Print what would be exposed, then exit",
         ..BASE
     },
 ];

@@ -206,6 +206,7 @@ struct Own {
     check: bool,
     no_browser: bool,
     refresh: bool,
+    serve: crate::serve::Options,
     device: bool,
 }
 
@@ -298,6 +299,13 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::NoSandbox => g.no_sandbox.push(value),
         Flag::NoDaemon => g.no_daemon = true,
         Flag::LogLevel => g.client.log_level = Some(choice(opt, &value)?),
+        Flag::Listen => d.own.serve.listen = Some(value),
+        Flag::Servers => d.own.serve.servers.extend(
+            value.split(',').filter(|s| !s.is_empty()).map(String::from),
+        ),
+        Flag::TokenEnv => d.own.serve.token_env = Some(value),
+        Flag::AllowOrigin => d.own.serve.origins.push(value),
+        Flag::DryRun => d.own.serve.dry_run = true,
     }
     Ok(())
 }
@@ -421,6 +429,7 @@ fn command(
         }
         Cmd::Servers => Command::Servers,
         Cmd::Man => Command::Man,
+        Cmd::Serve => Command::Serve(Box::new(std::mem::take(&mut own.serve))),
         Cmd::Help => unreachable!("help is answered before the command"),
     };
     if let Some(extra) = words.next() {

@@ -21,6 +21,42 @@ const PROMPT_DESC_LINES: usize = 12;
 /// How much of one description line the approval prompt shows.
 const PROMPT_DESC_LINE: usize = 300;
 
+/// Who is asked to approve an `execute` call when no flag decides it.
+pub(crate) trait Asker {
+    fn ask(&self, server: &str, action: &Action<'_>, class: Class) -> Asked;
+}
+
+/// An asker's answer; `how` is what the journal records.
+pub(crate) enum Asked {
+    Yes { how: &'static str },
+    No { how: &'static str, why: String },
+}
+
+/// The operator at the controlling terminal: every command but `serve`.
+pub(crate) struct Terminal;
+
+impl Asker for Terminal {
+    fn ask(&self, server: &str, action: &Action<'_>, class: Class) -> Asked {
+        let name = term::line(&action.name()).into_owned();
+        match prompt(server, action, class) {
+            Prompted::Yes => Asked::Yes { how: "prompt" },
+            Prompted::No => Asked::No {
+                how: "prompt",
+                why: format!("'{name}' was not approved"),
+            },
+            Prompted::NoTerminal => Asked::No {
+                how: "no-terminal",
+                why: format!(
+                    "'{name}' is classified execute and needs approval, \
+                     but there is no terminal to ask; pass --yes (or \
+                     --approve {}) to approve it",
+                    term::line(&action.qualified(server))
+                ),
+            },
+        }
+    }
+}
+
 impl Executor {
     /// The approval step: `Ok(how)` or `Err((how, denial))`.
     pub(super) fn approve(
@@ -28,6 +64,7 @@ impl Executor {
         server: &str,
         action: &Action<'_>,
         class: Class,
+        asker: &dyn Asker,
     ) -> std::result::Result<&'static str, (&'static str, Error)> {
         if class == Class::Read {
             return Ok("read");
@@ -53,24 +90,11 @@ impl Executor {
         {
             return Ok("pattern");
         }
-        match prompt(server, action, class) {
-            Prompted::Yes => Ok("prompt"),
-            Prompted::No => Err((
-                "prompt",
-                Error::new(Kind::Denied, format!("'{name}' was not approved")),
-            )),
-            Prompted::NoTerminal => Err((
-                "no-terminal",
-                Error::new(
-                    Kind::Denied,
-                    format!(
-                        "'{name}' is classified execute and needs approval, \
-                         but there is no terminal to ask; pass --yes (or \
-                         --approve {}) to approve it",
-                        term::line(&action.qualified(server))
-                    ),
-                ),
-            )),
+        match asker.ask(server, action, class) {
+            Asked::Yes { how } => Ok(how),
+            Asked::No { how, why } => {
+                Err((how, Error::new(Kind::Denied, why)))
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+pub(crate) use approval::{Asked, Asker};
 pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
 pub(crate) use hooks::{
     DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, run_bounded_with, timed_out,
@@ -68,7 +69,7 @@ pub(crate) enum Action<'a> {
 }
 
 impl Action<'_> {
-    fn class(&self) -> Class {
+    pub(crate) fn class(&self) -> Class {
         match self {
             Action::Tool { tool, .. } => tool.class,
             // The bridges are read-only by construction.
@@ -77,7 +78,7 @@ impl Action<'_> {
     }
 
     /// The name shown to hooks and in prompts and the journal.
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Action::Tool { tool, .. } => tool.name.clone(),
             Action::Read { .. } => mcp::method::RESOURCES_READ.to_string(),
@@ -85,7 +86,7 @@ impl Action<'_> {
         }
     }
 
-    fn qualified(&self, server: &str) -> String {
+    pub(crate) fn qualified(&self, server: &str) -> String {
         match self {
             Action::Tool { tool, .. } => tool.qualified.clone(),
             _ => format!("mcp__{server}__{}", self.name().replace('/', "_")),
@@ -107,7 +108,7 @@ impl Action<'_> {
         }
     }
 
-    fn arguments(&self) -> Value {
+    pub(crate) fn arguments(&self) -> Value {
         match self {
             Action::Tool { arguments, .. } => {
                 Value::Object((*arguments).clone())
@@ -128,12 +129,25 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    /// Runs one action through every step, in order.
+    /// Runs one action through every step, in order, asking the operator
+    /// at the terminal for approval.
     pub(crate) fn run(
         &self,
         s: &mut Session,
         action: Action<'_>,
         transport: &str,
+    ) -> Result<Observation> {
+        self.run_with(s, action, transport, &approval::Terminal)
+    }
+
+    /// [`Executor::run`] with another asker for approval (`serve` asks
+    /// its host).
+    pub(crate) fn run_with(
+        &self,
+        s: &mut Session,
+        action: Action<'_>,
+        transport: &str,
+        asker: &dyn Asker,
     ) -> Result<Observation> {
         let server = s.name().to_string();
         let name = action.name();
@@ -183,7 +197,7 @@ impl Executor {
                 .for_server(&server));
             }
         }
-        let approval = self.approve(&server, &action, class);
+        let approval = self.approve(&server, &action, class, asker);
         let how = match &approval {
             Ok(h) | Err((h, _)) => *h,
         };

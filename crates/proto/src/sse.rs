@@ -427,6 +427,23 @@ impl<R: io::Read> EventReader<R> {
     }
 }
 
+/// One `message` event carrying `data` (what a server writes; `serve`'s
+/// HTTP front): each line of the data on its own `data:` line, so that
+/// [`Parser`] gives back exactly `data`. CR and CRLF in the data are
+/// written as LF, as the parser would read them.
+pub fn encode(data: &str) -> String {
+    let data = data.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = String::with_capacity(data.len() + 16);
+    out.push_str("event: message\n");
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -946,5 +963,18 @@ mod tests {
         let mut reader = EventReader::new(Sizes(&body, 0), Limits::default());
         assert!(matches!(reader.next_event(), Ok(None)));
         assert_eq!(reader.reader.1, 8 * 1024);
+    }
+
+    #[test]
+    fn encoded_events_parse_back() {
+        for data in ["{\"a\":1}", "two\nlines", "", "cr\rlf\r\nend"] {
+            let mut p = Parser::new(Limits::default());
+            let mut out = vec![];
+            p.feed(encode(data).as_bytes(), &mut out).unwrap();
+            assert_eq!(out.len(), 1, "{data:?}");
+            let want = data.replace("\r\n", "\n").replace('\r', "\n");
+            assert_eq!(out[0].data, want);
+            assert_eq!(out[0].event, "message");
+        }
     }
 }

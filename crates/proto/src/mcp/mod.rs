@@ -15,6 +15,7 @@
 //! is unit-tested on values.
 
 pub mod headers;
+pub mod host;
 pub mod size;
 
 use std::fmt;
@@ -182,12 +183,24 @@ pub mod method {
     pub const MESSAGE: &str = "notifications/message";
     /// The server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// A server's resource list changed.
+    pub const RESOURCES_LIST_CHANGED: &str =
+        "notifications/resources/list_changed";
+    /// A server's prompt list changed.
+    pub const PROMPTS_LIST_CHANGED: &str =
+        "notifications/prompts/list_changed";
+    /// Asks for completions of a prompt argument or a template variable.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
 }
 
 /// JSON-RPC and MCP error codes that this client produces or names.
 pub mod code {
+    /// JSON-RPC: the message is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// JSON-RPC: the message is not a valid request.
+    pub const INVALID_REQUEST: i64 = -32600;
     /// JSON-RPC: the method does not exist.
     pub const METHOD_NOT_FOUND: i64 = -32601;
     /// JSON-RPC: invalid params (also MCP's resource not found).

@@ -1,0 +1,704 @@
+//! The gateway: what `serve` answers its host, for both eras and both
+//! fronts. A front reads a request, hands it to [`Gateway::handle`] with
+//! what it knows of the host ([`Host`]) and a way to ask the host things
+//! ([`HostLink`]), and writes the reply.
+//!
+//! Every tool call, resource read and prompt get goes through the
+//! executor with an asker that asks the host ([`HostAsker`]); a refusal
+//! of a tool call is a tool result with `isError: true`, never a
+//! protocol error a host might retry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::upstream::Pool;
+use crate::error::{Error, Kind};
+use crate::executor::{Action, Asked, Asker, Executor};
+use crate::mcp::{self, Capabilities, Version, code, host, method};
+use crate::naming::Class;
+use crate::{term, tool};
+
+/// How many items one page of the gateway's own lists holds.
+const PAGE: usize = 100;
+/// How long the host may take to answer an approval form.
+pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(300);
+/// How much of the arguments an approval form shows.
+const SUMMARY: usize = 1000;
+/// The `inputRequests` key of the approval form (2026-07-28).
+const APPROVAL_KEY: &str = "rivumi-approval";
+/// The `_meta` key recording which server an item comes from.
+pub(crate) const SERVER_META: &str = "dev.rivumi-mcp/server";
+
+/// What the gateway can ask of its host while it handles a request.
+pub(crate) trait HostLink: Send + Sync {
+    /// Sends a request to the host and waits for its result.
+    fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> std::result::Result<Value, String>;
+    /// Sends a notification, best effort.
+    fn notify(&self, method: &str, params: Value);
+}
+
+/// What the gateway knows of a host: its era and its capabilities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Host {
+    /// The handshake era's negotiated revision; `None` before
+    /// `initialize` (or for a 2026-07-28 host).
+    pub(crate) version: Option<Version>,
+    pub(crate) caps: Capabilities,
+}
+
+/// A JSON-RPC error reply.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RpcFail {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+impl RpcFail {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcFail {
+        RpcFail { code, message: message.into(), data: None }
+    }
+
+    /// The error response to request `id`.
+    pub(crate) fn response(&self, id: Value) -> Value {
+        let mut r = mcp::error_response(id, self.code, &self.message);
+        if let Some(d) = &self.data {
+            r["error"]["data"] = d.clone();
+        }
+        r
+    }
+}
+
+/// The reply to one request.
+pub(crate) type Reply = std::result::Result<Value, RpcFail>;
+
+/// What the gateway answers with, fixed at start.
+pub(crate) struct Gateway<'a> {
+    pub(crate) pool: Pool<'a>,
+    pub(crate) exec: Executor,
+    /// Calls of 2026-07-28 hosts waiting for their answers.
+    pub(crate) parked: super::parked::Parked,
+}
+
+impl std::fmt::Debug for Gateway<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+/// What the gateway tells hosts about itself.
+fn server_info() -> Value {
+    json!({"name": "rivumi-mcp-serve", "title": "rivumi-mcp serve",
+           "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "completions": {},
+        "logging": {},
+    })
+}
+
+/// Whether a host request is of the 2026-07-28 era, and its host.
+pub(crate) enum Era {
+    Handshake,
+    Modern(Host),
+}
+
+impl Gateway<'_> {
+    /// Answers one request. `host` is the connection's handshake state
+    /// (updated by `initialize`); `link` reaches the host, when it can
+    /// be reached while the request runs.
+    pub(crate) fn handle<'s>(
+        &'s self,
+        host: &mut Host,
+        link: Option<&Arc<dyn HostLink>>,
+        spawn: Option<&dyn super::Spawner<'s>>,
+        name: &str,
+        params: &Value,
+    ) -> Reply {
+        let era = match host::modern_version(params) {
+            Some(Ok(())) => Era::Modern(Host {
+                version: None,
+                caps: host::modern_capabilities(params),
+            }),
+            Some(Err(v)) => {
+                return Err(RpcFail {
+                    code: code::UNSUPPORTED_PROTOCOL_VERSION,
+                    message: format!("unsupported protocol version '{v}'"),
+                    data: Some(host::unsupported_data()),
+                });
+            }
+            None => Era::Handshake,
+        };
+        if name == method::INITIALIZE {
+            let v = host::negotiate(params);
+            *host = Host {
+                version: Some(v),
+                caps: host::host_capabilities(params.get("capabilities")),
+            };
+            let instructions = self.instructions();
+            return Ok(host::initialize_result(
+                v,
+                capabilities(),
+                server_info(),
+                Some(&instructions),
+            ));
+        }
+        if name == method::SERVER_DISCOVER {
+            let instructions = self.instructions();
+            return Ok(host::discover_result(
+                capabilities(),
+                &server_info(),
+                Some(&instructions),
+            ));
+        }
+        let h = match era {
+            Era::Modern(h) => h,
+            Era::Handshake if host.version.is_some() => *host,
+            Era::Handshake if name == method::PING => *host,
+            Era::Handshake => {
+                return Err(RpcFail::new(
+                    code::INVALID_REQUEST,
+                    "send initialize first (or 2026-07-28 requests with \
+                     their _meta)",
+                ));
+            }
+        };
+        let modern = h.version.is_none();
+        let link = if modern { None } else { link };
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let mut r = if modern && asks(name) {
+            self.modern_call(h, spawn, name, params)
+        } else {
+            let _current =
+                super::CurrentHost::set(link.cloned(), h.caps, token);
+            self.dispatch(&h, link, modern, name, params)
+        };
+        if modern && let Ok(v) = &mut r {
+            host::modern_result(v, &server_info(), name);
+        }
+        if let Some(l) = link {
+            for m in self.pool.take_changed() {
+                l.notify(&m, json!({}));
+            }
+        }
+        r
+    }
+
+    /// A 2026-07-28 call that may need input: a retry of a parked call
+    /// resumes it; otherwise, when the host declared something it could
+    /// be asked, the call runs on a worker that may park on a question.
+    fn modern_call<'s>(
+        &'s self,
+        h: Host,
+        spawn: Option<&dyn super::Spawner<'s>>,
+        name: &str,
+        params: &Value,
+    ) -> Reply {
+        let (responses, state) = host::input_responses(params);
+        if let Some(state) =
+            state.filter(|s| s.starts_with(super::parked::PREFIX))
+        {
+            return self.parked.resume(state, responses).unwrap_or_else(
+                || {
+                    Err(RpcFail::new(
+                        code::INVALID_PARAMS,
+                        "requestState names no call waiting here (expired or \
+                     already answered)",
+                    ))
+                },
+            );
+        }
+        let c = h.caps;
+        let askable =
+            c.elicitation_form || c.elicitation_url || c.sampling || c.roots;
+        let Some(spawn) = spawn.filter(|_| askable) else {
+            return self.dispatch(&h, None, true, name, params);
+        };
+        let (name, params) = (name.to_string(), params.clone());
+        self.parked.start(
+            spawn,
+            Box::new(move |link| {
+                let _current =
+                    super::CurrentHost::set(Some(link), h.caps, None);
+                self.dispatch(&h, None, true, &name, &params)
+            }),
+        )
+    }
+
+    fn dispatch(
+        &self,
+        h: &Host,
+        link: Option<&Arc<dyn HostLink>>,
+        modern: bool,
+        name: &str,
+        params: &Value,
+    ) -> Reply {
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        match name {
+            method::PING | method::LOGGING_SET_LEVEL => Ok(json!({})),
+            method::TOOLS_LIST => page("tools", &self.tools(), cursor),
+            method::PROMPTS_LIST => page("prompts", &self.prompts(), cursor),
+            method::RESOURCES_LIST => {
+                page("resources", &self.resources().0, cursor)
+            }
+            method::RESOURCE_TEMPLATES_LIST => {
+                page("resourceTemplates", &self.resources().1, cursor)
+            }
+            method::TOOLS_CALL => Ok(self.call(h, link, modern, params)),
+            method::PROMPTS_GET => self.prompt(h, link, params),
+            method::RESOURCES_READ => self.read(h, link, params),
+            method::COMPLETION_COMPLETE => self.complete(params),
+            other => Err(RpcFail::new(
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "method not found: {}",
+                    term::clip(&term::line(other), 80)
+                ),
+            )),
+        }
+    }
+
+    /// The servers' instructions, each under its server's name; the
+    /// servers start here so that hosts see them.
+    pub(crate) fn instructions(&self) -> String {
+        let mut text = String::from(
+            "rivumi-mcp serve: the tools and prompts of several MCP servers, \
+             named SERVER__NAME. Calls are checked by the operator's policy; \
+             a refused call says why.",
+        );
+        let all =
+            self.pool.each(|u| Ok(u.session().server.instructions.clone()));
+        for (server, i) in all {
+            if let Some(i) = i.filter(|i| !i.trim().is_empty()) {
+                text.push_str(&format!("\n\n## {server}\n{}", i.trim()));
+            }
+        }
+        text
+    }
+
+    /// Every server's tools as the host sees them. A server that fails
+    /// is left out (and warned about): the others stay usable.
+    pub(crate) fn tools(&self) -> Vec<Value> {
+        let mut out = vec![];
+        for (server, items) in self.pool.each(|u| u.tools()) {
+            for t in tool::tools(server, &items) {
+                let mut def = t.def.clone();
+                def["name"] = json!(host::exposed(&t.qualified));
+                clean_annotations(&mut def);
+                out.push(def);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn prompts(&self) -> Vec<Value> {
+        let mut out = vec![];
+        for (server, items) in self.pool.each(|u| u.prompts()) {
+            for p in items {
+                let Some(n) = p.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let mut def = p.clone();
+                def["name"] = json!(format!("{server}{}{n}", host::SEP));
+                out.push(def);
+            }
+        }
+        out
+    }
+
+    /// Resources and templates, each recording its server in `_meta`; a
+    /// URI that more than one server lists is prefixed with its server.
+    pub(crate) fn resources(&self) -> (Vec<Value>, Vec<Value>) {
+        let mut all: Vec<(String, Value)> = vec![];
+        let mut templates = vec![];
+        for (server, (r, t)) in self.pool.each(|u| u.resources()) {
+            all.extend(r.into_iter().map(|r| (server.to_string(), r)));
+            for mut t in t {
+                record(&mut t, server);
+                templates.push(t);
+            }
+        }
+        let uri =
+            |r: &Value| r.get("uri").and_then(Value::as_str).map(String::from);
+        let uris: Vec<Option<String>> =
+            all.iter().map(|(_, r)| uri(r)).collect();
+        let resources = all
+            .into_iter()
+            .map(|(server, mut r)| {
+                if let Some(u) = uri(&r)
+                    && uris.iter().filter(|x| x.as_deref() == Some(&u)).count()
+                        > 1
+                {
+                    r["uri"] = json!(host::prefixed_uri(&server, &u));
+                }
+                record(&mut r, &server);
+                r
+            })
+            .collect();
+        (resources, templates)
+    }
+
+    /// The server of a resource URI and the URI as it knows it: the
+    /// prefix names it; else the one server listing the URI; else the
+    /// one whose template's fixed start the URI begins with.
+    fn resource_server(&self, uri: &str) -> Option<(String, String)> {
+        if let Some((s, u)) = host::split_prefixed_uri(uri)
+            && self.pool.has(s)
+        {
+            return Some((s.to_string(), u.to_string()));
+        }
+        let (resources, templates) = self.resources();
+        let owner = |v: &Value| {
+            v.get("_meta")
+                .and_then(|m| m.get(SERVER_META))
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
+        if let Some(r) = resources
+            .iter()
+            .find(|r| r.get("uri").and_then(Value::as_str) == Some(uri))
+        {
+            return owner(r).map(|s| (s, uri.to_string()));
+        }
+        templates
+            .iter()
+            .filter(|t| {
+                t.get("uriTemplate").and_then(Value::as_str).is_some_and(|t| {
+                    let fixed = t.split('{').next().unwrap_or("");
+                    !fixed.is_empty() && uri.starts_with(fixed)
+                })
+            })
+            .find_map(owner)
+            .map(|s| (s, uri.to_string()))
+    }
+
+    /// `tools/call`: always a tool result; a refusal is `isError`.
+    fn call(
+        &self,
+        h: &Host,
+        link: Option<&Arc<dyn HostLink>>,
+        modern: bool,
+        params: &Value,
+    ) -> Value {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return refusal("the arguments must be an object"),
+        };
+        let Some((server, _)) = host::split_exposed(name) else {
+            return refusal(&format!(
+                "no tool '{}': tools here are named SERVER__TOOL",
+                term::clip(&term::line(name), 100)
+            ));
+        };
+        if !self.pool.has(server) {
+            return refusal(&format!(
+                "no server '{}' behind this gateway",
+                term::clip(&term::line(server), 60)
+            ));
+        }
+        let wanted = format!("mcp__{}", host::exposed(name));
+        let (responses, state) = host::input_responses(params);
+        let r = self.pool.with(server, |u| {
+            let items = u.tools()?;
+            let tools = tool::tools(server, &items);
+            let t = self.exec.resolve(server, &tools, &wanted)?;
+            let action = Action::Tool { tool: t, arguments: &arguments };
+            let state_now = request_state(&t.qualified, &arguments);
+            // A 2026-07-28 host is asked with input_required, before
+            // anything runs; its answer comes with the retry.
+            let answer = match (modern, responses, state) {
+                (true, Some(r), Some(s)) if s == state_now => {
+                    Some(r.get(APPROVAL_KEY).is_some_and(host::approved))
+                }
+                (true, Some(_), _) => Some(false),
+                _ => None,
+            };
+            if modern
+                && answer.is_none()
+                && self.needs_asking(server, &action)
+                && h.caps.elicitation_form
+            {
+                let form = approval_params(server, &action);
+                let mut q = Map::new();
+                q.insert(
+                    APPROVAL_KEY.into(),
+                    json!({"method": method::ELICITATION_CREATE, "params": form}),
+                );
+                return Ok(Err(host::input_required(q, &state_now)));
+            }
+            let asker = HostAsker { link, caps: h.caps, answer };
+            let transport = self.pool.ctx().transport_name(server);
+            let obs = self.exec.run_with(u.session(), action, transport, &asker)?;
+            u.note_changes();
+            Ok(Ok(obs.result))
+        });
+        match r {
+            Ok(Ok(result)) => result,
+            Ok(Err(input_required)) => input_required,
+            Err(e) => refusal(&e.to_string()),
+        }
+    }
+
+    /// Whether approval of `action` is a question (no flag decides it).
+    fn needs_asking(&self, server: &str, action: &Action<'_>) -> bool {
+        action.class() == Class::Execute
+            && !self.exec.policy.read_only
+            && !self.exec.policy.yes
+            && self.exec.policy.approving(&action.qualified(server)).is_none()
+    }
+
+    fn prompt(
+        &self,
+        h: &Host,
+        link: Option<&Arc<dyn HostLink>>,
+        params: &Value,
+    ) -> Reply {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let Some((server, prompt)) =
+            host::split_exposed(name).filter(|(s, _)| self.pool.has(s))
+        else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                format!("no prompt '{}'", term::clip(&term::line(name), 100)),
+            ));
+        };
+        let arguments = params
+            .get("arguments")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let asker = HostAsker { link, caps: h.caps, answer: None };
+        let r = self.pool.with(server, |u| {
+            let action =
+                Action::Prompt { name: prompt, arguments: &arguments };
+            let transport = self.pool.ctx().transport_name(server);
+            let obs =
+                self.exec.run_with(u.session(), action, transport, &asker)?;
+            u.note_changes();
+            Ok(obs.result)
+        });
+        r.map_err(fail)
+    }
+
+    fn read(
+        &self,
+        h: &Host,
+        link: Option<&Arc<dyn HostLink>>,
+        params: &Value,
+    ) -> Reply {
+        let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+        let Some((server, uri)) = self.resource_server(uri) else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "resource not found: no server behind this gateway has \
+                     '{}'",
+                    term::clip(&term::line(uri), 200)
+                ),
+            ));
+        };
+        let asker = HostAsker { link, caps: h.caps, answer: None };
+        let r = self.pool.with(&server, |u| {
+            let transport = self.pool.ctx().transport_name(&server);
+            let action = Action::Read { uri: &uri };
+            let obs =
+                self.exec.run_with(u.session(), action, transport, &asker)?;
+            u.note_changes();
+            Ok(obs.result)
+        });
+        r.map_err(fail)
+    }
+
+    /// `completion/complete`, forwarded to the server the reference
+    /// names, with the name or URI as that server knows it.
+    fn complete(&self, params: &Value) -> Reply {
+        let mut p = params.clone();
+        if let Some(m) = p.as_object_mut() {
+            m.remove("_meta");
+        }
+        let r = &params["ref"];
+        let server = match r.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+                host::split_exposed(name)
+                    .filter(|(s, _)| self.pool.has(s))
+                    .map(|(s, n)| {
+                        p["ref"]["name"] = json!(n);
+                        s.to_string()
+                    })
+            }
+            Some("ref/resource") => {
+                let uri = r.get("uri").and_then(Value::as_str).unwrap_or("");
+                self.resource_server(uri).map(|(s, u)| {
+                    p["ref"]["uri"] = json!(u);
+                    s
+                })
+            }
+            _ => None,
+        };
+        let Some(server) = server else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                "completion/complete: the reference names no prompt or \
+                 resource behind this gateway",
+            ));
+        };
+        let r = self.pool.with(&server, |u| {
+            let has =
+                u.session().server.capabilities.get("completions").is_some();
+            if !has {
+                return Ok(json!({"completion": {"values": []}}));
+            }
+            u.session().request(
+                method::COMPLETION_COMPLETE,
+                p,
+                method::COMPLETION_COMPLETE,
+            )
+        });
+        r.map_err(fail)
+    }
+}
+
+/// Whether a method may ask the host for input (2026-07-28 allows
+/// `input_required` on these only).
+fn asks(m: &str) -> bool {
+    matches!(
+        m,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+/// One page of a list the gateway answers.
+fn page(key: &str, items: &[Value], cursor: Option<&str>) -> Reply {
+    let (items, next) = host::page(items, cursor, PAGE)
+        .map_err(|m| RpcFail::new(code::INVALID_PARAMS, m))?;
+    let mut r = json!({key: items});
+    if let Some(n) = next {
+        r["nextCursor"] = json!(n);
+    }
+    Ok(r)
+}
+
+/// Drops annotations hosts would reject the whole list for: hints that
+/// are not booleans, a title that is not a string, annotations that are
+/// not an object. The tool's class was decided before, from the original
+/// (anything but a boolean `readOnlyHint: true` is execute).
+fn clean_annotations(def: &mut Value) {
+    let Some(Value::Object(a)) = def.get_mut("annotations") else {
+        if let Some(d) = def.as_object_mut() {
+            d.remove("annotations");
+        }
+        return;
+    };
+    a.retain(|k, v| match k.as_str() {
+        "title" => v.is_string(),
+        k if k.ends_with("Hint") => v.is_boolean(),
+        _ => true,
+    });
+}
+
+/// Records the server of a listed item in its `_meta`.
+fn record(item: &mut Value, server: &str) {
+    let Value::Object(m) = item else { return };
+    let meta = m.entry("_meta").or_insert_with(|| json!({}));
+    if let Value::Object(meta) = meta {
+        meta.insert(SERVER_META.into(), json!(server));
+    }
+}
+
+/// A refused or failed call, as the host sees it: one sentence.
+fn refusal(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// An error of a read or a prompt, as a JSON-RPC error.
+fn fail(e: Error) -> RpcFail {
+    let c = match e.kind() {
+        Kind::Usage | Kind::Refused | Kind::Denied => code::INVALID_PARAMS,
+        _ => code::INTERNAL_ERROR,
+    };
+    RpcFail::new(c, e.to_string())
+}
+
+/// The opaque state of an approval round: the tool and its arguments, so
+/// that an answer approves the call it was asked about and no other.
+fn request_state(qualified: &str, arguments: &Map<String, Value>) -> String {
+    let text = format!("{qualified}\n{}", Value::Object(arguments.clone()));
+    crate::allowlist::hex(&Sha256::digest(text.as_bytes()))
+}
+
+fn approval_params(server: &str, action: &Action<'_>) -> Value {
+    host::approval_form(
+        server,
+        host::exposed(&action.qualified(server)),
+        action.class().label(),
+        &host::summary(&action.arguments(), SUMMARY),
+    )
+}
+
+/// Approval in `serve`, after `--yes` and the `--approve` patterns (the
+/// executor's): the host (an elicitation form), else denied.
+pub(crate) struct HostAsker<'a> {
+    link: Option<&'a Arc<dyn HostLink>>,
+    caps: Capabilities,
+    /// A 2026-07-28 host's answer, from the retried request.
+    answer: Option<bool>,
+}
+
+impl Asker for HostAsker<'_> {
+    fn ask(&self, server: &str, action: &Action<'_>, _class: Class) -> Asked {
+        let shown = host::exposed(&action.qualified(server)).to_string();
+        let shown = term::line(&shown).into_owned();
+        let declined = || Asked::No {
+            how: "host",
+            why: format!("'{shown}' was not approved by the host"),
+        };
+        if let Some(a) = self.answer {
+            return if a { Asked::Yes { how: "host" } } else { declined() };
+        }
+        let Some(link) = self.link.filter(|_| self.caps.elicitation_form)
+        else {
+            return Asked::No {
+                how: "no-host-approval",
+                why: format!(
+                    "'{shown}' is classified execute and needs approval, but \
+                     the host cannot be asked (it declared no elicitation); \
+                     the operator may start serve with --yes or --approve \
+                     {}",
+                    term::line(&action.qualified(server))
+                ),
+            };
+        };
+        let params = approval_params(server, action);
+        match link.request(method::ELICITATION_CREATE, params, ASK_TIMEOUT) {
+            Ok(r) if host::approved(&r) => Asked::Yes { how: "host" },
+            Ok(_) => declined(),
+            Err(why) => Asked::No {
+                how: "host",
+                why: format!(
+                    "'{shown}' was not approved: asking the host failed ({})",
+                    term::clip(&term::line(&why), 200)
+                ),
+            },
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! `rivumi-mcp serve`: one MCP server in front of the allowed servers,
+//! every call through the executor.
+//!
+//! - `gateway.rs`: what is answered to the host, in both eras (names,
+//!   lists and their pages, calls through the executor, approval asked of
+//!   the host);
+//! - `upstream.rs`: the upstream sessions, started on first use, closed
+//!   on every exit path;
+//! - `parked.rs`: what an upstream asks during a 2026-07-28 host's call,
+//!   as `input_required` rounds (the call parked on a worker);
+//! - `pending.rs`: the questions asked of a host, matched to its answers
+//!   by id (both fronts);
+//! - `stdio.rs`: the front on stdin/stdout (the default);
+//! - `http.rs`: the Streamable HTTP front (`--listen`), loopback only,
+//!   behind a bearer token and `Host`/`Origin` checks.
+//!
+//! What an upstream server asks (elicitation, sampling, roots) goes to
+//! the host when the host declared that capability and can be reached
+//! while the call runs (the handshake era); otherwise the operator's
+//! options answer it, as they do for `call` ([`ServeClient`]).
+
+mod gateway;
+mod http;
+mod parked;
+mod pending;
+mod stdio;
+mod upstream;
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::ask::Operator;
+use crate::error::Result;
+use crate::executor::Executor;
+use crate::launch::Context;
+use crate::mcp::{self, Ask, Capabilities};
+use crate::session::{Client, ServerAsk};
+use crate::{journal, msg, out, term};
+
+pub(crate) use gateway::{Gateway, HostLink};
+pub(crate) use parked::Spawner;
+
+/// What `serve` was given on the command line.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// `--listen ADDR:PORT`: the HTTP front instead of stdio.
+    pub(crate) listen: Option<String>,
+    /// `--servers a,b`: only these of the allowed servers.
+    pub(crate) servers: Vec<String>,
+    /// `--token-env VAR`: the HTTP front's bearer token from `VAR`.
+    pub(crate) token_env: Option<String>,
+    /// `--allow-origin ORIGIN` (repeatable).
+    pub(crate) origins: Vec<String>,
+    pub(crate) dry_run: bool,
+}
+
+/// Runs `serve` until its host goes away. `operator` answers what
+/// upstream servers ask when the host cannot; `json` is `--json` (for
+/// `--dry-run`).
+pub(crate) fn run(
+    ctx: Context,
+    exec: Executor,
+    operator: Operator,
+    o: &Options,
+    json: bool,
+) -> Result<()> {
+    let listen = o.listen.as_deref().map(http::parse_listen).transpose()?;
+    let servers = servers(&ctx, &o.servers)?;
+    let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
+    let pool = upstream::Pool::new(&ctx, &servers);
+    let gw = Gateway { pool, exec, parked: parked::Parked::default() };
+    if o.dry_run {
+        return dry_run(&gw, json);
+    }
+    journal::event(
+        "serve_started",
+        json!({"servers": servers, "front": if listen.is_some() { "http" } else { "stdio" }}),
+    );
+    let r = match listen {
+        Some(addr) => http::run(&gw, addr, o),
+        None => stdio::run(&gw),
+    };
+    gw.pool.close_all();
+    journal::event("serve_ended", json!({}));
+    r
+}
+
+/// The servers `serve` exposes: the allowed ones, or those of
+/// `--servers` (each must be allowed).
+fn servers(ctx: &Context, wanted: &[String]) -> Result<Vec<String>> {
+    if wanted.is_empty() {
+        return ctx.allowed_servers();
+    }
+    for s in wanted {
+        ctx.startable(s)?;
+    }
+    Ok(wanted.to_vec())
+}
+
+/// `serve --dry-run`: starts each server, prints what the host would
+/// see, and closes them.
+fn dry_run(gw: &Gateway<'_>, json: bool) -> Result<()> {
+    let tools = gw.tools();
+    let prompts = gw.prompts();
+    let (resources, templates) = gw.resources();
+    if json {
+        return out::json(&json!({
+            "servers": gw.pool.names().collect::<Vec<_>>(),
+            "tools": tools, "prompts": prompts,
+            "resources": resources, "resourceTemplates": templates,
+        }));
+    }
+    let name = |v: &Value, k: &str| {
+        term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
+            .into_owned()
+    };
+    let mut text = format!(
+        "serve would expose {} server(s): {}\n",
+        gw.pool.names().count(),
+        gw.pool.names().collect::<Vec<_>>().join(", ")
+    );
+    text.push_str(&format!("tools ({}):\n", tools.len()));
+    for t in &tools {
+        let class = crate::naming::classify(t).label();
+        text.push_str(&format!("  {} ({class})\n", name(t, "name")));
+    }
+    text.push_str(&format!("prompts ({}):\n", prompts.len()));
+    for p in &prompts {
+        text.push_str(&format!("  {}\n", name(p, "name")));
+    }
+    text.push_str(&format!("resources ({}):\n", resources.len()));
+    for r in &resources {
+        text.push_str(&format!("  {}\n", name(r, "uri")));
+    }
+    text.push_str(&format!("resource templates ({}):\n", templates.len()));
+    for t in &templates {
+        text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
+    }
+    out::print(&text)
+}
+
+thread_local! {
+    /// The host of the request this thread is handling, for what an
+    /// upstream server asks meanwhile (the session answers on the thread
+    /// that made the request).
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+/// The host of the request a thread handles: how to reach it, what it
+/// declared, and the progress token its request carries.
+#[derive(Clone)]
+struct Current {
+    link: Arc<dyn HostLink>,
+    caps: Capabilities,
+    progress: Option<Value>,
+}
+
+/// Sets the current host for the life of the guard.
+pub(crate) struct CurrentHost;
+
+impl CurrentHost {
+    pub(crate) fn set(
+        link: Option<Arc<dyn HostLink>>,
+        caps: Capabilities,
+        progress: Option<Value>,
+    ) -> CurrentHost {
+        CURRENT.with(|c| {
+            *c.borrow_mut() = link.map(|link| Current { link, caps, progress })
+        });
+        CurrentHost
+    }
+}
+
+/// The current host of one thread, carried into another (the listing of
+/// several servers runs side by side).
+pub(crate) struct Carried(Option<Current>);
+
+impl Carried {
+    pub(crate) fn here() -> Carried {
+        Carried(CURRENT.with(|c| c.borrow().clone()))
+    }
+
+    /// Makes it the current host of this thread for the guard's life.
+    pub(crate) fn enter(&self) -> CurrentHost {
+        CURRENT.with(|c| *c.borrow_mut() = self.0.clone());
+        CurrentHost
+    }
+}
+
+impl Drop for CurrentHost {
+    fn drop(&mut self) {
+        CURRENT.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// What answers the upstream servers: the host when it declared the
+/// kind and can be reached, else the operator's options.
+struct ServeClient {
+    operator: Operator,
+}
+
+impl Client for ServeClient {
+    /// Everything the host may answer is declared upstream; what the
+    /// host cannot answer, the operator's options do (or refuse).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            elicitation_form: true,
+            elicitation_url: true,
+            sampling: true,
+            roots: true,
+        }
+    }
+
+    fn log_level(&self) -> Option<&str> {
+        self.operator.log_level()
+    }
+
+    fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String> {
+        if q.ask == Ask::Ping {
+            return Ok(json!({}));
+        }
+        let host = CURRENT.with(|c| c.borrow().clone());
+        if let Some(Current { link, caps, .. }) = host {
+            let (declared, method) = match q.ask {
+                Ask::Form => {
+                    (caps.elicitation_form, mcp::method::ELICITATION_CREATE)
+                }
+                Ask::Url => {
+                    (caps.elicitation_url, mcp::method::ELICITATION_CREATE)
+                }
+                Ask::Sampling => {
+                    (caps.sampling, mcp::method::SAMPLING_CREATE_MESSAGE)
+                }
+                Ask::Roots => (caps.roots, mcp::method::ROOTS_LIST),
+                Ask::Ping => (false, mcp::method::PING),
+            };
+            if declared {
+                let mut params = q.params.clone();
+                if let Some(m) = params.get("message").and_then(Value::as_str)
+                {
+                    params["message"] = json!(format!("[{}] {m}", q.server));
+                }
+                if let Some(p) = params.as_object_mut() {
+                    p.remove(mcp::FIELD_ORDER);
+                    if let Some(Value::Object(s)) =
+                        p.get_mut("requestedSchema")
+                    {
+                        s.remove(mcp::FIELD_ORDER);
+                    }
+                }
+                let r = link.request(method, params, gateway::ASK_TIMEOUT);
+                journal::event(
+                    "server_request",
+                    json!({"server": q.server, "kind": q.ask.kind(),
+                           "action": if r.is_ok() { "forwarded" } else { "failed" }}),
+                );
+                return r;
+            }
+        }
+        let op = self.operator.capabilities();
+        let can = match q.ask {
+            Ask::Form | Ask::Url | Ask::Ping => true,
+            Ask::Sampling => op.sampling,
+            Ask::Roots => op.roots,
+        };
+        if !can {
+            msg::debug(&format!(
+                "server '{}': {} refused: neither the host nor serve's options answer it",
+                q.server,
+                q.ask.kind()
+            ));
+            return Err(format!(
+                "{} is not available: the host did not declare it and serve \
+                 was not given an option that answers it",
+                q.ask.kind()
+            ));
+        }
+        self.operator.serve(q)
+    }
+
+    /// Progress goes to the host under the token of its own request (when
+    /// it asked for progress); log messages go with the server as logger.
+    fn notified(&self, server: &str, method: &str, params: &Value) {
+        let Some(host) = CURRENT.with(|c| c.borrow().clone()) else {
+            return;
+        };
+        match method {
+            mcp::method::PROGRESS => {
+                let Some(token) = host.progress else { return };
+                let mut p = json!({"progressToken": token});
+                for k in ["progress", "total", "message"] {
+                    if let Some(v) = params.get(k) {
+                        p[k] = v.clone();
+                    }
+                }
+                host.link.notify(method, p);
+            }
+            mcp::method::MESSAGE => {
+                let mut p = json!({"logger": server});
+                for k in ["level", "data"] {
+                    if let Some(v) = params.get(k) {
+                        p[k] = v.clone();
+                    }
+                }
+                host.link.notify(method, p);
+            }
+            _ => {}
+        }
+    }
+}
