@@ -317,9 +317,53 @@ impl Context {
         let startup =
             self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
         let deadline = Deadline::new(crate::mcp::method::INITIALIZE, startup);
-        let transport: Box<dyn crate::transport::Transport> = match &server
-            .transport
-        {
+        let transport = self.transport(name, server)?;
+        Session::open(
+            name,
+            transport,
+            self.protocol.unwrap_or(server.protocol),
+            &deadline,
+            self.request_timeout(server),
+            std::sync::Arc::clone(&self.client),
+        )
+    }
+
+    /// Takes up the session a detached task runs in (an HTTP server's,
+    /// in the handshake era), with the same checks as [`Context::start`].
+    pub(crate) fn resume(
+        &self,
+        name: &str,
+        session: &str,
+        version: crate::mcp::Version,
+    ) -> Result<Session> {
+        let server = self.startable(name)?;
+        let transport = self.transport(name, server)?;
+        Ok(Session::resumed(
+            name,
+            transport,
+            session,
+            version,
+            self.request_timeout(server),
+            std::sync::Arc::clone(&self.client),
+        ))
+    }
+
+    /// The canonical URL of an HTTP server (`None` for stdio).
+    pub(crate) fn url(&self, name: &str) -> Option<String> {
+        match &self.config.entry(name)?.server.as_ref()?.transport {
+            Transport::Http(spec) => Some(spec.url.to_string()),
+            Transport::Stdio(_) => None,
+        }
+    }
+
+    /// The transport to a server: its process started, or its URL's
+    /// client made.
+    fn transport(
+        &self,
+        name: &str,
+        server: &Server,
+    ) -> Result<Box<dyn crate::transport::Transport>> {
+        Ok(match &server.transport {
             Transport::Stdio(spec) => {
                 let argv =
                     spec.argv(&self.lookup).map_err(|e| e.for_server(name))?;
@@ -352,15 +396,7 @@ impl Context {
                         .map_err(|e| e.for_server(name))?,
                 )
             }
-        };
-        Session::open(
-            name,
-            transport,
-            self.protocol.unwrap_or(server.protocol),
-            &deadline,
-            self.request_timeout(server),
-            std::sync::Arc::clone(&self.client),
-        )
+        })
     }
 }
 

@@ -40,6 +40,7 @@ mod session;
 mod setup;
 mod spawn;
 mod sys;
+mod task;
 mod tool;
 mod transport;
 mod words;
@@ -150,15 +151,18 @@ fn run_set_up(
             &setup::lookup,
         ),
         Command::Discover { server } => cmd::auth::discover(ctx, server, json),
-        Command::Call { target, pairs, args, save } => cmd::call::run(
+        Command::Call { target, pairs, args, save, task } => cmd::call::run(
             ctx,
             exec,
             target,
-            pairs,
-            args.as_deref(),
+            cmd::call::Input { pairs, args: args.as_deref() },
             save.as_deref(),
+            *task,
             json,
         ),
+        Command::Task { sub, server, id } => {
+            cmd::task::run(ctx, exec, *sub, server, id.as_deref(), json)
+        }
         Command::Resources { server } => {
             cmd::bridges::list_one(ctx, server, only(false, true, false), json)
         }

@@ -43,7 +43,7 @@ use crate::error::{Error, Kind, Result};
 use crate::mcp::{
     self, Choice, Incoming, Outcome, ResultType, RpcError, Version, method,
 };
-use crate::transport::{Closed, Transport, Wire};
+use crate::transport::{Canceller, Closed, Transport, Wire};
 use crate::{msg, term};
 
 /// Paging bounds: a server cannot keep us listing forever.
@@ -139,6 +139,8 @@ pub(crate) struct Session {
     answers: Option<Map<String, Value>>,
     /// When the request in flight was sent (for the progress line).
     started: std::time::Instant,
+    /// Whether the request in flight declares the tasks extension.
+    tasks_extension: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,6 +173,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
+            tasks_extension: false,
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -428,7 +431,71 @@ impl Session {
         .map_err(|e| e.for_server(&self.name))
     }
 
-    fn modern(&self) -> bool {
+    /// Makes one call asking for a task (`ttl_ms`: how long the server
+    /// should keep it), declaring the tasks extension in 2026-07-28. The
+    /// answer is either the result itself or a task ([`mcp::tasks`]).
+    pub(crate) fn call_as_task(
+        &mut self,
+        call: &mcp::Call<'_>,
+        ttl_ms: u64,
+    ) -> Result<Value> {
+        let d = Deadline::new(call.what(), self.request_timeout);
+        let mut params = call.params();
+        mcp::tasks::request_task(&mut params, ttl_ms);
+        self.tasks_extension = true;
+        let r = self.request_with(
+            call.method(),
+            params,
+            &call.param_headers(),
+            &d,
+        );
+        self.tasks_extension = false;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// One request of the tasks family (`tasks/get`, …) under `d`.
+    pub(crate) fn task_request(
+        &mut self,
+        method: &str,
+        params: Value,
+        d: &Deadline,
+    ) -> Result<Value> {
+        self.tasks_extension = true;
+        let r = self.request_with(method, params, &[], d);
+        self.tasks_extension = false;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// Answers the `inputRequests` of a result (a 2026-07-28 task's) with
+    /// the operator's handlers: the responses by key.
+    pub(crate) fn answer_inputs(
+        &mut self,
+        what: &str,
+        result: &Value,
+    ) -> Result<Map<String, Value>> {
+        let (requests, _) = mcp::input_requests(result)
+            .map_err(|why| Error::server(format!("{what}: {why}")))?;
+        let mut responses = Map::new();
+        for r in &requests {
+            let answer = self
+                .serve(&r.method, &r.params)
+                .map_err(|why| Error::server(term::line(&why)))?;
+            responses.insert(r.key.clone(), answer);
+        }
+        Ok(responses)
+    }
+
+    /// A way to send one message from the signal thread (a task's
+    /// cancellation on Ctrl-C), with an id no request of this session
+    /// uses; `None` when the transport has none.
+    pub(crate) fn canceller(&mut self) -> Option<(u64, Canceller)> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.transport.canceller().map(|c| (id, c))
+    }
+
+    /// Whether the session speaks 2026-07-28.
+    pub(crate) fn modern(&self) -> bool {
         self.server.version.is_some_and(Version::is_modern)
     }
 
@@ -453,7 +520,7 @@ impl Session {
                 .exchange(method, params, headers, d)?
                 .map_err(|e| Error::server(e.describe()))?;
             match mcp::result_type(&result) {
-                ResultType::Complete => return Ok(result),
+                ResultType::Complete | ResultType::Task => return Ok(result),
                 ResultType::Unknown(t) => {
                     return Err(Error::server(format!(
                         "{method}: unknown resultType '{}'",
@@ -695,6 +762,9 @@ impl Session {
     /// log level the operator asked for.
     fn modern_meta(&self, params: &mut Value) {
         mcp::with_modern_meta(params, Version::MODERN, self.caps());
+        if self.tasks_extension {
+            mcp::tasks::declare(params);
+        }
         if let (Some(level), Some(m)) =
             (self.client.log_level(), params.get_mut("_meta"))
         {
@@ -813,6 +883,47 @@ impl Session {
              incomplete",
             self.name
         ));
+    }
+
+    /// Leaves the session to the server (a detached task runs in it):
+    /// the session id to resume it with, if the transport has one.
+    pub(crate) fn detach(&mut self) -> Option<String> {
+        let id = self.transport.detach();
+        self.close();
+        id
+    }
+
+    /// A session that an earlier invocation opened and left ([`detach`]),
+    /// taken up without a handshake in the revision it negotiated.
+    ///
+    /// [`detach`]: Session::detach
+    pub(crate) fn resumed(
+        name: &str,
+        mut transport: Box<dyn Transport>,
+        session: &str,
+        version: Version,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
+        transport.resume(session, version.as_str());
+        Session {
+            name: name.to_string(),
+            transport,
+            next_id: 1,
+            server: ServerInfo {
+                version: Some(version),
+                protocol: version.as_str().to_string(),
+                chosen: "resumed".to_string(),
+                ..ServerInfo::default()
+            },
+            request_timeout,
+            list_changed: BTreeSet::new(),
+            closed: None,
+            client,
+            answers: None,
+            started: std::time::Instant::now(),
+            tasks_extension: false,
+        }
     }
 
     /// Closes the transport (and so the server). Idempotent.

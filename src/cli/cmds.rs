@@ -13,6 +13,7 @@ pub(crate) enum Cmd {
     Lock,
     List,
     Call,
+    Task,
     Resources,
     Read,
     Prompts,
@@ -113,11 +114,12 @@ operand."
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 17] = [
+    pub(crate) const ALL: [Cmd; 18] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
         Cmd::Call,
+        Cmd::Task,
         Cmd::Resources,
         Cmd::Read,
         Cmd::Prompts,
@@ -139,6 +141,7 @@ impl Cmd {
             Cmd::Lock => "lock",
             Cmd::List => "list",
             Cmd::Call => "call",
+            Cmd::Task => "task",
             Cmd::Resources => "resources",
             Cmd::Read => "read",
             Cmd::Prompts => "prompts",
@@ -177,6 +180,9 @@ impl Cmd {
                 "List the tools (resources, prompts) of allowed servers"
             }
             Cmd::Call => "Call one tool",
+            Cmd::Task => {
+                "Get, wait for, collect or cancel a task (call --detach)"
+            }
             Cmd::Resources => {
                 "List one server's resources and resource templates"
             }
@@ -204,6 +210,7 @@ impl Cmd {
             Cmd::List
                 | Cmd::Lock
                 | Cmd::Call
+                | Cmd::Task
                 | Cmd::Resources
                 | Cmd::Read
                 | Cmd::Prompts
@@ -235,7 +242,7 @@ impl Cmd {
     /// operand, one word may not be both an option and its value
     /// (`--opt=VALUE`), since one word is what a server chooses.
     pub(crate) fn operands_from_servers(self) -> bool {
-        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt)
+        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Task)
     }
 
     /// What its operands are (completion offers them).
@@ -253,6 +260,7 @@ impl Cmd {
             Cmd::Help => Operand::Command,
             Cmd::Completions => Operand::Shell,
             Cmd::CheckConfig
+            | Cmd::Task
             | Cmd::Batch
             | Cmd::Status
             | Cmd::Servers
@@ -368,6 +376,34 @@ options: every word after it is an operand."
                     "echo '{\"text\":\"hi\"}' | rivumi-mcp call demo echo --args -",
                     "rivumi-mcp call --http http://127.0.0.1:8000/mcp adhoc echo text=hi",
                     "rivumi-mcp call --pre-tool-hook ./check.sh -- demo \"$tool\"",
+                ],
+            },
+            Cmd::Task => Doc {
+                usage: &[
+                    "task get|wait|result|cancel <SERVER> <TASK_ID> [--json]",
+                    "task list <SERVER> [--json]",
+                ],
+                about: "\
+A task is a call that a server runs on after answering with a task id
+(call --task waits for it; call --detach prints the server and the id and
+exits). get shows its status; wait polls until it ends (at the server's
+interval, within --timeout; Ctrl-C or the deadline cancels it) and prints
+its result; result collects the result (waiting while the server does,
+answering what it asks with --answer, --elicit or at the terminal);
+cancel asks the server to cancel it; list shows the server's tasks.
+
+A task id is a capability: whoever holds it may collect or cancel the
+work. It is printed only where you asked for it; the journal keeps a hash
+of it. Over the handshake-era HTTP wire a task lives in its session:
+call --detach leaves the session open and records it (mode 0600, beside
+the credential file), and task takes it up again until the task is
+collected or cancelled.",
+                ok: "done (wait, result: the tool succeeded)",
+                exits: &[&[(Kind::Negative, "the tool returned isError")], STARTS],
+                examples: &[
+                    "id=$(rivumi-mcp call --detach srv research topic=x | cut -d' ' -f2)",
+                    "rivumi-mcp task wait srv \"$id\"",
+                    "rivumi-mcp task list srv --json",
                 ],
             },
             Cmd::Resources => Doc {

@@ -10,3 +10,4 @@ pub(crate) mod completions;
 pub(crate) mod list;
 pub(crate) mod lock;
 pub(crate) mod man;
+pub(crate) mod task;

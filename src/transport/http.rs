@@ -1024,6 +1024,16 @@ impl Transport for HttpTransport {
         Ok(m)
     }
 
+    fn detach(&mut self) -> Option<String> {
+        // Without its id, close sends no DELETE: the session lives on.
+        self.session.take()
+    }
+
+    fn resume(&mut self, session: &str, protocol: &str) {
+        self.session = Some(session.to_string());
+        self.protocol = Some(protocol.to_string());
+    }
+
     fn close(&mut self) -> Closed {
         if self.closed {
             return Closed::Gone;

@@ -76,6 +76,20 @@ pub(crate) trait Transport: Send {
     fn canceller(&self) -> Option<Canceller> {
         None
     }
+    /// Leaves the session to the server, which keeps a task running in
+    /// it: the session id a later invocation resumes it with (`None`
+    /// when the transport has no session), and `close` then ends nothing
+    /// on the server.
+    fn detach(&mut self) -> Option<String> {
+        None
+    }
+    /// Takes up a session that an earlier invocation left ([`detach`]),
+    /// in the handshake-era revision it negotiated.
+    ///
+    /// [`detach`]: Transport::detach
+    fn resume(&mut self, session: &str, protocol: &str) {
+        let _ = (session, protocol);
+    }
     /// Ends the connection and everything it started. Idempotent.
     fn close(&mut self) -> Closed;
 }

@@ -219,6 +219,10 @@ pub fn standard(
     let source = match method_name {
         method::TOOLS_CALL | method::PROMPTS_GET => "name",
         method::RESOURCES_READ => "uri",
+        method::TASKS_GET
+        | method::TASKS_RESULT
+        | method::TASKS_CANCEL
+        | method::TASKS_UPDATE => "taskId",
         _ => return h,
     };
     if let Some(v) = params.get(source).and_then(Value::as_str) {

@@ -15,6 +15,7 @@
 //! is unit-tested on values.
 
 pub mod headers;
+pub mod tasks;
 
 use serde_json::{Map, Value, json};
 
@@ -146,12 +147,18 @@ pub mod method {
     pub const RESOURCES_READ: &str = "resources/read";
     pub const PROMPTS_LIST: &str = "prompts/list";
     pub const PROMPTS_GET: &str = "prompts/get";
+    pub const TASKS_GET: &str = "tasks/get";
+    pub const TASKS_RESULT: &str = "tasks/result";
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    pub const TASKS_LIST: &str = "tasks/list";
+    pub const TASKS_UPDATE: &str = "tasks/update";
 
     pub const INITIALIZED: &str = "notifications/initialized";
     pub const CANCELLED: &str = "notifications/cancelled";
     pub const PROGRESS: &str = "notifications/progress";
     pub const MESSAGE: &str = "notifications/message";
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const TASKS_STATUS: &str = "notifications/tasks/status";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
 }
@@ -489,6 +496,8 @@ pub fn server_info(result: &Value) -> Option<Value> {
 pub enum ResultType {
     Complete,
     InputRequired,
+    /// A task to poll instead of the result ([`tasks`]).
+    Task,
     Unknown(String),
 }
 
@@ -499,6 +508,7 @@ pub fn result_type(result: &Value) -> ResultType {
         Some(Value::String(s)) if s == "input_required" => {
             ResultType::InputRequired
         }
+        Some(Value::String(s)) if s == "task" => ResultType::Task,
         Some(other) => ResultType::Unknown(match other {
             Value::String(s) => s.clone(),
             v => v.to_string(),
