@@ -24,6 +24,8 @@ mod interop_http;
 mod interop_oauth;
 // A 2026-07-28 server (TypeScript SDK v2), dual-era and modern-only.
 mod interop_modern;
+// Tasks (call --task, --detach, task ...) with server-everything.
+mod interop_tasks;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // Hostile stdio servers: floods against the memory ceiling, exits with a
