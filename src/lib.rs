@@ -163,6 +163,10 @@ fn run_set_up(
         Command::Task { sub, server, id } => {
             cmd::task::run(ctx, exec, *sub, server, id.as_deref(), json)
         }
+        Command::Skills { servers } => cmd::skills::list(ctx, servers, json),
+        Command::Skill { server, name, save } => {
+            cmd::skills::get(ctx, exec, server, name, save.as_deref(), json)
+        }
         Command::Resources { server } => {
             cmd::bridges::list_one(ctx, server, only(false, true, false), json)
         }

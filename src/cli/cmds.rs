@@ -14,6 +14,8 @@ pub(crate) enum Cmd {
     List,
     Call,
     Task,
+    Skills,
+    Skill,
     Resources,
     Read,
     Prompts,
@@ -114,12 +116,14 @@ operand."
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 18] = [
+    pub(crate) const ALL: [Cmd; 20] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
         Cmd::Call,
         Cmd::Task,
+        Cmd::Skills,
+        Cmd::Skill,
         Cmd::Resources,
         Cmd::Read,
         Cmd::Prompts,
@@ -142,6 +146,8 @@ impl Cmd {
             Cmd::List => "list",
             Cmd::Call => "call",
             Cmd::Task => "task",
+            Cmd::Skills => "skills",
+            Cmd::Skill => "skill",
             Cmd::Resources => "resources",
             Cmd::Read => "read",
             Cmd::Prompts => "prompts",
@@ -183,6 +189,10 @@ impl Cmd {
             Cmd::Task => {
                 "Get, wait for, collect or cancel a task (call --detach)"
             }
+            Cmd::Skills => "List the skills servers offer (SEP-2640)",
+            Cmd::Skill => {
+                "Fetch one skill, verified (digest, size, frontmatter)"
+            }
             Cmd::Resources => {
                 "List one server's resources and resource templates"
             }
@@ -211,6 +221,8 @@ impl Cmd {
                 | Cmd::Lock
                 | Cmd::Call
                 | Cmd::Task
+                | Cmd::Skills
+                | Cmd::Skill
                 | Cmd::Resources
                 | Cmd::Read
                 | Cmd::Prompts
@@ -223,7 +235,10 @@ impl Cmd {
 
     /// Commands that go through the executor (hooks, approval, bounds).
     pub(crate) fn executes(self) -> bool {
-        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch)
+        matches!(
+            self,
+            Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch | Cmd::Skill
+        )
     }
 
     /// Commands that speak MCP to a server (and so may step up).
@@ -248,7 +263,7 @@ impl Cmd {
     /// What its operands are (completion offers them).
     pub(crate) fn operands(self) -> Operand {
         match self {
-            Cmd::List | Cmd::Lock => Operand::Servers,
+            Cmd::List | Cmd::Lock | Cmd::Skills => Operand::Servers,
             Cmd::Call
             | Cmd::Resources
             | Cmd::Read
@@ -261,6 +276,7 @@ impl Cmd {
             Cmd::Completions => Operand::Shell,
             Cmd::CheckConfig
             | Cmd::Task
+            | Cmd::Skill
             | Cmd::Batch
             | Cmd::Status
             | Cmd::Servers
@@ -404,6 +420,39 @@ collected or cancelled.",
                     "id=$(rivumi-mcp call --detach srv research topic=x | cut -d' ' -f2)",
                     "rivumi-mcp task wait srv \"$id\"",
                     "rivumi-mcp task list srv --json",
+                ],
+            },
+            Cmd::Skills => Doc {
+                usage: &["skills [SERVER...] [--json]"],
+                about: "\
+Lists the skills (SEP-2640, io.modelcontextprotocol/skills) of the allowed
+servers (or the named ones) that declare the extension: name, version,
+the digest of its SKILL.md and description. Only skills/list is asked:
+no file of any skill is fetched.",
+                ok: "listed",
+                exits: &[STARTS],
+                examples: &["rivumi-mcp skills", "rivumi-mcp skills srv --json"],
+            },
+            Cmd::Skill => Doc {
+                usage: &["skill get <SERVER> <NAME> [--save DIR] [--json]"],
+                about: "\
+Fetches one skill's files with resources/read, SKILL.md first, and
+verifies each against the server's own entry before anything is printed
+or written: its size, its SHA-256 digest and, for SKILL.md, its YAML
+frontmatter field by field. The first mismatch stops it: no further file
+is read, nothing is printed or saved, and the exit code is 9. A skill
+whose files are listed as dynamic is refused so too. Without --save,
+SKILL.md is printed; with --save DIR, every file is written under
+DIR/NAME/, never overwriting.",
+                ok: "verified (and printed or saved)",
+                exits: &[
+                    &[(Kind::Integrity, "a file failed verification")],
+                    STARTS,
+                    &[(Kind::Denied, "denied by a pre-tool hook")],
+                ],
+                examples: &[
+                    "rivumi-mcp skill get srv pdf-processing",
+                    "rivumi-mcp skill get srv pdf-processing --save skills",
                 ],
             },
             Cmd::Resources => Doc {

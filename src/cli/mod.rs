@@ -116,6 +116,15 @@ pub(crate) enum Command {
         /// Every action but `list` names a task.
         id: Option<String>,
     },
+    Skills {
+        servers: Vec<String>,
+    },
+    /// `skill get SERVER NAME`.
+    Skill {
+        server: String,
+        name: String,
+        save: Option<PathBuf>,
+    },
     Batch,
     Login {
         server: String,

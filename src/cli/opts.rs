@@ -456,9 +456,9 @@ const OPTS: &[Opt] = &[
         long: "save",
         value: Some("DIR"),
         kind: ValueKind::Dir,
-        applies: Applies::Only(&[Cmd::Call, Cmd::Read]),
-        help: "Save images, audio and blobs (whole; read: every content) \
-               into DIR, never overwriting",
+        applies: Applies::Only(&[Cmd::Call, Cmd::Read, Cmd::Skill]),
+        help: "Save images, audio and blobs (whole; read: every content; \
+               skill: every verified file) into DIR, never overwriting",
         ..BASE
     },
     Opt {

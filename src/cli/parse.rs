@@ -364,6 +364,20 @@ fn command(
             };
             Command::Task { sub, server, id }
         }
+        Cmd::Skills => Command::Skills { servers: words.by_ref().collect() },
+        Cmd::Skill => {
+            let sub = need("get")?;
+            if sub != "get" {
+                return Err(Error::usage(format!(
+                    "unknown skill action '{sub}' (one of: get)"
+                )));
+            }
+            Command::Skill {
+                server: need("SERVER")?,
+                name: need("NAME")?,
+                save: own.save.take(),
+            }
+        }
         Cmd::Resources => Command::Resources { server: need("SERVER")? },
         Cmd::Read => Command::Read {
             server: need("SERVER")?,

@@ -10,4 +10,5 @@ pub(crate) mod completions;
 pub(crate) mod list;
 pub(crate) mod lock;
 pub(crate) mod man;
+pub(crate) mod skills;
 pub(crate) mod task;

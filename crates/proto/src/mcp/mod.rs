@@ -15,6 +15,7 @@
 //! is unit-tested on values.
 
 pub mod headers;
+pub mod skills;
 pub mod tasks;
 
 use serde_json::{Map, Value, json};
@@ -147,6 +148,8 @@ pub mod method {
     pub const RESOURCES_READ: &str = "resources/read";
     pub const PROMPTS_LIST: &str = "prompts/list";
     pub const PROMPTS_GET: &str = "prompts/get";
+    pub const SKILLS_LIST: &str = "skills/list";
+    pub const SKILLS_GET: &str = "skills/get";
     pub const TASKS_GET: &str = "tasks/get";
     pub const TASKS_RESULT: &str = "tasks/result";
     pub const TASKS_CANCEL: &str = "tasks/cancel";
