@@ -58,3 +58,5 @@ mod machine_auth;
 mod hostile_auth;
 // `lock` and `lock --check`, and the lock file enforced at call time.
 mod lock;
+// Skills (SEP-2640): list, get verified, refusals (exit 9), lock pins.
+mod skills;

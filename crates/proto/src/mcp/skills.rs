@@ -56,6 +56,8 @@ pub struct Skill {
     /// Its files, `SKILL.md` first; `None` when the server lists them as
     /// `"dynamic"` (not verifiable: refused when fetched).
     pub files: Option<Vec<File>>,
+    /// The entry as the server sent it (what `lock` pins).
+    pub entry: Value,
 }
 
 impl Skill {
@@ -157,6 +159,7 @@ pub fn parse(v: &Value) -> Result<Skill, String> {
         version,
         frontmatter: frontmatter.clone(),
         files,
+        entry: v.clone(),
     };
     if let Some(files) = &skill.files {
         if skill.skill_md().is_none() {
