@@ -139,8 +139,8 @@ pub(crate) struct Session {
     answers: Option<Map<String, Value>>,
     /// When the request in flight was sent (for the progress line).
     started: std::time::Instant,
-    /// Whether the request in flight declares the tasks extension.
-    tasks_extension: bool,
+    /// The extension the request in flight declares (2026-07-28), if any.
+    extension: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Session {
@@ -173,7 +173,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
-            tasks_extension: false,
+            extension: None,
         };
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
@@ -442,14 +442,29 @@ impl Session {
         let d = Deadline::new(call.what(), self.request_timeout);
         let mut params = call.params();
         mcp::tasks::request_task(&mut params, ttl_ms);
-        self.tasks_extension = true;
+        self.extension = Some(mcp::tasks::EXTENSION);
         let r = self.request_with(
             call.method(),
             params,
             &call.param_headers(),
             &d,
         );
-        self.tasks_extension = false;
+        self.extension = None;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// One request of an extension's (`id`) under the per-request
+    /// deadline, declaring the extension in 2026-07-28.
+    pub(crate) fn extension_request(
+        &mut self,
+        id: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value> {
+        let d = Deadline::new(method, self.request_timeout);
+        self.extension = Some(id);
+        let r = self.request_with(method, params, &[], &d);
+        self.extension = None;
         r.map_err(|e| e.for_server(&self.name))
     }
 
@@ -460,9 +475,9 @@ impl Session {
         params: Value,
         d: &Deadline,
     ) -> Result<Value> {
-        self.tasks_extension = true;
+        self.extension = Some(mcp::tasks::EXTENSION);
         let r = self.request_with(method, params, &[], d);
-        self.tasks_extension = false;
+        self.extension = None;
         r.map_err(|e| e.for_server(&self.name))
     }
 
@@ -762,8 +777,8 @@ impl Session {
     /// log level the operator asked for.
     fn modern_meta(&self, params: &mut Value) {
         mcp::with_modern_meta(params, Version::MODERN, self.caps());
-        if self.tasks_extension {
-            mcp::tasks::declare(params);
+        if let Some(id) = self.extension {
+            mcp::declare_extension(params, id);
         }
         if let (Some(level), Some(m)) =
             (self.client.log_level(), params.get_mut("_meta"))
@@ -922,7 +937,7 @@ impl Session {
             client,
             answers: None,
             started: std::time::Instant::now(),
-            tasks_extension: false,
+            extension: None,
         }
     }
 

@@ -154,3 +154,92 @@ fn lock_pins_skills_and_check_reports_drift() {
     assert_contains(&out.all(), "skill");
     assert_contains(&out.all(), "skill://pdf-processing/SKILL.md");
 }
+
+/// fastmcp 4.1.6 (the interop venv) serves SEP-2640 skills over the
+/// 2026-07-28 wire (`fixtures/skills/fastmcp_skills.py`, skills from a
+/// directory) and a tool with an MCP Apps UI resource: a real peer for
+/// both. Listed, fetched verified and saved; locked, and a skill edited on
+/// the server's side is drift; the tool's `ui://` resource is marked by
+/// `list` and saved by `read --save`, never rendered.
+#[test]
+fn interop_skills_and_apps_with_fastmcp() {
+    const SERVER: &str = "fixtures/skills/fastmcp_skills.py";
+    let test = "interop_skills_and_apps_with_fastmcp";
+    let Some(s) = installed(test, &[SERVER]) else { return };
+    let dir = Dir::new(test);
+    let src = crate::util::repo_root().join("fixtures/skills/skills-root");
+    let root = dir.create_dir("root/pdf-processing/references");
+    let skill_md =
+        std::fs::read_to_string(src.join("pdf-processing/SKILL.md")).unwrap();
+    let forms = std::fs::read_to_string(
+        src.join("pdf-processing/references/FORMS.md"),
+    )
+    .unwrap();
+    dir.write("root/pdf-processing/SKILL.md", &skill_md);
+    std::fs::write(root.join("FORMS.md"), &forms).unwrap();
+    let args = json!([
+        crate::util::repo_root().join(SERVER),
+        "--root",
+        dir.path("root")
+    ]);
+    write_mcp_json(
+        &dir,
+        &[(
+            "fm",
+            json!({"command": s.python, "args": args, "protocol": "modern"}),
+        )],
+    );
+
+    let out = run_allowed(&dir, "fm", &["skills"]).assert_exit(0);
+    assert_contains(&out.stdout, "pdf-processing");
+    let out = run_allowed(
+        &dir,
+        "fm",
+        &["skill", "get", "fm", "pdf-processing", "--save", "out"],
+    )
+    .assert_exit(0);
+    assert_contains(&out.stderr, "verified; 2 file(s) saved");
+    assert_eq!(
+        std::fs::read_to_string(dir.path("out/pdf-processing/SKILL.md"))
+            .unwrap(),
+        skill_md
+    );
+    assert_eq!(
+        std::fs::read_to_string(
+            dir.path("out/pdf-processing/references/FORMS.md")
+        )
+        .unwrap(),
+        forms
+    );
+
+    // MCP Apps: marked, and saved on request.
+    let out = run_allowed(&dir, "fm", &["list"]).assert_exit(0);
+    assert_contains(&out.stdout, "ui: ui://clock/app.html (MCP App)");
+    let out = run_allowed(&dir, "fm", &["list", "--json"]).assert_exit(0);
+    let tools = &out.stdout_json()["servers"][0]["tools"];
+    assert_eq!(tools[0]["ui_resource"], json!("ui://clock/app.html"));
+    run_allowed(
+        &dir,
+        "fm",
+        &["read", "fm", "ui://clock/app.html", "--save", "ui"],
+    )
+    .assert_exit(0);
+    assert_contains(
+        &std::fs::read_to_string(dir.path("ui/app.html")).unwrap(),
+        "<!doctype html>",
+    );
+
+    // Locked; the skill changed on the server's side is drift.
+    run_allowed(&dir, "fm", &["lock"]).assert_exit(0);
+    assert_contains(
+        &std::fs::read_to_string(dir.path(".mcp.lock.json")).unwrap(),
+        "\"skills\"",
+    );
+    run_allowed(&dir, "fm", &["lock", "--check"]).assert_exit(0);
+    dir.write(
+        "root/pdf-processing/SKILL.md",
+        skill_md.replace("Skill body.", "Another body."),
+    );
+    let out = run_allowed(&dir, "fm", &["lock", "--check"]).assert_exit(1);
+    assert_contains(&out.all(), "skill://pdf-processing/SKILL.md");
+}

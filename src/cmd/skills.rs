@@ -36,10 +36,10 @@ pub(crate) fn list_all(s: &mut Session) -> Result<Option<Vec<Skill>>> {
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let r = match s.request(
+        let r = match s.extension_request(
+            skills::EXTENSION,
             method::SKILLS_LIST,
             params,
-            method::SKILLS_LIST,
         ) {
             Ok(r) => r,
             // A modern server that does not serve skills says so.

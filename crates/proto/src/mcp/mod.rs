@@ -428,6 +428,33 @@ pub fn initialize_params_for(caps: Capabilities) -> Value {
     })
 }
 
+/// MCP Apps (SEP-1865): the `ui://` resource a tool's definition names
+/// as its interface (`_meta.ui.resourceUri`, or the earlier flat key
+/// `_meta["ui/resourceUri"]`). A command-line client only shows it and
+/// saves it on request (`read --save`); it never renders or runs it.
+pub fn ui_resource(tool: &Value) -> Option<&str> {
+    let meta = tool.get("_meta")?;
+    meta.pointer("/ui/resourceUri")
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("ui://"))
+}
+
+/// Declares the extension `id` in a 2026-07-28 request's client
+/// capabilities (`_meta`, already filled in): `extensions: {id: {}}`.
+pub fn declare_extension(params: &mut Value, id: &str) {
+    let caps =
+        params.pointer_mut("/_meta").and_then(Value::as_object_mut).map(|m| {
+            m.entry(meta::CLIENT_CAPABILITIES).or_insert_with(|| json!({}))
+        });
+    if let Some(Value::Object(c)) = caps {
+        let ext = c.entry("extensions").or_insert_with(|| json!({}));
+        if let Value::Object(e) = ext {
+            e.insert(id.into(), json!({}));
+        }
+    }
+}
+
 /// Adds the 2026-07-28 `_meta` to request params (an object): the
 /// version, the client's declared capabilities and who we are.
 pub fn with_modern_meta(

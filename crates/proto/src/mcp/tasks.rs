@@ -168,17 +168,7 @@ pub fn update_params(id: &str, responses: Map<String, Value>) -> Value {
 /// Declares the extension in a 2026-07-28 request's client capabilities
 /// (`_meta`, already filled in).
 pub fn declare(params: &mut Value) {
-    let caps =
-        params.pointer_mut("/_meta").and_then(Value::as_object_mut).map(|m| {
-            m.entry(super::meta::CLIENT_CAPABILITIES)
-                .or_insert_with(|| json!({}))
-        });
-    if let Some(Value::Object(c)) = caps {
-        let ext = c.entry("extensions").or_insert_with(|| json!({}));
-        if let Value::Object(e) = ext {
-            e.insert(EXTENSION.into(), json!({}));
-        }
-    }
+    super::declare_extension(params, EXTENSION);
 }
 
 /// What a request carries to ask for a task (`ttl_ms`: how long the
