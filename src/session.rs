@@ -481,14 +481,15 @@ impl Session {
         r.map_err(|e| e.for_server(&self.name))
     }
 
-    /// Answers the `inputRequests` of a result (a 2026-07-28 task's) with
-    /// the operator's handlers: the responses by key.
+    /// Answers the `inputRequests` of a result (an `input_required`
+    /// result's, or a 2026-07-28 task's) with the operator's handlers:
+    /// the responses by key, and the `requestState` to echo.
     pub(crate) fn answer_inputs(
         &mut self,
         what: &str,
         result: &Value,
-    ) -> Result<Map<String, Value>> {
-        let (requests, _) = mcp::input_requests(result)
+    ) -> Result<(Map<String, Value>, Option<Value>)> {
+        let (requests, state) = mcp::input_requests(result)
             .map_err(|why| Error::server(format!("{what}: {why}")))?;
         let mut responses = Map::new();
         for r in &requests {
@@ -497,16 +498,27 @@ impl Session {
                 .map_err(|why| Error::server(term::line(&why)))?;
             responses.insert(r.key.clone(), answer);
         }
-        Ok(responses)
+        Ok((responses, state))
     }
 
-    /// A way to send one message from the signal thread (a task's
-    /// cancellation on Ctrl-C), with an id no request of this session
-    /// uses; `None` when the transport has none.
-    pub(crate) fn canceller(&mut self) -> Option<(u64, Canceller)> {
+    /// A request to send from the signal thread (a task's `tasks/cancel`
+    /// on Ctrl-C), made now in the session's era (with an id no other
+    /// request uses, and the 2026-07-28 `_meta`), and what sends it;
+    /// `None` when the transport cannot.
+    pub(crate) fn signal_request(
+        &mut self,
+        method: &str,
+        mut params: Value,
+    ) -> Option<(Value, Canceller)> {
+        let send = self.transport.sender()?;
         let id = self.next_id;
         self.next_id += 1;
-        self.transport.canceller().map(|c| (id, c))
+        if self.modern() {
+            self.extension = Some(mcp::tasks::EXTENSION);
+            self.modern_meta(&mut params);
+            self.extension = None;
+        }
+        Some((mcp::request(id, method, params), send))
     }
 
     /// Whether the session speaks 2026-07-28.
@@ -556,15 +568,7 @@ impl Session {
                      {MAX_INPUT_ROUNDS} rounds; giving up"
                 )));
             }
-            let (requests, state) = mcp::input_requests(&result)
-                .map_err(|why| Error::server(format!("{method}: {why}")))?;
-            let mut responses = Map::new();
-            for r in &requests {
-                let answer = self
-                    .serve(&r.method, &r.params)
-                    .map_err(|why| Error::server(term::line(&why)))?;
-                responses.insert(r.key.clone(), answer);
-            }
+            let (responses, state) = self.answer_inputs(method, &result)?;
             params = mcp::retry_params(&original, responses, state.as_ref());
         }
         unreachable!("the loop returns")

@@ -134,11 +134,11 @@ pub(crate) fn wait(
     let server = s.name().to_string();
     let d = Deadline::new(format!("task of server '{server}'"), limit);
     // Ctrl-C: `tasks/cancel` on the wire before the server is ended.
-    let _on_interrupt = s.canceller().map(|(rid, c)| {
-        let req =
-            mcp::request(rid, method::TASKS_CANCEL, tasks::params(&task.id));
-        crate::sys::on_interrupt(Arc::new(move || c(&req)))
-    });
+    let _on_interrupt = s
+        .signal_request(method::TASKS_CANCEL, tasks::params(&task.id))
+        .map(|(req, send)| {
+            crate::sys::on_interrupt(Arc::new(move || send(&req)))
+        });
     let id = task.id.clone();
     match poll(s, task, &d) {
         Err(e) if e.kind() == Kind::Timeout => {
@@ -190,7 +190,7 @@ fn poll(s: &mut Session, mut t: Task, d: &Deadline) -> Result<Value> {
         t = read(s, &r)?;
         if t.status == Status::InputRequired && s.modern() {
             shown.show(&server, &t);
-            let responses = s.answer_inputs(method::TASKS_GET, &r)?;
+            let (responses, _) = s.answer_inputs(method::TASKS_GET, &r)?;
             if !responses.is_empty() {
                 s.task_request(
                     method::TASKS_UPDATE,

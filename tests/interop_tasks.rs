@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::interop_http::{HttpServer, Kind, LOOPBACK_ONLY};
-use crate::util::interop::{Turn, installed};
+use crate::util::interop::{ServerProcess, Turn, installed};
 use crate::util::{assert_absent, assert_contains, write_mcp_json};
 
 /// A task of server-everything takes 4 stages of 1 s.
@@ -186,4 +186,115 @@ fn interop_tasks_http_detach_collect_cancel() {
     // A malformed id is a usage error, before anything starts.
     run(&["task", "get", "ev", "a\u{1b}b"], 2);
     server.stop();
+}
+
+/// The fastmcp-tasks fixture (a real SEP-2663 server on the 2026-07-28
+/// wire) and its Python.
+const TASKS_PY: &str = ".interop/tasks-venv/bin/python";
+const TASKS_SERVER: &str = "fixtures/tasks/fastmcp_tasks_server.py";
+
+/// SEP-2663 (`io.modelcontextprotocol/tasks`, 2026-07-28) against
+/// fastmcp-tasks 4.1.4: over stdio a task waited for and one whose
+/// `input_required` is answered with `--answer` through `tasks/update`;
+/// over HTTP (stateless: nothing is recorded) detached, looked at and
+/// collected from other invocations, and cancelled by Ctrl-C while
+/// `task wait` polls.
+#[test]
+fn interop_tasks_sep2663_with_fastmcp_tasks() {
+    let test = "interop_tasks_sep2663_with_fastmcp_tasks";
+    let Some(_) = installed(test, &[TASKS_PY, TASKS_SERVER]) else {
+        return;
+    };
+    let root = crate::util::repo_root();
+    let (py, server) = (root.join(TASKS_PY), root.join(TASKS_SERVER));
+    let turn = Turn::take("interop", test);
+    write_mcp_json(
+        &turn.dir,
+        &[(
+            "ft",
+            json!({"command": py, "args": [server, turn.marker],
+                   "protocol": "modern"}),
+        )],
+    );
+    let run = |args: &[&str], code: i32| {
+        let cmd = turn.command("ft", args);
+        turn.run_within(&cmd, args, code, TASK_LIMIT, String::new)
+    };
+    let out = run(&["call", "ft", "slow", "topic=x", "-y", "--task"], 0);
+    assert_eq!(out.stdout.trim(), "report on x");
+    assert_contains(&out.stderr, "task completed");
+    let out = run(
+        &["call", "ft", "ask", "-y", "--task", "--answer", "colour=blue"],
+        0,
+    );
+    assert_eq!(out.stdout.trim(), "colour: blue");
+    assert_contains(&out.stderr, "task input_required");
+
+    // Over HTTP, from other invocations.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = turn.dir.program(&py);
+    cmd.arg(&server)
+        .args(["--http", &port.to_string(), "--seconds", "3"])
+        .arg(&turn.marker);
+    let mut process =
+        ServerProcess::spawn(&cmd, &turn.marker, "fastmcp-tasks");
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "fastmcp-tasks did not listen: {}",
+            process.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    write_mcp_json(
+        &turn.dir,
+        &[("ft", json!({"url": url, "protocol": "modern"}))],
+    );
+    let detach = || {
+        let out = run(
+            &[
+                "call",
+                "ft",
+                "slow",
+                "topic=y",
+                "-y",
+                "--detach",
+                "--json",
+                "--journal",
+                "j.jsonl",
+            ],
+            0,
+        );
+        let v = out.stdout_json();
+        assert_eq!(v["server"], json!("ft"));
+        v["taskId"].as_str().unwrap().to_string()
+    };
+    let id = detach();
+    let out = run(&["task", "get", "ft", &id], 0);
+    assert_contains(&out.stdout, "\tworking");
+    let out = run(&["task", "wait", "ft", &id, "--journal", "j.jsonl"], 0);
+    assert_eq!(out.stdout.trim(), "report on y");
+    let journal = std::fs::read_to_string(turn.dir.path("j.jsonl")).unwrap();
+    assert_contains(&journal, "\"event\":\"task_created\"");
+    assert_absent(&journal, &id);
+
+    let id = detach();
+    let child = turn.command("ft", &["task", "wait", "ft", &id]).spawn();
+    std::thread::sleep(Duration::from_millis(1000));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let waited = child.wait_with_output().unwrap();
+    assert_eq!(waited.status.code(), Some(130), "{waited:?}");
+    let out = run(&["task", "get", "ft", &id], 0);
+    assert_contains(&out.stdout, "\tcancelled");
+    process.stop("the server's process group was killed");
 }

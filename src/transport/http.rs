@@ -1024,6 +1024,51 @@ impl Transport for HttpTransport {
         Ok(m)
     }
 
+    fn sender(&self) -> Option<super::Canceller> {
+        let Some(modern) = &self.modern else {
+            return self.canceller();
+        };
+        // 2026-07-28: the request's own standard headers, computed from
+        // it when it is sent, beside the configured ones and the
+        // credential.
+        let version = modern
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("MCP-Protocol-Version"))
+            .map(|(_, v)| v.clone())?;
+        let mut req = self
+            .agent
+            .post(&self.target)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in self.auth.headers("POST", &self.target) {
+            req = req.header(k, v);
+        }
+        let req = std::sync::Mutex::new(Some(req));
+        Some(std::sync::Arc::new(move |msg: &Value| {
+            let Some(mut r) = req.lock().ok().and_then(|mut r| r.take())
+            else {
+                return;
+            };
+            let method = msg.get("method").and_then(Value::as_str);
+            let params = msg.get("params").cloned().unwrap_or(Value::Null);
+            if let Some(m) = method {
+                for (k, v) in mcp::headers::standard(&version, m, &params) {
+                    r = r.header(k, v);
+                }
+            }
+            if let Ok(body) = encode(msg) {
+                let _ = r
+                    .config()
+                    .timeout_global(Some(CLOSE_TIMEOUT))
+                    .build()
+                    .send(&body[..]);
+            }
+        }))
+    }
+
     fn detach(&mut self) -> Option<String> {
         // Without its id, close sends no DELETE: the session lives on.
         self.session.take()

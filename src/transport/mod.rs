@@ -76,6 +76,15 @@ pub(crate) trait Transport: Send {
     fn canceller(&self) -> Option<Canceller> {
         None
     }
+    /// Like [`canceller`], for a whole request sent from the signal
+    /// thread without waiting for its answer (a task's `tasks/cancel` on
+    /// Ctrl-C), also where closing the stream is how a request is
+    /// cancelled (2026-07-28 over HTTP).
+    ///
+    /// [`canceller`]: Transport::canceller
+    fn sender(&self) -> Option<Canceller> {
+        self.canceller()
+    }
     /// Leaves the session to the server, which keeps a task running in
     /// it: the session id a later invocation resumes it with (`None`
     /// when the transport has no session), and `close` then ends nothing
