@@ -25,7 +25,7 @@ use crate::{msg, out, term};
 /// Every skill a server lists (all pages, bounded). A server that does not
 /// declare the extension has none (`None`).
 pub(crate) fn list_all(s: &mut Session) -> Result<Option<Vec<Skill>>> {
-    if !skills::declared(&s.server.capabilities) && !s.modern() {
+    if !skills::declared(&s.server.capabilities) {
         return Ok(None);
     }
     let server = s.name().to_string();
@@ -36,23 +36,11 @@ pub(crate) fn list_all(s: &mut Session) -> Result<Option<Vec<Skill>>> {
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let r = match s.extension_request(
+        let r = s.extension_request(
             skills::EXTENSION,
             method::SKILLS_LIST,
             params,
-        ) {
-            Ok(r) => r,
-            // A modern server that does not serve skills says so.
-            Err(e)
-                if s.modern()
-                    && cursor.is_none()
-                    && e.kind() == Kind::Server =>
-            {
-                msg::debug(&format!("server '{server}': {}", e.message()));
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
+        )?;
         let (page, next) = skills::list_page(&r).map_err(|why| {
             Error::server(format!("{}: {why}", method::SKILLS_LIST))
                 .for_server(&server)
