@@ -342,6 +342,16 @@ mod tests {
     }
 
     #[test]
+    fn tasks_methods_mirror_the_task_id() {
+        for m in ["tasks/get", "tasks/result", "tasks/cancel", "tasks/update"]
+        {
+            let h = standard("2026-07-28", m, &json!({"taskId": "t-1"}));
+            assert_eq!(h[2], ("Mcp-Name".into(), "t-1".into()), "{m}");
+        }
+        assert_eq!(standard("v", "tasks/list", &json!({})).len(), 2);
+    }
+
+    #[test]
     fn standard_headers_name_what_the_method_mirrors() {
         let h =
             standard("2026-07-28", "tools/call", &json!({"name": "my-tool"}));

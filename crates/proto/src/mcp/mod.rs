@@ -895,6 +895,25 @@ pub fn is_list_changed(method: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tool_names_its_ui_resource() {
+        let t = json!({"_meta": {"ui": {"resourceUri": "ui://a/b.html"}}});
+        assert_eq!(ui_resource(&t), Some("ui://a/b.html"));
+        let flat = json!({"_meta": {"ui/resourceUri": "ui://x"}});
+        assert_eq!(ui_resource(&flat), Some("ui://x"));
+        let other = json!({"_meta": {"ui": {"resourceUri": "https://x"}}});
+        assert_eq!(ui_resource(&other), None);
+        assert_eq!(ui_resource(&json!({})), None);
+    }
+
+    #[test]
+    fn a_task_is_its_own_result_type() {
+        assert_eq!(
+            result_type(&json!({"resultType": "task"})),
+            ResultType::Task
+        );
+    }
+
     use super::*;
 
     #[test]
