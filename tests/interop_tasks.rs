@@ -62,6 +62,15 @@ fn interop_tasks_stdio_wait_and_answer() {
     assert_contains(&journal, "\"event\":\"task_created\"");
     assert_contains(&journal, "\"status\":\"input_required\"");
 
+    // batch runs a tool that requires a task as one, with the line's
+    // answers.
+    let line = r#"{"id":1,"server":"ev","tool":"simulate-research-query","arguments":{"topic":"python","ambiguous":true},"answers":{"interpretation":"comedy"}}"#;
+    let mut cmd = turn.command("ev", &["batch", "--yes"]);
+    cmd.stdin(format!("{line}\n"));
+    let out = turn.run_within(&cmd, &["batch"], 0, TASK_LIMIT, String::new);
+    assert_contains(&out.stdout, "\"ok\":true");
+    assert_contains(&out.stdout, "# Research Report: python (comedy)");
+
     // A one-shot stdio server cannot keep a detached task.
     let (out, _) = turn.run(
         "ev",

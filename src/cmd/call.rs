@@ -104,11 +104,6 @@ pub(crate) fn run(
     }
     let arguments = built.args;
     tool::check_required(&server, t, &arguments)?;
-    // A tool that says it must run as a task is run so.
-    let as_task = match as_task {
-        AsTask::No if mcp::tasks::required_by(&t.def) => AsTask::Wait,
-        other => other,
-    };
     let ran = exec.run_as(
         &mut s,
         Action::Tool { tool: t, arguments: &arguments },

@@ -202,6 +202,17 @@ impl Executor {
         if let Err((_, e)) = approval {
             return Err(e.for_server(&server));
         }
+        // A tool that says it must run as a task is run so (in `batch`
+        // too).
+        let as_task = match &action {
+            Action::Tool { tool, .. }
+                if as_task == AsTask::No
+                    && mcp::tasks::required_by(&tool.def) =>
+            {
+                AsTask::Wait
+            }
+            _ => as_task,
+        };
         let started = Instant::now();
         let result = match as_task {
             AsTask::No => s.call(&action.call()),
