@@ -162,19 +162,13 @@ impl Session {
         request_timeout: Duration,
         client: Arc<dyn Client>,
     ) -> Result<Session> {
-        let mut s = Session {
-            name: name.to_string(),
+        let mut s = Session::unopened(
+            name,
             transport,
-            next_id: 1,
-            server: ServerInfo::default(),
+            ServerInfo::default(),
             request_timeout,
-            list_changed: BTreeSet::new(),
-            closed: None,
             client,
-            answers: None,
-            started: std::time::Instant::now(),
-            extension: None,
-        };
+        );
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
             (Choice::Modern, _) => s.discover(startup, "configured"),
@@ -925,16 +919,28 @@ impl Session {
         client: Arc<dyn Client>,
     ) -> Session {
         transport.resume(session, version.as_str());
+        let server = ServerInfo {
+            version: Some(version),
+            protocol: version.as_str().to_string(),
+            chosen: "resumed".to_string(),
+            ..ServerInfo::default()
+        };
+        Session::unopened(name, transport, server, request_timeout, client)
+    }
+
+    /// A session on `transport` that has sent nothing yet.
+    fn unopened(
+        name: &str,
+        transport: Box<dyn Transport>,
+        server: ServerInfo,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
         Session {
             name: name.to_string(),
             transport,
             next_id: 1,
-            server: ServerInfo {
-                version: Some(version),
-                protocol: version.as_str().to_string(),
-                chosen: "resumed".to_string(),
-                ..ServerInfo::default()
-            },
+            server,
             request_timeout,
             list_changed: BTreeSet::new(),
             closed: None,

@@ -26,6 +26,20 @@ use crate::util::{assert_absent, assert_contains, write_mcp_json};
 /// A task of server-everything takes 4 stages of 1 s.
 const TASK_LIMIT: Duration = Duration::from_secs(20);
 
+/// Starts `cmd`, sends it SIGINT after `ms` and checks that it ended
+/// with 130.
+fn interrupt_after(cmd: crate::util::TestCommand, ms: u64) {
+    let child = cmd.spawn();
+    std::thread::sleep(Duration::from_millis(ms));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let waited = child.wait_with_output().unwrap();
+    assert_eq!(waited.status.code(), Some(130), "{waited:?}");
+}
+
 #[test]
 fn interop_tasks_stdio_wait_and_answer() {
     let Some(s) = installed("interop_tasks_stdio_wait_and_answer", &[]) else {
@@ -161,15 +175,7 @@ fn interop_tasks_http_detach_collect_cancel() {
 
     // Ctrl-C while waiting cancels the task on the server.
     let id = detach();
-    let child = turn.command("ev", &["task", "wait", "ev", &id]).spawn();
-    std::thread::sleep(Duration::from_millis(1500));
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let waited = child.wait_with_output().unwrap();
-    assert_eq!(waited.status.code(), Some(130), "{waited:?}");
+    interrupt_after(turn.command("ev", &["task", "wait", "ev", &id]), 1500);
     let out = run(&["task", "get", "ev", &id], 0);
     assert_contains(&out.stdout, "\tcancelled");
 
@@ -294,15 +300,7 @@ fn interop_tasks_sep2663_with_fastmcp_tasks() {
     assert_absent(&journal, &id);
 
     let id = detach();
-    let child = turn.command("ft", &["task", "wait", "ft", &id]).spawn();
-    std::thread::sleep(Duration::from_millis(1000));
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let waited = child.wait_with_output().unwrap();
-    assert_eq!(waited.status.code(), Some(130), "{waited:?}");
+    interrupt_after(turn.command("ft", &["task", "wait", "ft", &id]), 1000);
     let out = run(&["task", "get", "ft", &id], 0);
     assert_contains(&out.stdout, "\tcancelled");
     process.stop("the server's process group was killed");
