@@ -1,8 +1,9 @@
 //! Skills (SEP-2640) through the binary, against
 //! `fixtures/skills/skills_server.py`, a stdio server that follows the
-//! SEP's text (no real server implementing the extension was available;
-//! see the fixture's docstring). It runs on the interop Python
-//! (`.interop/venv`), so these tests need what the interop tests need.
+//! SEP's text and can serve tampered files, and against fastmcp 4.1.6, a
+//! real server of the extension (`fixtures/skills/fastmcp_skills.py`).
+//! Both run on the interop Python (`.interop/venv`), so these tests need
+//! what the interop tests need.
 //!
 //! `skills` lists without fetching a file; `skill get` prints or saves a
 //! verified skill; a tampered digest, size or frontmatter is refused with
