@@ -55,6 +55,8 @@ PASSING_2026=(
   auth/iss-unexpected auth/iss-normalized
   auth/client-credentials-jwt auth/wif-jwt-bearer auth/enterprise-managed-authorization
   auth/dpop auth/dpop-nonce
+  sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size
+  sep-2640-client-verify-frontmatter
 )
 # Client scenarios rivumi-mcp does not implement, left out of `required`:
 UNSUPPORTED=()

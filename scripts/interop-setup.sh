@@ -237,3 +237,22 @@ else
   echo "$clients_stamp" >"$CLIENTS_DIR/.stamp"
   step "clients-node: installed"
 fi
+
+# ---- tasks: fastmcp-tasks (SEP-2663 tasks, 2026-07-28) in .interop/tasks-venv -------------------
+# fastmcp-tasks 4.1.4 pins fastmcp-slim 4.1.4, which cannot share .interop/venv with fastmcp 4.1.6,
+# hence a venv of its own; every package is pinned in fixtures/interop/tasks-venv/constraints.txt.
+TASKS_VENV="$DEST/tasks-venv"
+TASKS_PY_VERSION="4.1.4"
+tasks_stamp="$(printf '%s %s\n' "$TASKS_PY_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/tasks-venv/constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$TASKS_VENV/.stamp" 2>/dev/null)" = "$tasks_stamp" ]; then
+  step "python: fastmcp-tasks $TASKS_PY_VERSION already installed in .interop/tasks-venv, skipping"
+else
+  step "python: installing fastmcp-tasks $TASKS_PY_VERSION into .interop/tasks-venv"
+  rm -rf "$TASKS_VENV"
+  python3 -m venv "$TASKS_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$TASKS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/tasks-venv/constraints.txt" "fastmcp-tasks==$TASKS_PY_VERSION"
+  echo "$tasks_stamp" >"$TASKS_VENV/.stamp"
+fi
+"$TASKS_VENV/bin/python" -c 'import fastmcp_tasks' || die "fastmcp_tasks not importable in .interop/tasks-venv"

@@ -32,6 +32,10 @@ pub(crate) enum Kind {
     /// The result was printed cut to `--max-output`: what stdout holds is
     /// not the whole. Exit 8.
     Truncated,
+    /// What a server sent failed its own integrity check (a skill file
+    /// whose size, digest or frontmatter differs from its entry): nothing
+    /// of it was used. Exit 9.
+    Integrity,
     /// Ended by SIGINT (130) or SIGTERM (143).
     Signal(i32),
     /// stdout was closed by its reader (`rivumi-mcp list | head -1`): the
@@ -52,6 +56,7 @@ impl Kind {
             Kind::Auth => 6,
             Kind::Denied => 7,
             Kind::Truncated => 8,
+            Kind::Integrity => 9,
             Kind::Signal(sig) => (128 + sig).clamp(0, 255) as u8,
             Kind::BrokenPipe => 0,
         }
@@ -59,7 +64,7 @@ impl Kind {
 
     /// The kinds a failure reported by another process (the daemon) can
     /// have: all but a signal's and a closed pipe's.
-    pub(crate) const REPORTABLE: [Kind; 8] = [
+    pub(crate) const REPORTABLE: [Kind; 9] = [
         Kind::Negative,
         Kind::Usage,
         Kind::Refused,
@@ -68,6 +73,7 @@ impl Kind {
         Kind::Auth,
         Kind::Denied,
         Kind::Truncated,
+        Kind::Integrity,
     ];
 
     /// The reportable kind of this [`Kind::name`].
@@ -86,6 +92,7 @@ impl Kind {
             Kind::Auth => "auth_required",
             Kind::Denied => "denied",
             Kind::Truncated => "truncated",
+            Kind::Integrity => "integrity",
             Kind::Signal(_) => "interrupted",
             Kind::BrokenPipe => "broken_pipe",
         }

@@ -388,9 +388,67 @@ impl Context {
         let startup =
             self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
         let deadline = Deadline::new(crate::mcp::method::INITIALIZE, startup);
-        let transport: Box<dyn crate::transport::Transport> = match &server
-            .transport
-        {
+        let s = match self.transport(name, server, startup, true)? {
+            Opened::Warm(s) => *s,
+            Opened::Cold(transport) => Session::open(
+                name,
+                transport,
+                self.protocol.unwrap_or(server.protocol),
+                &deadline,
+                self.request_timeout(server),
+                std::sync::Arc::clone(&self.client),
+            )?,
+        };
+        Ok(filtered(s, server))
+    }
+
+    /// Takes up the session a detached task runs in (an HTTP server's,
+    /// in the handshake era), with the same checks as [`Context::start`].
+    pub(crate) fn resume(
+        &self,
+        name: &str,
+        session: &str,
+        version: crate::mcp::Version,
+    ) -> Result<Session> {
+        let server = self.startable(name)?;
+        let startup =
+            self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
+        // Never a warm server: the detached session is the server's own.
+        let Opened::Cold(transport) =
+            self.transport(name, server, startup, false)?
+        else {
+            unreachable!("a transport asked cold is cold");
+        };
+        let s = Session::resumed(
+            name,
+            transport,
+            session,
+            version,
+            self.request_timeout(server),
+            std::sync::Arc::clone(&self.client),
+        );
+        Ok(filtered(s, server))
+    }
+
+    /// The canonical URL of an HTTP server (`None` for stdio).
+    pub(crate) fn url(&self, name: &str) -> Option<String> {
+        match &self.config.entry(name)?.server.as_ref()?.transport {
+            Transport::Http(spec) => Some(spec.url.to_string()),
+            Transport::Stdio(_) => None,
+        }
+    }
+
+    /// The transport to a server: its process started, or its URL's
+    /// client made; or, when `warm` allows and a daemon runs, the warm
+    /// session it lends.
+    fn transport(
+        &self,
+        name: &str,
+        server: &Server,
+        startup: Duration,
+        warm: bool,
+    ) -> Result<Opened> {
+        Ok(Opened::Cold(match &server.transport {
             Transport::Stdio(spec) => {
                 let lookup = |n: &str| self.lookup_for_servers(n);
                 let argv =
@@ -404,11 +462,12 @@ impl Context {
                 // sandbox (or lifted by --no-sandbox for this run only):
                 // the daemon would keep it past this run.
                 if self.daemon
+                    && warm
                     && spec.sandbox.is_none()
                     && let Some(s) =
                         self.warm(name, server, spec, &argv, &env, startup)?
                 {
-                    return Ok(filtered(s, server));
+                    return Ok(Opened::Warm(Box::new(s)));
                 }
                 Box::new(
                     StdioTransport::spawn(
@@ -437,11 +496,12 @@ impl Context {
                     && spec.token_command.is_none()
                     && spec.headers_command.is_empty();
                 if self.daemon
+                    && warm
                     && plain
                     && let Some(s) =
                         self.warm_http(name, server, spec, &headers, startup)?
                 {
-                    return Ok(filtered(s, server));
+                    return Ok(Opened::Warm(Box::new(s)));
                 }
                 let auth = Authorization::resolve(
                     name,
@@ -459,17 +519,15 @@ impl Context {
                         .map_err(|e| e.for_server(name))?,
                 )
             }
-        };
-        let s = Session::open(
-            name,
-            transport,
-            self.protocol.unwrap_or(server.protocol),
-            &deadline,
-            self.request_timeout(server),
-            std::sync::Arc::clone(&self.client),
-        )?;
-        Ok(filtered(s, server))
+        }))
     }
+}
+
+/// What [`Context::transport`] opened: a warm session the daemon lends,
+/// or a transport to open a session on.
+enum Opened {
+    Warm(Box<Session>),
+    Cold(Box<dyn crate::transport::Transport>),
 }
 
 /// A session with the config's `tools` filter applied, warm or cold.

@@ -43,6 +43,7 @@ mod session;
 mod setup;
 mod spawn;
 mod sys;
+mod task;
 mod tool;
 mod transport;
 mod words;
@@ -180,16 +181,23 @@ fn run_set_up(
             )
         }
         Command::Discover { server } => cmd::auth::discover(ctx, server, json),
-        Command::Call { target, pairs, args, save } => cmd::call::run(
+        Command::Call { target, pairs, args, save, task } => cmd::call::run(
             ctx,
             exec,
             target,
-            pairs,
-            args.as_deref(),
+            cmd::call::Input { pairs, args: args.as_deref() },
             save.as_deref(),
             // --json is --output json.
             if json { render::Output::Json } else { g.output },
+            *task,
         ),
+        Command::Task { sub, server, id } => {
+            cmd::task::run(ctx, exec, *sub, server, id.as_deref(), json)
+        }
+        Command::Skills { servers } => cmd::skills::list(ctx, servers, json),
+        Command::Skill { server, name, save } => {
+            cmd::skills::get(ctx, exec, server, name, save.as_deref(), json)
+        }
         Command::Resources { server } => {
             cmd::bridges::list_one(ctx, server, only(false, true, false), json)
         }

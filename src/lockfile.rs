@@ -49,6 +49,10 @@ pub(crate) enum ItemKind {
     Prompt,
     Resource,
     Template,
+    /// A skill entry (SEP-2640): its frontmatter and its files' digests.
+    /// Written only for a server that lists skills, so that lock files
+    /// without skills stay as they were.
+    Skill,
 }
 
 impl ItemKind {
@@ -66,6 +70,7 @@ impl ItemKind {
             ItemKind::Prompt => "prompts",
             ItemKind::Resource => "resources",
             ItemKind::Template => "resourceTemplates",
+            ItemKind::Skill => "skills",
         }
     }
 
@@ -73,7 +78,7 @@ impl ItemKind {
     fn id_field(self) -> &'static str {
         match self {
             ItemKind::Tool | ItemKind::Prompt => "name",
-            ItemKind::Resource => "uri",
+            ItemKind::Resource | ItemKind::Skill => "uri",
             ItemKind::Template => "uriTemplate",
         }
     }
@@ -84,6 +89,7 @@ impl ItemKind {
             ItemKind::Prompt => "prompt",
             ItemKind::Resource => "resource",
             ItemKind::Template => "resource template",
+            ItemKind::Skill => "skill",
         }
     }
 }
@@ -204,7 +210,10 @@ impl Lock {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect();
-            for kind in ItemKind::ALL {
+            let skills = s.items.keys().any(|(k, _)| *k == ItemKind::Skill);
+            let kinds =
+                ItemKind::ALL.iter().chain(skills.then_some(&ItemKind::Skill));
+            for &kind in kinds {
                 let mut items = Map::new();
                 for ((k, id), def) in &s.items {
                     if *k == kind {
@@ -509,6 +518,12 @@ fn read_server(
 ) -> std::result::Result<Snapshot, String> {
     let mut keys = vec!["launch", "protocol", "serverInfo", "instructions"];
     keys.extend(ItemKind::ALL.map(ItemKind::key));
+    // Skills are there only for a server that lists some.
+    let skills =
+        object(node, ptr)?.iter().any(|m| m.key == ItemKind::Skill.key());
+    if skills {
+        keys.push(ItemKind::Skill.key());
+    }
     let m = members(node, &keys, ptr)?;
     let instructions = &m["instructions"].value;
     let mut s = Snapshot {
@@ -521,7 +536,8 @@ fn read_server(
         },
         items: BTreeMap::new(),
     };
-    for kind in ItemKind::ALL {
+    for &kind in ItemKind::ALL.iter().chain(skills.then_some(&ItemKind::Skill))
+    {
         let kptr = format!("{ptr}/{}", kind.key());
         positions.insert(kptr.clone(), m[kind.key()].key_pos);
         for item in object(&m[kind.key()].value, &kptr)? {

@@ -43,7 +43,7 @@ use crate::error::{Error, Kind, Result};
 use crate::mcp::{
     self, Choice, Incoming, Outcome, ResultType, RpcError, Version, method,
 };
-use crate::transport::{Closed, Transport, Wire};
+use crate::transport::{Canceller, Closed, Transport, Wire};
 use crate::{msg, term};
 
 /// Paging bounds: a server cannot keep us listing forever.
@@ -157,6 +157,8 @@ pub(crate) struct Session {
     tool_filter: Option<crate::config::ToolFilter>,
     /// Whether the session is a warm server's, lent by the daemon.
     pub(crate) warm: bool,
+    /// The extension the request in flight declares (2026-07-28), if any.
+    extension: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Session {
@@ -253,6 +255,7 @@ impl Session {
             started: std::time::Instant::now(),
             tool_filter: None,
             warm: false,
+            extension: None,
         }
     }
 
@@ -504,7 +507,106 @@ impl Session {
         .map_err(|e| e.for_server(&self.name))
     }
 
-    fn modern(&self) -> bool {
+    /// Makes one call asking for a task (`ttl_ms`: how long the server
+    /// should keep it), declaring the tasks extension in 2026-07-28. The
+    /// answer is either the result itself or a task ([`mcp::tasks`]).
+    pub(crate) fn call_as_task(
+        &mut self,
+        call: &mcp::Call<'_>,
+        ttl_ms: u64,
+    ) -> Result<Value> {
+        let d = Deadline::new(call.what(), self.request_timeout);
+        let mut params = call.params();
+        mcp::tasks::request_task(&mut params, ttl_ms);
+        self.extension = Some(mcp::tasks::EXTENSION);
+        let r = self.request_with(
+            call.method(),
+            params,
+            &call.param_headers(),
+            &d,
+        );
+        self.extension = None;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// One request of an extension's (`id`) under the per-request
+    /// deadline, declaring the extension in 2026-07-28.
+    pub(crate) fn extension_request(
+        &mut self,
+        id: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value> {
+        let d = Deadline::new(method, self.request_timeout);
+        self.extension = Some(id);
+        let r = self.request_with(method, params, &[], &d);
+        self.extension = None;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// One request of the tasks family (`tasks/get`, …) under `d`.
+    pub(crate) fn task_request(
+        &mut self,
+        method: &str,
+        params: Value,
+        d: &Deadline,
+    ) -> Result<Value> {
+        self.extension = Some(mcp::tasks::EXTENSION);
+        let r = self.request_with(method, params, &[], d);
+        self.extension = None;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// Answers the `inputRequests` of a result (an `input_required`
+    /// result's, or a 2026-07-28 task's) with the operator's handlers:
+    /// the responses by key, and the `requestState` to echo.
+    pub(crate) fn answer_inputs(
+        &mut self,
+        what: &str,
+        result: &Value,
+        d: &Deadline,
+    ) -> Result<(Map<String, Value>, Option<Value>)> {
+        let (requests, state) = mcp::input_requests(result)
+            .map_err(|why| Error::server(format!("{what}: {why}")))?;
+        let mut responses = Map::new();
+        self.client.begin_round();
+        for r in &requests {
+            // The request's deadline holds between answers too.
+            d.remaining()?;
+            let answer = self.serve(&r.method, &r.params, d).map_err(
+                // An answer cut short by the deadline is the deadline's.
+                |why| match d.remaining() {
+                    Err(late) => late,
+                    Ok(_) => Error::server(term::line(&why)),
+                },
+            )?;
+            responses.insert(r.key.clone(), answer);
+        }
+        Ok((responses, state))
+    }
+
+    /// A request to send from the signal thread (a task's `tasks/cancel`
+    /// on Ctrl-C), made now in the session's era (with an id no other
+    /// request uses, and the 2026-07-28 `_meta`), and what sends it;
+    /// `None` when the transport cannot.
+    pub(crate) fn signal_request(
+        &mut self,
+        method: &str,
+        mut params: Value,
+    ) -> Option<(Value, Canceller)> {
+        let send = self.transport.sender()?;
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.modern() {
+            self.extension = Some(mcp::tasks::EXTENSION);
+            self.modern_meta(&mut params);
+            self.extension = None;
+        }
+        Some((mcp::request(id, method, params), send))
+    }
+
+    /// Whether the session speaks 2026-07-28.
+    pub(crate) fn modern(&self) -> bool {
         self.server.version.is_some_and(Version::is_modern)
     }
 
@@ -551,7 +653,9 @@ impl Session {
                 Err(e) => return Ok(Err(e)),
             };
             match mcp::result_type(&result) {
-                ResultType::Complete => return Ok(Ok(result)),
+                ResultType::Complete | ResultType::Task => {
+                    return Ok(Ok(result));
+                }
                 ResultType::Unknown(t) => {
                     return Err(Error::server(format!(
                         "{method}: unknown resultType '{}'",
@@ -572,23 +676,8 @@ impl Session {
                      {MAX_INPUT_ROUNDS} rounds; giving up"
                 )));
             }
-            let (requests, state) = mcp::input_requests(&result)
-                .map_err(|why| Error::server(format!("{method}: {why}")))?;
+            let (responses, state) = self.answer_inputs(method, &result, d)?;
             drop(result);
-            let mut responses = Map::new();
-            self.client.begin_round();
-            for r in &requests {
-                // The request's deadline holds between answers too.
-                d.remaining()?;
-                let answer = self.serve(&r.method, &r.params, d).map_err(
-                    // An answer cut short by the deadline is the deadline's.
-                    |why| match d.remaining() {
-                        Err(late) => late,
-                        Ok(_) => Error::server(term::line(&why)),
-                    },
-                )?;
-                responses.insert(r.key.clone(), answer);
-            }
             params = mcp::retry_params(&original, responses, state.as_ref());
         }
         unreachable!("the loop returns")
@@ -805,6 +894,9 @@ impl Session {
     /// log level the operator asked for.
     fn modern_meta(&self, params: &mut Value) {
         mcp::with_modern_meta(params, Version::MODERN, self.caps());
+        if let Some(id) = self.extension {
+            mcp::declare_extension(params, id);
+        }
         if let (Some(level), Some(m)) =
             (self.client.log_level(), params.get_mut("_meta"))
         {
@@ -1003,6 +1095,36 @@ impl Session {
              incomplete",
             self.name
         ));
+    }
+
+    /// Leaves the session to the server (a detached task runs in it):
+    /// the session id to resume it with, if the transport has one.
+    pub(crate) fn detach(&mut self) -> Option<String> {
+        let id = self.transport.detach();
+        self.close();
+        id
+    }
+
+    /// A session that an earlier invocation opened and left ([`detach`]),
+    /// taken up without a handshake in the revision it negotiated.
+    ///
+    /// [`detach`]: Session::detach
+    pub(crate) fn resumed(
+        name: &str,
+        mut transport: Box<dyn Transport>,
+        session: &str,
+        version: Version,
+        request_timeout: Duration,
+        client: Arc<dyn Client>,
+    ) -> Session {
+        transport.resume(session, version.as_str());
+        let server = ServerInfo {
+            version: Some(version),
+            protocol: version.as_str().to_string(),
+            chosen: "resumed".to_string(),
+            ..ServerInfo::default()
+        };
+        Session::new(name, transport, server, request_timeout, client)
     }
 
     /// Closes the transport (and so the server). Idempotent.

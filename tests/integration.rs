@@ -33,6 +33,8 @@ mod interop_modern;
 // Real servers that answer oddly over HTTP: git-mcp-server's 500 to the
 // 2026-07-28 probe, the SDK's example of the deprecated HTTP+SSE transport.
 mod interop_wild;
+// Tasks (call --task, --detach, task ...) with server-everything.
+mod interop_tasks;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
 // Hostile stdio servers: floods against the memory ceiling, exits with a
@@ -87,3 +89,5 @@ mod trial;
 mod serve;
 // `serve` with real hosts (SDK clients, Inspector, mcporter) and real upstreams.
 mod interop_serve;
+// Skills (SEP-2640): list, get verified, refusals (exit 9), lock pins.
+mod skills;

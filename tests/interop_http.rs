@@ -46,13 +46,13 @@ const LOG_GRACE: Duration = Duration::from_secs(1);
 
 /// The preload that makes server-everything listen on 127.0.0.1 only and
 /// say on which port.
-const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
+pub(crate) const LOOPBACK_ONLY: &str = "fixtures/interop/loopback-only.cjs";
 
 // ---- the servers ----------------------------------------------------------
 
 /// Which server a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// server-everything, `streamableHttp`.
     Everything,
     /// `py_server.py --transport http --mode MODE`.
@@ -81,16 +81,16 @@ impl Kind {
 /// kills its process group; [`HttpServer::stop`] does the same and then
 /// checks that nothing is left.
 #[derive(Debug)]
-struct HttpServer {
+pub(crate) struct HttpServer {
     /// stdout: server-everything's log lines; stderr: the "listening" line
     /// included.
-    process: ServerProcess,
+    pub(crate) process: ServerProcess,
     port: u16,
 }
 
 impl HttpServer {
     /// Starts `kind` on `port` (0: a free one) and waits for it to listen.
-    fn start(
+    pub(crate) fn start(
         s: &Installed,
         dir: &Dir,
         kind: Kind,
@@ -151,14 +151,14 @@ impl HttpServer {
         server
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
     /// Kills the server's process group and checks that no process with
     /// its marker is left (see [`ServerProcess::stop`]).
     #[track_caller]
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.process.stop("the server's process group was killed");
     }
 }

@@ -371,7 +371,7 @@ fn entries(
 /// change: it must be a real directory (not a symbolic link), owned by us,
 /// and not writable by group or others. A missing one is fine (it is
 /// created 0700 on the first write).
-fn check_dir(dir: &Path) -> Result<()> {
+pub(crate) fn check_dir(dir: &Path) -> Result<()> {
     let shown = dir.display();
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,

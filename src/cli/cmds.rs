@@ -13,6 +13,9 @@ pub(crate) enum Cmd {
     Lock,
     List,
     Call,
+    Task,
+    Skills,
+    Skill,
     Resources,
     Read,
     Prompts,
@@ -115,11 +118,14 @@ is an operand."
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 18] = [
+    pub(crate) const ALL: [Cmd; 21] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
         Cmd::Call,
+        Cmd::Task,
+        Cmd::Skills,
+        Cmd::Skill,
         Cmd::Resources,
         Cmd::Read,
         Cmd::Prompts,
@@ -142,6 +148,9 @@ impl Cmd {
             Cmd::Lock => "lock",
             Cmd::List => "list",
             Cmd::Call => "call",
+            Cmd::Task => "task",
+            Cmd::Skills => "skills",
+            Cmd::Skill => "skill",
             Cmd::Resources => "resources",
             Cmd::Read => "read",
             Cmd::Prompts => "prompts",
@@ -181,6 +190,13 @@ impl Cmd {
                 "List the tools (resources, prompts) of allowed servers"
             }
             Cmd::Call => "Call one tool",
+            Cmd::Task => {
+                "Get, wait for, collect or cancel a task (call --detach)"
+            }
+            Cmd::Skills => "List the skills servers offer (SEP-2640)",
+            Cmd::Skill => {
+                "Fetch one skill, verified (digest, size, frontmatter)"
+            }
             Cmd::Resources => {
                 "List one server's resources and resource templates"
             }
@@ -211,6 +227,9 @@ impl Cmd {
             Cmd::List
                 | Cmd::Lock
                 | Cmd::Call
+                | Cmd::Task
+                | Cmd::Skills
+                | Cmd::Skill
                 | Cmd::Resources
                 | Cmd::Read
                 | Cmd::Prompts
@@ -226,7 +245,12 @@ impl Cmd {
     pub(crate) fn executes(self) -> bool {
         matches!(
             self,
-            Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Batch | Cmd::Serve
+            Cmd::Call
+                | Cmd::Read
+                | Cmd::Prompt
+                | Cmd::Batch
+                | Cmd::Serve
+                | Cmd::Skill
         )
     }
 
@@ -246,13 +270,13 @@ impl Cmd {
     /// operand, one word may not be both an option and its value
     /// (`--opt=VALUE`), since one word is what a server chooses.
     pub(crate) fn operands_from_servers(self) -> bool {
-        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt)
+        matches!(self, Cmd::Call | Cmd::Read | Cmd::Prompt | Cmd::Task)
     }
 
     /// What its operands are (completion offers them).
     pub(crate) fn operands(self) -> Operand {
         match self {
-            Cmd::List | Cmd::Lock => Operand::Servers,
+            Cmd::List | Cmd::Lock | Cmd::Skills => Operand::Servers,
             Cmd::Call
             | Cmd::Resources
             | Cmd::Read
@@ -264,6 +288,8 @@ impl Cmd {
             Cmd::Help => Operand::Command,
             Cmd::Completions => Operand::Shell,
             Cmd::CheckConfig
+            | Cmd::Task
+            | Cmd::Skill
             | Cmd::Batch
             | Cmd::Serve
             | Cmd::Status
@@ -393,6 +419,67 @@ options: every word after it is an operand."
                     "rivumi-mcp call demo add a=1 b=2 --approve mcp__demo__add",
                     "rivumi-mcp call --http http://127.0.0.1:8000/mcp echo text=hi",
                     "rivumi-mcp call --pre-tool-hook ./check.sh -- demo \"$tool\"",
+                ],
+            },
+            Cmd::Task => Doc {
+                usage: &[
+                    "task get|wait|result|cancel <SERVER> <TASK_ID> [--json]",
+                    "task list <SERVER> [--json]",
+                ],
+                about: "\
+A task is a call that a server runs on after answering with a task id
+(call --task waits for it; call --detach prints the server and the id and
+exits). get shows its status; wait polls until it ends (at the server's
+interval, within --timeout; Ctrl-C or the deadline cancels it) and prints
+its result; result collects the result (waiting while the server does,
+answering what it asks with --answer, --elicit or at the terminal);
+cancel asks the server to cancel it; list shows the server's tasks.
+
+A task id is a capability: whoever holds it may collect or cancel the
+work. It is printed only where you asked for it; the journal keeps a hash
+of it. Over the handshake-era HTTP wire a task lives in its session:
+call --detach leaves the session open and records it (mode 0600, beside
+the credential file), and task takes it up again until the task is
+collected or cancelled.",
+                ok: "done (wait, result: the tool succeeded)",
+                exits: &[&[(Kind::Negative, "the tool returned isError")], STARTS],
+                examples: &[
+                    "id=$(rivumi-mcp call --detach srv research topic=x | cut -d' ' -f2)",
+                    "rivumi-mcp task wait srv \"$id\"",
+                    "rivumi-mcp task list srv --json",
+                ],
+            },
+            Cmd::Skills => Doc {
+                usage: &["skills [SERVER...] [--json]"],
+                about: "\
+Lists the skills (SEP-2640, io.modelcontextprotocol/skills) of the allowed
+servers (or the named ones) that declare the extension: name, version,
+the digest of its SKILL.md and description. Only skills/list is asked:
+no file of any skill is fetched.",
+                ok: "listed",
+                exits: &[STARTS],
+                examples: &["rivumi-mcp skills", "rivumi-mcp skills srv --json"],
+            },
+            Cmd::Skill => Doc {
+                usage: &["skill get <SERVER> <NAME> [--save DIR] [--json]"],
+                about: "\
+Fetches one skill's files with resources/read, SKILL.md first, and
+verifies each against the server's own entry before anything is printed
+or written: its size, its SHA-256 digest and, for SKILL.md, its YAML
+frontmatter field by field. The first mismatch stops it: no further file
+is read, nothing is printed or saved, and the exit code is 9. A skill
+whose files are listed as dynamic is refused so too. Without --save,
+SKILL.md is printed; with --save DIR, every file is written under
+DIR/NAME/, never overwriting.",
+                ok: "verified (and printed or saved)",
+                exits: &[
+                    &[(Kind::Integrity, "a file failed verification")],
+                    STARTS,
+                    &[(Kind::Denied, "denied by a pre-tool hook")],
+                ],
+                examples: &[
+                    "rivumi-mcp skill get srv pdf-processing",
+                    "rivumi-mcp skill get srv pdf-processing --save skills",
                 ],
             },
             Cmd::Resources => Doc {

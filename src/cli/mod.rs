@@ -121,6 +121,23 @@ pub(crate) enum Command {
         /// `--args`: a JSON object, `-` for stdin or `@file`.
         args: Option<String>,
         save: Option<PathBuf>,
+        /// `--task` or `--detach`.
+        task: crate::executor::AsTask,
+    },
+    Task {
+        sub: crate::cmd::task::Sub,
+        server: String,
+        /// Every action but `list` names a task.
+        id: Option<String>,
+    },
+    Skills {
+        servers: Vec<String>,
+    },
+    /// `skill get SERVER NAME`.
+    Skill {
+        server: String,
+        name: String,
+        save: Option<PathBuf>,
     },
     Batch,
     Login {

@@ -26,6 +26,8 @@ pub(crate) enum Flag {
     Yes,
     Approve,
     Save,
+    Task,
+    Detach,
     NoBrowser,
     Device,
     Refresh,
@@ -522,9 +524,25 @@ const OPTS: &[Opt] = &[
         long: "save",
         value: Some("DIR"),
         kind: ValueKind::Dir,
-        applies: Applies::Only(&[Cmd::Call, Cmd::Read]),
-        help: "Save images, audio and blobs (whole; read: every content) \
-               into DIR, never overwriting",
+        applies: Applies::Only(&[Cmd::Call, Cmd::Read, Cmd::Skill]),
+        help: "Save images, audio and blobs (whole; read: every content; \
+               skill: every verified file) into DIR, never overwriting",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Task,
+        long: "task",
+        applies: Applies::Only(&[Cmd::Call]),
+        help: "Run the call as a task and wait for it, polling (a tool \
+               that requires tasks is always run so)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Detach,
+        long: "detach",
+        applies: Applies::Only(&[Cmd::Call]),
+        help: "Run the call as a task, print the server and task id and \
+               exit at once (collect it with: task result SERVER ID)",
         ..BASE
     },
     Opt {

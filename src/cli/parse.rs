@@ -13,6 +13,7 @@ use super::{Approve, Args, Command, Format, Global, Parsed, Shell, Target};
 use crate::catalog::Show;
 use crate::deadline;
 use crate::error::{Error, Result};
+use crate::executor::AsTask;
 use crate::launch::{ADHOC_NAME, Adhoc, AdhocTarget};
 use crate::suggest::suggest;
 
@@ -203,6 +204,8 @@ struct Own {
     show: Show,
     args_json: Option<String>,
     save: Option<PathBuf>,
+    task: bool,
+    detach: bool,
     check: bool,
     no_browser: bool,
     refresh: bool,
@@ -231,6 +234,8 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::Check => d.own.check = true,
         Flag::Args => d.own.args_json = Some(value),
         Flag::Save => d.own.save = Some(PathBuf::from(value)),
+        Flag::Task => d.own.task = true,
+        Flag::Detach => d.own.detach = true,
         Flag::NoBrowser => d.own.no_browser = true,
         Flag::Refresh => {
             d.own.refresh = true;
@@ -392,7 +397,38 @@ fn command(
             let pairs =
                 pairs(words.by_ref().collect(), "key=value or key:=json")?;
             let (args, save) = (own.args_json.take(), own.save.take());
-            Command::Call { target, pairs, args, save }
+            let task = match (own.task, own.detach) {
+                (_, true) => AsTask::Detach,
+                (true, false) => AsTask::Wait,
+                (false, false) => AsTask::No,
+            };
+            Command::Call { target, pairs, args, save, task }
+        }
+        Cmd::Task => {
+            let sub: crate::cmd::task::Sub =
+                need("get|wait|result|cancel|list")?
+                    .parse()
+                    .map_err(Error::usage)?;
+            let server = need("SERVER")?;
+            let id = match sub {
+                crate::cmd::task::Sub::List => None,
+                _ => Some(need("TASK_ID")?),
+            };
+            Command::Task { sub, server, id }
+        }
+        Cmd::Skills => Command::Skills { servers: words.by_ref().collect() },
+        Cmd::Skill => {
+            let sub = need("get")?;
+            if sub != "get" {
+                return Err(Error::usage(format!(
+                    "unknown skill action '{sub}' (one of: get)"
+                )));
+            }
+            Command::Skill {
+                server: need("SERVER")?,
+                name: need("NAME")?,
+                save: own.save.take(),
+            }
         }
         Cmd::Resources => Command::Resources { server: need("SERVER")? },
         Cmd::Read => Command::Read {

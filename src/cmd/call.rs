@@ -6,8 +6,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::Target;
+use crate::cmd::task as cmd_task;
 use crate::error::{Error, Result};
-use crate::executor::{Action, Executor};
+use crate::executor::{Action, AsTask, Executor, Observation, Ran};
 use crate::launch::Context;
 use crate::render::{self, Saver};
 use crate::{callargs, mcp, msg, out, tool};
@@ -44,15 +45,25 @@ fn read_args(spec: &str) -> Result<Value> {
     Ok(v)
 }
 
+/// What the operator gave as the tool's arguments.
+#[derive(Debug)]
+pub(crate) struct Input<'a> {
+    /// `key=value` and `key:=json` words.
+    pub(crate) pairs: &'a [String],
+    /// `--args`.
+    pub(crate) args: Option<&'a str>,
+}
+
 pub(crate) fn run(
     ctx: &Context,
     exec: &Executor,
     target: &Target,
-    pairs: &[String],
-    args: Option<&str>,
+    input: Input<'_>,
     save: Option<&Path>,
     output: render::Output,
+    as_task: AsTask,
 ) -> Result<()> {
+    let Input { pairs, args } = input;
     let (server, tool) = match target {
         Target::Qualified(q) => {
             let (s, t) = tool::split_qualified(q).ok_or_else(|| {
@@ -65,6 +76,15 @@ pub(crate) fn run(
         }
         Target::Split { server, tool } => (server.clone(), tool.clone()),
     };
+    let transport = ctx.transport_name(&server);
+    if as_task == AsTask::Detach && transport != "http" {
+        // A task lives in its server: this one ends with this invocation.
+        return Err(Error::usage(format!(
+            "--detach needs a server that outlives this invocation (HTTP); \
+             '{server}' is a {transport} server, which ends when the call \
+             returns: use --task to wait for it instead"
+        )));
+    }
     let base = args.map(read_args).transpose()?;
     let mut s = ctx.start(&server)?;
     let listing = s.list_all(mcp::List::Tools)?;
@@ -84,13 +104,49 @@ pub(crate) fn run(
     }
     let arguments = built.args;
     tool::check_required(&server, t, &arguments)?;
-    let transport = ctx.transport_name(&server);
-    let obs = exec.run(
+    let ran = exec.run_as(
         &mut s,
         Action::Tool { tool: t, arguments: &arguments },
         transport,
+        as_task,
     )?;
+    let obs = match ran {
+        Ran::Observed(obs) => obs,
+        Ran::Detached(task) => {
+            // The server keeps the task: its session stays open there.
+            let version = s.server.version;
+            if let (Some(session), Some(url), Some(v)) =
+                (s.detach(), ctx.url(&server), version)
+            {
+                crate::task::remember(
+                    &crate::setup::lookup,
+                    &server,
+                    &url,
+                    &task.id,
+                    &session,
+                    v,
+                )?;
+            }
+            let json = output == render::Output::Json;
+            return cmd_task::print_detached(&server, &task, json);
+        }
+    };
     s.close();
+    show(&server, &t.qualified, &t.name, &obs, save, output)
+}
+
+/// Prints a tool's result as `output` says (`--json` is `json`: the
+/// observation; `auto`/`text` rendered, saving what `--save` asks) and
+/// fails when the tool reported an error or the bound cut what was
+/// printed.
+pub(crate) fn show(
+    server: &str,
+    qualified: &str,
+    name: &str,
+    obs: &Observation,
+    save: Option<&Path>,
+    output: render::Output,
+) -> Result<()> {
     let result = &obs.result;
     let is_error = result.get("isError") == Some(&Value::Bool(true));
     // With --json (or structured, raw) nothing is saved: the JSON is what
@@ -109,13 +165,13 @@ pub(crate) fn run(
                 return Err(Error::negative(format!(
                     "tool '{}' returned no structuredContent (--output \
                      structured; --output text prints its content)",
-                    out::shown(&t.name)
+                    out::shown(name)
                 ))
-                .for_server(&server));
+                .for_server(server));
             }
         },
         render::Output::Auto | render::Output::Text => {
-            let prefix = format!("{server}-{}", t.qualified);
+            let prefix = format!("{server}-{qualified}");
             let mut saver = Saver::new(save, prefix);
             let text = render::tool_result(
                 &obs.result,
@@ -129,11 +185,11 @@ pub(crate) fn run(
     if is_error {
         return Err(Error::negative(format!(
             "tool '{}' reported an error (isError)",
-            out::shown(&t.name)
+            out::shown(name)
         ))
-        .for_server(&server));
+        .for_server(server));
     }
-    obs.check_whole(saved).map_err(|e| e.for_server(&server))
+    obs.check_whole(saved).map_err(|e| e.for_server(server))
 }
 
 /// The text of `key=@file` and `key:=@file`: a regular file, bounded.

@@ -231,6 +231,10 @@ fn details(server: &str, tool: &Tool) -> String {
         }
         text.push_str(&format!("      ({})\n", shown.join(", ")));
     }
+    if let Some(ui) = crate::mcp::ui_resource(&tool.def) {
+        // MCP Apps: shown, never rendered; `read --save` writes it.
+        text.push_str(&format!("      ui: {} (MCP App)\n", out::shown(ui)));
+    }
     if tool.qualified != format!("mcp__{server}__{}", tool.name) {
         text.push_str(&format!("      name: {}\n", out::shown(&tool.name)));
     }
@@ -399,6 +403,9 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
                 if let Value::Object(m) = &mut d {
                     m.insert("qualified_name".into(), json!(t.qualified));
                     m.insert("classification".into(), json!(t.class.label()));
+                    if let Some(ui) = crate::mcp::ui_resource(&t.def) {
+                        m.insert("ui_resource".into(), json!(ui));
+                    }
                     m.insert("server".into(), json!(l.name));
                     if t.listed_twice {
                         m.insert("listed_twice".into(), json!(true));

@@ -122,8 +122,14 @@ fn snapshot(ctx: &Context, name: &str) -> Result<Snapshot> {
     let mut s = ctx.start(name)?;
     let all = Show { tools: true, resources: true, prompts: true };
     let l = crate::catalog::collect(&mut s, all);
+    let skills = match &l {
+        Ok(_) => super::skills::list_all(&mut s),
+        Err(_) => Ok(None),
+    };
     s.close();
     let l = l?;
+    let skills: Vec<serde_json::Value> =
+        skills?.unwrap_or_default().into_iter().map(|k| k.entry).collect();
     let mut snap = Snapshot {
         launch,
         protocol: l.protocol,
@@ -166,6 +172,7 @@ fn snapshot(ctx: &Context, name: &str) -> Result<Snapshot> {
         }
         snap.add_items(kind, &listing.items);
     }
+    snap.add_items(ItemKind::Skill, &skills);
     Ok(snap)
 }
 

@@ -11,3 +11,5 @@ pub(crate) mod detail;
 pub(crate) mod list;
 pub(crate) mod lock;
 pub(crate) mod man;
+pub(crate) mod skills;
+pub(crate) mod task;

@@ -31,7 +31,7 @@ use crate::lockfile::Lock;
 use crate::naming::Class;
 use crate::session::Session;
 use crate::tool::Tool;
-use crate::{journal, mcp, term};
+use crate::{journal, mcp, task, term};
 
 /// The operator's policy, fixed before any server starts.
 #[derive(Debug, Clone)]
@@ -121,6 +121,31 @@ impl Action<'_> {
     }
 }
 
+/// Whether a call asks for a task, and what then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AsTask {
+    No,
+    /// Ask for a task and wait for its result.
+    Wait,
+    /// Ask for a task and return it at once (`call --detach`).
+    Detach,
+}
+
+/// How an action ended.
+#[derive(Debug)]
+pub(crate) enum Ran {
+    /// The result, bounded.
+    Observed(Observation),
+    /// The task that runs on (`--detach`).
+    Detached(mcp::tasks::Task),
+}
+
+/// What the server answered: a result, or a task left running.
+enum Got {
+    Result(Value),
+    Detached(mcp::tasks::Task),
+}
+
 #[derive(Debug)]
 pub(crate) struct Executor {
     pub(crate) policy: Policy,
@@ -130,18 +155,20 @@ pub(crate) struct Executor {
 
 impl Executor {
     /// Runs one action through every step, in order, asking the operator
-    /// at the terminal for approval.
-    pub(crate) fn run(
+    /// at the terminal for approval, as a task when `as_task` says so.
+    pub(crate) fn run_as(
         &self,
         s: &mut Session,
         action: Action<'_>,
         transport: &str,
-    ) -> Result<Observation> {
-        self.run_with(s, action, transport, &approval::Terminal)
+        as_task: AsTask,
+    ) -> Result<Ran> {
+        self.run_full(s, action, transport, &approval::Terminal, as_task)
     }
 
     /// [`Executor::run`] with another asker for approval (`serve` asks
-    /// its host).
+    /// its host); never as a task (one the server makes anyway is waited
+    /// for).
     pub(crate) fn run_with(
         &self,
         s: &mut Session,
@@ -149,6 +176,25 @@ impl Executor {
         transport: &str,
         asker: &dyn Asker,
     ) -> Result<Observation> {
+        match self.run_full(s, action, transport, asker, AsTask::No)? {
+            Ran::Observed(o) => Ok(o),
+            Ran::Detached(_) => {
+                unreachable!("only a detached call ends without a result")
+            }
+        }
+    }
+
+    /// Every step, in order: journal, lock, hooks, approval (through
+    /// `asker`), the call (as a task when asked or required), the bound,
+    /// the journal.
+    fn run_full(
+        &self,
+        s: &mut Session,
+        action: Action<'_>,
+        transport: &str,
+        asker: &dyn Asker,
+        as_task: AsTask,
+    ) -> Result<Ran> {
         let server = s.name().to_string();
         let name = action.name();
         let class = action.class();
@@ -212,8 +258,46 @@ impl Executor {
         if let Err((_, e)) = approval {
             return Err(e.for_server(&server));
         }
+        // A tool that says it must run as a task is run so (in `batch`
+        // too).
+        let as_task = match &action {
+            Action::Tool { tool, .. }
+                if as_task == AsTask::No
+                    && mcp::tasks::required_by(&tool.def) =>
+            {
+                AsTask::Wait
+            }
+            _ => as_task,
+        };
         let started = Instant::now();
-        let result = s.call(&action.call());
+        let result = match as_task {
+            AsTask::No => s.call(&action.call()),
+            AsTask::Wait | AsTask::Detach => {
+                s.call_as_task(&action.call(), task::TTL.as_millis() as u64)
+            }
+        };
+        let result = result.and_then(|r| match mcp::tasks::created(&r) {
+            None => Ok(Got::Result(r)),
+            Some(Err(why)) => Err(Error::server(format!(
+                "{}: {why}",
+                mcp::method::TOOLS_CALL
+            ))
+            .for_server(&server)),
+            Some(Ok(t)) => {
+                journal::event(
+                    "task_created",
+                    json!({"server": server, "tool": name,
+                           "task": task::fingerprint(&t.id),
+                           "status": t.status.as_str(),
+                           "detached": as_task == AsTask::Detach}),
+                );
+                if as_task == AsTask::Detach {
+                    return Ok(Got::Detached(t));
+                }
+                let limit = s.request_timeout;
+                task::wait(s, t, limit).map(Got::Result)
+            }
+        });
         let ms = started.elapsed().as_millis() as u64;
         let result = match result {
             Ok(r) => r,
@@ -226,6 +310,21 @@ impl Executor {
                 return Err(e);
             }
         };
+        let result = match result {
+            Got::Result(r) => r,
+            Got::Detached(t) => return Ok(Ran::Detached(t)),
+        };
+        Ok(Ran::Observed(self.observe(&server, &name, result, ms)))
+    }
+
+    /// Bounds a result and journals it (also a task's, collected later).
+    pub(crate) fn observe(
+        &self,
+        server: &str,
+        name: &str,
+        result: Value,
+        ms: u64,
+    ) -> Observation {
         let obs = bound::bound(result, self.policy.max_output);
         journal::event(
             "result",
@@ -233,6 +332,17 @@ impl Executor {
                    "is_error": obs.result.get("isError") == Some(&Value::Bool(true)),
                    "bytes": obs.original_bytes, "truncated": obs.truncated}),
         );
-        Ok(obs)
+        obs
+    }
+
+    /// Runs one action through every step, in order, never as a task
+    /// (a task the server makes anyway is waited for).
+    pub(crate) fn run(
+        &self,
+        s: &mut Session,
+        action: Action<'_>,
+        transport: &str,
+    ) -> Result<Observation> {
+        self.run_with(s, action, transport, &approval::Terminal)
     }
 }

@@ -119,6 +119,29 @@ pub(crate) trait Transport: Send {
     fn drain(&mut self) -> Vec<Value> {
         vec![]
     }
+    /// Like [`canceller`], for a whole request sent from the signal
+    /// thread without waiting for its answer (a task's `tasks/cancel` on
+    /// Ctrl-C), also where closing the stream is how a request is
+    /// cancelled (2026-07-28 over HTTP).
+    ///
+    /// [`canceller`]: Transport::canceller
+    fn sender(&self) -> Option<Canceller> {
+        self.canceller()
+    }
+    /// Leaves the session to the server, which keeps a task running in
+    /// it: the session id a later invocation resumes it with (`None`
+    /// when the transport has no session), and `close` then ends nothing
+    /// on the server.
+    fn detach(&mut self) -> Option<String> {
+        None
+    }
+    /// Takes up a session that an earlier invocation left ([`detach`]),
+    /// in the handshake-era revision it negotiated.
+    ///
+    /// [`detach`]: Transport::detach
+    fn resume(&mut self, session: &str, protocol: &str) {
+        let _ = (session, protocol);
+    }
     /// Ends the connection and everything it started. Idempotent.
     fn close(&mut self) -> Closed;
     /// The memory a parsed message may take ([`tree_budget`]); what a

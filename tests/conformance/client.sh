@@ -215,6 +215,19 @@ case "$scenario" in
       [ "$status" -ne 0 ] || status=1
     fi
     ;;
+  sep-2640-client-no-prefetch)
+    # Skills: listing must fetch no skill file (the mock counts resources/read of its two files).
+    run skills conf
+    ;;
+  sep-2640-client-verify-digest|sep-2640-client-verify-size|sep-2640-client-verify-frontmatter)
+    # Skills: the mock serves a SKILL.md whose digest, size or frontmatter differs from its entry.
+    # `skill get` must read SKILL.md, refuse it (exit 9) and never go on to references/FORMS.md.
+    run skills conf
+    "$bin" -c "$cfg" -v skill get conf pdf-processing --timeout 20 --startup-timeout 20
+    rc=$?
+    echo "client.sh: \$ rivumi-mcp skill get conf pdf-processing -> exit $rc (9 expected)" >&2
+    [ "$rc" -eq 9 ] || [ "$status" -ne 0 ] || status=1
+    ;;
   *)
     # auth/*: the first request gets 401; step-up (opted into in the config
     # above) runs the authorization inline, then list and call go on.

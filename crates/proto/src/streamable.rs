@@ -553,6 +553,30 @@ impl Session {
         };
     }
 
+    /// Leaves the session to the server (a detached task runs in it):
+    /// its id, for a later connection to [`Session::resume`], and no
+    /// DELETE at close. `None` when there is no session (2026-07-28).
+    pub fn detach(&mut self) -> Option<String> {
+        self.id.take()
+    }
+
+    /// Takes up a session an earlier connection left, in the
+    /// handshake-era revision it negotiated, without a handshake.
+    pub fn resume(&mut self, id: &str, protocol: &str) {
+        self.id = Some(id.to_string());
+        self.protocol = Some(protocol.to_string());
+        self.answered = true;
+    }
+
+    /// The 2026-07-28 protocol version of the latest request, when this
+    /// connection speaks that era.
+    pub fn modern_version(&self) -> Option<&str> {
+        self.modern.as_ref()?.iter().find_map(|(k, v)| {
+            k.eq_ignore_ascii_case("mcp-protocol-version")
+                .then_some(v.as_str())
+        })
+    }
+
     /// Whether a DELETE ends the session when the caller closes.
     pub fn close(&mut self) -> bool {
         self.standalone = Standalone::Ended;
@@ -890,6 +914,21 @@ impl Call<Resuming> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn a_detached_session_is_not_deleted_and_resumes() {
+        let mut s = Session::new();
+        s.resume("abc", "2025-11-25");
+        let h = s.headers(true);
+        assert!(h.contains(&("mcp-session-id".into(), "abc".into())));
+        assert!(
+            h.contains(&("mcp-protocol-version".into(), "2025-11-25".into()))
+        );
+        assert_eq!(s.detach().as_deref(), Some("abc"));
+        assert!(!s.close(), "a detached session is not deleted");
+        assert_eq!(s.detach(), None);
+        assert_eq!(s.modern_version(), None);
+    }
 
     use super::*;
 

@@ -637,6 +637,49 @@ impl Transport for HttpTransport {
         }))
     }
 
+    /// A whole request sent from the signal thread (a task's
+    /// `tasks/cancel` on Ctrl-C): in the handshake era as a cancellation
+    /// is; on the 2026-07-28 wire with the request's own standard headers,
+    /// computed from it when it is sent.
+    fn sender(&self) -> Option<super::Canceller> {
+        let Some(version) = self.session.modern_version().map(str::to_string)
+        else {
+            return self.canceller();
+        };
+        let endpoint = &self.endpoint;
+        let auth = self.auth.headers("POST", &endpoint.target);
+        let req = endpoint.post_request(auth, &[]);
+        let req = std::sync::Mutex::new(Some(req));
+        Some(std::sync::Arc::new(move |msg: &Value| {
+            let Some(mut r) = req.lock().ok().and_then(|mut r| r.take())
+            else {
+                return;
+            };
+            let params = msg.get("params").cloned().unwrap_or(Value::Null);
+            if let Some(m) = msg.get("method").and_then(Value::as_str) {
+                for (k, v) in mcp::headers::standard(&version, m, &params) {
+                    r = r.header(k, v);
+                }
+            }
+            if let Ok(body) = encode(msg) {
+                let _ = r
+                    .config()
+                    .timeout_global(Some(CLOSE_TIMEOUT))
+                    .build()
+                    .send(&body[..]);
+            }
+        }))
+    }
+
+    fn detach(&mut self) -> Option<String> {
+        // Without its id, close sends no DELETE: the session lives on.
+        self.session.detach()
+    }
+
+    fn resume(&mut self, session: &str, protocol: &str) {
+        self.session.resume(session, protocol);
+    }
+
     fn recv(&mut self, deadline: &Deadline) -> Result<Value> {
         deadline.remaining()?;
         let m = self.next_message(deadline)?;

@@ -219,6 +219,10 @@ pub fn standard(
     let source = match method_name {
         method::TOOLS_CALL | method::PROMPTS_GET => "name",
         method::RESOURCES_READ => "uri",
+        method::TASKS_GET
+        | method::TASKS_RESULT
+        | method::TASKS_CANCEL
+        | method::TASKS_UPDATE => "taskId",
         _ => return h,
     };
     if let Some(v) = params.get(source).and_then(Value::as_str) {
@@ -335,6 +339,16 @@ mod tests {
             param_headers(&d, t.as_object().unwrap()),
             [("Mcp-Param-Verbose".to_string(), "false".to_string())]
         );
+    }
+
+    #[test]
+    fn tasks_methods_mirror_the_task_id() {
+        for m in ["tasks/get", "tasks/result", "tasks/cancel", "tasks/update"]
+        {
+            let h = standard("2026-07-28", m, &json!({"taskId": "t-1"}));
+            assert_eq!(h[2], ("Mcp-Name".into(), "t-1".into()), "{m}");
+        }
+        assert_eq!(standard("v", "tasks/list", &json!({})).len(), 2);
     }
 
     #[test]

@@ -17,6 +17,8 @@
 pub mod headers;
 pub mod host;
 pub mod size;
+pub mod skills;
+pub mod tasks;
 
 use std::fmt;
 
@@ -172,6 +174,20 @@ pub mod method {
     pub const PROMPTS_LIST: &str = "prompts/list";
     /// Gets a prompt.
     pub const PROMPTS_GET: &str = "prompts/get";
+    /// Lists the skills a server offers (SEP-2640).
+    pub const SKILLS_LIST: &str = "skills/list";
+    /// Gets one skill (SEP-2640).
+    pub const SKILLS_GET: &str = "skills/get";
+    /// Polls a task (SEP-2663, 2025-11-25 experimental tasks).
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Collects a task's result.
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// Cancels a task.
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// Lists a server's tasks.
+    pub const TASKS_LIST: &str = "tasks/list";
+    /// Answers a task's `input_required` (SEP-2663).
+    pub const TASKS_UPDATE: &str = "tasks/update";
 
     /// Sent after a successful `initialize`.
     pub const INITIALIZED: &str = "notifications/initialized";
@@ -191,6 +207,8 @@ pub mod method {
         "notifications/prompts/list_changed";
     /// Asks for completions of a prompt argument or a template variable.
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// A task's status changed (SEP-2663, 2025-11-25 experimental tasks).
+    pub const TASKS_STATUS: &str = "notifications/tasks/status";
     /// Every `*/list_changed` notification ends so.
     pub const LIST_CHANGED_SUFFIX: &str = "/list_changed";
 }
@@ -490,6 +508,33 @@ pub fn initialize_params_for(caps: Capabilities) -> Value {
     })
 }
 
+/// MCP Apps (SEP-1865): the `ui://` resource a tool's definition names
+/// as its interface (`_meta.ui.resourceUri`, or the earlier flat key
+/// `_meta["ui/resourceUri"]`). A command-line client only shows it and
+/// saves it on request (`read --save`); it never renders or runs it.
+pub fn ui_resource(tool: &Value) -> Option<&str> {
+    let meta = tool.get("_meta")?;
+    meta.pointer("/ui/resourceUri")
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("ui://"))
+}
+
+/// Declares the extension `id` in a 2026-07-28 request's client
+/// capabilities (`_meta`, already filled in): `extensions: {id: {}}`.
+pub fn declare_extension(params: &mut Value, id: &str) {
+    let caps =
+        params.pointer_mut("/_meta").and_then(Value::as_object_mut).map(|m| {
+            m.entry(meta::CLIENT_CAPABILITIES).or_insert_with(|| json!({}))
+        });
+    if let Some(Value::Object(c)) = caps {
+        let ext = c.entry("extensions").or_insert_with(|| json!({}));
+        if let Value::Object(e) = ext {
+            e.insert(id.into(), json!({}));
+        }
+    }
+}
+
 /// Adds the 2026-07-28 `_meta` to request params (an object): the
 /// version, the client's declared capabilities and who we are.
 pub fn with_modern_meta(
@@ -606,6 +651,8 @@ pub enum ResultType {
     Complete,
     /// The server needs input before it can finish.
     InputRequired,
+    /// A task to poll instead of the result ([`tasks`]).
+    Task,
     /// A `resultType` this client does not know, as sent.
     Unknown(String),
 }
@@ -618,6 +665,7 @@ pub fn result_type(result: &Value) -> ResultType {
         Some(Value::String(s)) if s == "input_required" => {
             ResultType::InputRequired
         }
+        Some(Value::String(s)) if s == "task" => ResultType::Task,
         Some(other) => ResultType::Unknown(match other {
             Value::String(s) => s.clone(),
             v => v.to_string(),
@@ -1054,6 +1102,25 @@ pub fn is_list_changed(method: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tool_names_its_ui_resource() {
+        let t = json!({"_meta": {"ui": {"resourceUri": "ui://a/b.html"}}});
+        assert_eq!(ui_resource(&t), Some("ui://a/b.html"));
+        let flat = json!({"_meta": {"ui/resourceUri": "ui://x"}});
+        assert_eq!(ui_resource(&flat), Some("ui://x"));
+        let other = json!({"_meta": {"ui": {"resourceUri": "https://x"}}});
+        assert_eq!(ui_resource(&other), None);
+        assert_eq!(ui_resource(&json!({})), None);
+    }
+
+    #[test]
+    fn a_task_is_its_own_result_type() {
+        assert_eq!(
+            result_type(&json!({"resultType": "task"})),
+            ResultType::Task
+        );
+    }
+
     use super::*;
 
     #[test]
