@@ -335,16 +335,13 @@ pub(crate) fn fingerprint(server: &Server) -> String {
         let filter = json!({"tools": {"allow": f.allow, "deny": f.deny}});
         all.push_str(&filter.to_string());
     }
-    let mut out = hex(&Sha256::digest(all.as_bytes()))[..16].to_string();
+    let mut out =
+        crate::files::hex(&Sha256::digest(all.as_bytes()))[..16].to_string();
     for p in &parts {
         let s = serde_json::to_string(p).unwrap_or_default();
-        out.push_str(&hex(&Sha256::digest(s.as_bytes()))[..1]);
+        out.push_str(&crate::files::hex(&Sha256::digest(s.as_bytes()))[..1]);
     }
     out
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub(crate) fn open(path: &Path) -> Result<()> {
     getrandom::fill(&mut id).map_err(|e| {
         Error::usage(format!("no randomness for the run id: {e}"))
     })?;
-    let run = crate::allowlist::hex(&id);
+    let run = crate::files::hex(&id);
     let _ = JOURNAL.set(Mutex::new(Journal { file, run }));
     Ok(())
 }

@@ -29,6 +29,7 @@ mod daemon;
 mod deadline;
 mod error;
 mod executor;
+mod files;
 mod journal;
 mod launch;
 mod lockfile;

@@ -23,8 +23,6 @@
 //! from [`load`] and [`save`], this module is pure.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Number, Value, json};
@@ -336,7 +334,7 @@ pub(crate) fn canonical(v: &Value) -> String {
 
 /// SHA-256 of the canonical compact form, in hex.
 pub(crate) fn digest(v: &Value) -> String {
-    crate::allowlist::hex(&Sha256::digest(canonical(v).as_bytes()))
+    crate::files::hex(&Sha256::digest(canonical(v).as_bytes()))
 }
 
 /// Writes `v` with keys in UTF-16 order; `indent` is the depth when
@@ -574,15 +572,13 @@ fn read_server(
     Ok(s)
 }
 
-/// Writes the lock file atomically: a new temporary file beside it,
-/// fsynced, renamed over it (never through a symbolic link), and the
-/// directory fsynced. A writer killed at any point leaves the old file.
+/// Writes the lock file atomically ([`crate::files::replace_atomically`]:
+/// a new temporary file beside it, fsynced, renamed over it, never
+/// through a symbolic link, the directory fsynced). A writer killed at any
+/// point leaves the old file.
 pub(crate) fn save(lock: &Lock) -> Result<()> {
     let path = &lock.path;
     let shown = path.display();
-    let fail = |what: &str, e: std::io::Error| {
-        Error::refused(format!("lock file {shown}: {what}: {e}"))
-    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -604,38 +600,13 @@ pub(crate) fn save(lock: &Lock) -> Result<()> {
              ({m})"
         ))
     })?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(FILE_NAME);
-    let suffix = crate::auth::pkce::random_token(9)?;
-    let tmp = dir.join(format!(".{name}.tmp-{suffix}"));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .map_err(|e| fail("cannot create a temporary file", e))?;
-    let written = f.write_all(text.as_bytes()).and_then(|_| f.sync_all());
-    drop(f);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("cannot write", e));
-    }
-    if std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.file_type().is_symlink())
-    {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::refused(format!(
-            "lock file {shown} is a symbolic link; refusing to replace it"
-        )));
-    }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("cannot replace", e));
-    }
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::files::replace_atomically(
+        dir,
+        path,
+        text.as_bytes(),
+        0o644,
+        &format!("lock file {shown}"),
+    )
 }
 
 // ---- drift ------------------------------------------------------------------

@@ -45,7 +45,7 @@ fn sanitize(name: &str) -> String {
 }
 
 fn hashed(server: &str, tool: &str) -> String {
-    let h = crate::allowlist::hex(&Sha256::digest(tool.as_bytes()));
+    let h = crate::files::hex(&Sha256::digest(tool.as_bytes()));
     let prefix = format!("mcp__{server}__");
     let room = MAX_QUALIFIED.saturating_sub(prefix.len() + 7);
     let base: String = sanitize(tool).chars().take(room).collect();

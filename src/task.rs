@@ -37,7 +37,7 @@ const MAX_POLLS: u32 = 100_000;
 /// capability itself.
 pub(crate) fn fingerprint(id: &str) -> String {
     use sha2::{Digest, Sha256};
-    crate::allowlist::hex(&Sha256::digest(id.as_bytes()))[..16].to_string()
+    crate::files::hex(&Sha256::digest(id.as_bytes()))[..16].to_string()
 }
 
 /// The interval before the next poll: the server's, within the bounds.
@@ -230,7 +230,7 @@ fn store_dir(lookup: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf> {
 fn record_name(server: &str, url: &str, id: &str) -> String {
     use sha2::{Digest, Sha256};
     let all = format!("{server}\0{url}\0{id}");
-    format!("{}.json", &crate::allowlist::hex(&Sha256::digest(all))[..32])
+    format!("{}.json", &crate::files::hex(&Sha256::digest(all))[..32])
 }
 
 /// Keeps the session a detached task runs in (handshake era over HTTP),

@@ -31,7 +31,7 @@
 //! client was registered: client credentials belong to one authorization
 //! server and are presented nowhere else (SEP-2352).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -466,41 +466,13 @@ pub(crate) fn transact_if<T>(
     )
     .map_err(|e| Error::server(format!("cannot encode credentials: {e}")))?;
     bytes.push(b'\n');
-    let suffix = super::pkce::random_token(9)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("credentials.json");
-    let tmp = dir.join(format!(".{name}.tmp-{suffix}"));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .map_err(|e| fail("cannot create a temporary file", e))?;
-    let written = f.write_all(&bytes).and_then(|_| f.sync_all());
-    drop(f);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("cannot write", e));
-    }
-    if let Ok(m) = std::fs::symlink_metadata(path)
-        && m.file_type().is_symlink()
-    {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::refused(format!(
-            "credential file {shown} is a symbolic link; refusing to \
-                 replace it"
-        )));
-    }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("cannot replace", e));
-    }
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    crate::files::replace_atomically(
+        dir,
+        path,
+        &bytes,
+        0o600,
+        &format!("credential file {shown}"),
+    )?;
     drop(lock);
     Ok(out)
 }

@@ -146,7 +146,7 @@ pub(crate) fn verify(
 /// `sha256:<hex>` of `bytes`, as skill entries write digests.
 pub(crate) fn digest(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    format!("sha256:{}", crate::allowlist::hex(&Sha256::digest(bytes)))
+    format!("sha256:{}", crate::files::hex(&Sha256::digest(bytes)))
 }
 
 /// The bytes of a `resources/read` result for `uri`: its text, or its

@@ -133,7 +133,7 @@ pub(crate) fn check_socket(p: &Path) -> std::result::Result<(), String> {
 /// sorted) and the build, in hex.
 pub(crate) fn key_of(launch: &Value) -> String {
     let text = format!("{}\n{}", wire::build(), launch);
-    crate::allowlist::hex(&Sha256::digest(text.as_bytes()))
+    crate::files::hex(&Sha256::digest(text.as_bytes()))
 }
 
 /// `rivumi-mcp daemon ...` (dispatched before the other commands).

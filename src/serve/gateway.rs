@@ -643,7 +643,7 @@ fn fail(e: Error) -> RpcFail {
 /// that an answer approves the call it was asked about and no other.
 fn request_state(qualified: &str, arguments: &Map<String, Value>) -> String {
     let text = format!("{qualified}\n{}", Value::Object(arguments.clone()));
-    crate::allowlist::hex(&Sha256::digest(text.as_bytes()))
+    crate::files::hex(&Sha256::digest(text.as_bytes()))
 }
 
 fn approval_params(server: &str, action: &Action<'_>) -> Value {

@@ -92,7 +92,7 @@ fn random_hex(n: usize) -> Result<String> {
     let mut b = vec![0u8; n];
     getrandom::fill(&mut b)
         .map_err(|e| Error::server(format!("serve: no randomness: {e}")))?;
-    Ok(crate::allowlist::hex(&b))
+    Ok(crate::files::hex(&b))
 }
 
 /// One handshake-era session: its host and the questions asked of it.

@@ -149,7 +149,7 @@ impl Parked {
                     drop(calls);
                     return self.next(events);
                 }
-                let state = format!("{PREFIX}{}", crate::allowlist::hex(&id));
+                let state = format!("{PREFIX}{}", crate::files::hex(&id));
                 calls.insert(
                     state.clone(),
                     Call { events, reply, since: Instant::now() },
