@@ -64,7 +64,8 @@ pub fn main() -> ExitCode {
     let argv: Vec<_> = std::env::args_os().skip(1).collect();
     if argv.first().is_some_and(|a| a == "daemon") {
         // Its own small grammar, before the other commands'.
-        return match daemon::command(&argv[1..]) {
+        let help = cli::usage(Some(cli::Cmd::Daemon));
+        return match daemon::command(&argv[1..], &help) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 report(&e, false);

@@ -106,7 +106,7 @@ fn check_cases(
     }
 }
 
-const COMMANDS: &str = "check-config lock list call task skills skill resources read prompts prompt batch serve login \
+const COMMANDS: &str = "check-config lock list call task skills skill resources read prompts prompt batch serve daemon login \
                         logout discover status completions help";
 
 #[test]

@@ -22,6 +22,10 @@ pub(crate) enum Cmd {
     Prompt,
     Batch,
     Serve,
+    /// Its own small grammar (`src/daemon/mod.rs`): `main` hands it the
+    /// words after `daemon`; it is here for help, the man page and
+    /// completion.
+    Daemon,
     Login,
     Logout,
     Discover,
@@ -118,7 +122,7 @@ is an operand."
 impl Cmd {
     /// Every command, in the order the help lists them (the hidden ones
     /// last).
-    pub(crate) const ALL: [Cmd; 21] = [
+    pub(crate) const ALL: [Cmd; 22] = [
         Cmd::CheckConfig,
         Cmd::Lock,
         Cmd::List,
@@ -132,6 +136,7 @@ impl Cmd {
         Cmd::Prompt,
         Cmd::Batch,
         Cmd::Serve,
+        Cmd::Daemon,
         Cmd::Login,
         Cmd::Logout,
         Cmd::Discover,
@@ -157,6 +162,7 @@ impl Cmd {
             Cmd::Prompt => "prompt",
             Cmd::Batch => "batch",
             Cmd::Serve => "serve",
+            Cmd::Daemon => "daemon",
             Cmd::Login => "login",
             Cmd::Logout => "logout",
             Cmd::Discover => "discover",
@@ -208,6 +214,9 @@ impl Cmd {
             }
             Cmd::Serve => {
                 "Be one MCP server for allowed servers, every call governed"
+            }
+            Cmd::Daemon => {
+                "Keep servers warm between invocations (start, status, stop)"
             }
             Cmd::Login => "Log in to an OAuth-protected HTTP server",
             Cmd::Logout => "Remove a server's stored credential",
@@ -292,6 +301,7 @@ impl Cmd {
             | Cmd::Skill
             | Cmd::Batch
             | Cmd::Serve
+            | Cmd::Daemon
             | Cmd::Status
             | Cmd::Servers
             | Cmd::Man => Operand::Nothing,
@@ -637,6 +647,36 @@ metadata (RFC 8414 / OpenID Connect), and prints them with a suggested
                     (Kind::Timeout, "a deadline fired"),
                 ]],
                 ..NONE
+            },
+            Cmd::Daemon => Doc {
+                usage: &[
+                    "daemon start [--foreground] [--idle DURATION]",
+                    "daemon status [--json]",
+                    "daemon stop",
+                ],
+                about: "\
+Keeps servers warm between invocations (stdio servers, and HTTP servers
+without credentials; never one with a sandbox block). While the daemon
+runs, list, call, read, prompt, resources, prompts, batch and lock get
+their sessions from it; every check (allowlist, pins, lock, hooks,
+approval, output bound, journal) still runs in the invocation. Nothing
+starts a daemon but daemon start; --no-daemon or RIVUMI_MCP_DAEMON=off
+bypass it. daemon comes first on the command line, its options after it.
+
+The socket is $XDG_RUNTIME_DIR/rivumi-mcp/daemon.sock (or
+/tmp/rivumi-mcp-UID/daemon.sock), in a 0700 directory of the user's; a
+connection from another uid is refused and logged. The daemon exits after
+holding no server for 10 minutes (or --idle, when longer).",
+                ok: "started, shown or stopped",
+                exits: &[&[
+                    (Kind::Negative, "status or stop: no daemon runs"),
+                    (Kind::Refused, "refused: an unsafe socket directory, a daemon already runs"),
+                ]],
+                examples: &[
+                    "rivumi-mcp daemon start --idle 10m",
+                    "rivumi-mcp daemon status --json",
+                    "rivumi-mcp daemon stop",
+                ],
             },
             Cmd::Status => Doc {
                 usage: &["status [--json]"],

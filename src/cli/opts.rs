@@ -52,6 +52,8 @@ pub(crate) enum Flag {
     Root,
     NoSandbox,
     NoDaemon,
+    Foreground,
+    Idle,
     Output,
     Grep,
     LogLevel,
@@ -674,6 +676,24 @@ const OPTS: &[Opt] = &[
         group: Group::Server,
         help: "Start servers here even when a daemon runs (rivumi-mcp \
                daemon --help; RIVUMI_MCP_DAEMON=off)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Foreground,
+        long: "foreground",
+        applies: Applies::Only(&[Cmd::Daemon]),
+        help: "daemon start: stay attached and log to stderr (debugging, \
+               tests)",
+        ..BASE
+    },
+    Opt {
+        flag: Flag::Idle,
+        long: "idle",
+        value: Some("DURATION"),
+        kind: ValueKind::Free,
+        applies: Applies::Only(&[Cmd::Daemon]),
+        help: "daemon start: retire a server nobody used for this long \
+               (default 5m; seconds, or with s, m or h)",
         ..BASE
     },
     Opt {

@@ -303,6 +303,9 @@ fn apply(d: &mut Draft, opt: &Opt, value: String) -> Result<()> {
         Flag::Root => g.client.roots.push(PathBuf::from(value)),
         Flag::NoSandbox => g.no_sandbox.push(value),
         Flag::NoDaemon => g.no_daemon = true,
+        // The daemon's own parser reads these (`daemon` first); here they
+        // only come with a usage error for the misplaced `daemon`.
+        Flag::Foreground | Flag::Idle => {}
         Flag::LogLevel => g.client.log_level = Some(choice(opt, &value)?),
         Flag::Listen => d.own.serve.listen = Some(value),
         Flag::Servers => d.own.serve.servers.extend(
@@ -444,6 +447,14 @@ fn command(
             Command::Prompt { server, name, pairs }
         }
         Cmd::Batch => Command::Batch,
+        // `main` gives the words after a leading `daemon` to the daemon's
+        // own parser; here `daemon` came after an option.
+        Cmd::Daemon => {
+            return Err(Error::usage(
+                "'daemon' comes first, its options after it: rivumi-mcp \
+                 daemon start|status|stop (see rivumi-mcp daemon --help)",
+            ));
+        }
         Cmd::Login => Command::Login {
             server: need("SERVER")?,
             no_browser: own.no_browser,

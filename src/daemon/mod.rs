@@ -136,8 +136,9 @@ pub(crate) fn key_of(launch: &Value) -> String {
     crate::files::hex(&Sha256::digest(text.as_bytes()))
 }
 
-/// `rivumi-mcp daemon ...` (dispatched before the other commands).
-pub(crate) fn command(args: &[OsString]) -> Result<()> {
+/// `rivumi-mcp daemon ...` (dispatched before the other commands);
+/// `help` is its help text (from the command line's tables).
+pub(crate) fn command(args: &[OsString], help: &str) -> Result<()> {
     let mut words = args.iter().map(|a| a.to_string_lossy().into_owned());
     let mut sub = None;
     let (mut foreground, mut json_out, mut idle) =
@@ -145,7 +146,7 @@ pub(crate) fn command(args: &[OsString]) -> Result<()> {
     let mut verbose = 0;
     while let Some(w) = words.next() {
         match w.as_str() {
-            "-h" | "--help" => return out::print(USAGE),
+            "-h" | "--help" => return out::print(help),
             "--foreground" => foreground = true,
             "--json" => json_out = true,
             "-v" | "--verbose" => verbose += 1,
@@ -182,36 +183,6 @@ pub(crate) fn command(args: &[OsString]) -> Result<()> {
         )),
     }
 }
-
-const USAGE: &str = "\
-Usage: rivumi-mcp daemon start [--foreground] [--idle DURATION]
-       rivumi-mcp daemon status [--json]
-       rivumi-mcp daemon stop
-
-Keeps servers warm between invocations (stdio, and HTTP without credentials). While the daemon runs,
-list, call, read, prompt, resources, prompts, batch and lock get their
-sessions from it; every check (allowlist, pins, lock, hooks, approval,
-output bound, journal) still runs in the invocation. Nothing starts a
-daemon but `daemon start`. --no-daemon or RIVUMI_MCP_DAEMON=off bypass it.
-
-Commands:
-  start     Start the daemon, detached (--foreground: stay attached, log
-            to stderr)
-  status    Show the daemon and each warm server (--json: as JSON)
-  stop      Close every warm server and end the daemon
-
-Options:
-  --idle DURATION   Retire a server nobody used for this long (default 5m;
-                    a number of seconds, or with s, m or h)
-  --foreground      Do not detach (for debugging and tests)
-  --json            status: one JSON object
-  -v, --verbose     Say more (in the daemon's log)
-
-The socket is $XDG_RUNTIME_DIR/rivumi-mcp/daemon.sock (or
-/tmp/rivumi-mcp-UID/daemon.sock), in a 0700 directory of the user's; a
-connection from another uid is refused and logged. The daemon exits after
-holding no server for 10 minutes (or --idle, when longer).
-";
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     let t = s.trim();
