@@ -54,6 +54,9 @@ KEY_FILE="$tmp/client-key.pem" URL="$url" SCENARIO="$scenario" CONTEXT="${MCP_CO
     } else {
       o.registration = "dynamic";
     }
+    // The machine grant scenarios find the authorization server from
+    // the MCP server: the operator opts in to that choice.
+    if (o.grant === "client_credentials" || o.grant === "jwt_bearer") o.trust_discovery = true;
     // DPoP, opted into for the scenarios that test it.
     if (process.env.SCENARIO.startsWith("auth/dpop")) o.dpop = true;
     // RIVUMI_CONF_REFRESH=auto: the same runs with refresh opted in.
