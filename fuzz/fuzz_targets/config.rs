@@ -47,9 +47,15 @@ fn to_value(node: &jsonpos::Node) -> Value {
 }
 
 /// Whether `pos` points into `text` or just past the end of a line.
+/// Lines end where jsonpos (and the editors) end them: LF, CRLF, or a
+/// lone CR.
 fn inside(text: &str, pos: jsonpos::Pos) -> bool {
-    let Some(line) = text.split('\n').nth((pos.line as usize).wrapping_sub(1))
-    else {
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .flat_map(|l| l.split('\n'))
+        .flat_map(|l| l.split('\r'))
+        .collect();
+    let Some(line) = lines.get((pos.line as usize).wrapping_sub(1)) else {
         return false;
     };
     pos.col >= 1 && pos.col as usize <= line.chars().count() + 1
