@@ -196,14 +196,15 @@ rivumi-mcp daemon stop >/dev/null
 if [ "$(uname -s)" = Linux ]; then
   sbx=$(mktemp -d)
   printf '{"mcpServers": {"demo": {"command": "rivumi-mcp-fixture", "args": ["--page-size", "5"], "sandbox": {"network": "none"}}}}\n' > "$sbx/.mcp.json"
-  boxed() { rivumi-mcp -c "$sbx/.mcp.json" list; }
+  boxed() { RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp -c "$sbx/.mcp.json" --no-daemon list; }
   median_ms sandboxed-list boxed
   s=$(cat /tmp/rivumi-bench-sandboxed-list)
   printf '%-28s %8.2f ms\n' "sandbox (boxed - list)" "$(awk "BEGIN {print ($s - $b) / 1000}")"
   rm -rf "$sbx"
 fi
+
 # SERVE_CALLS echo calls from one host: direct, then through serve.
-SERVE_CALLS="${SERVE_CALLS:-500}" python3 - "$CONFIG" <<'PY'
+RIVUMI_MCP_ALLOWLIST=demo SERVE_CALLS="${SERVE_CALLS:-500}" python3 - "$CONFIG" <<'PY'
 import json, os, statistics, subprocess, sys, time
 
 calls = int(os.environ["SERVE_CALLS"])
@@ -235,7 +236,7 @@ def run(argv, tool):
     return statistics.median(times) / 1e6
 
 direct = run(["rivumi-mcp-fixture"], "echo")
-served = run(["rivumi-mcp", "-c", config, "serve"], "demo__echo")
+served = run(["rivumi-mcp", "-c", config, "--no-daemon", "serve"], "demo__echo")
 print(f"{'call, direct':<28} {direct:8.3f} ms (median of {calls})")
 print(f"{'call, through serve':<28} {served:8.3f} ms (median of {calls})")
 print(f"{'overhead (serve - direct)':<28} {served - direct:8.3f} ms (goal: <= 2 ms)")

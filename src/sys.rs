@@ -233,7 +233,19 @@ pub(crate) fn session_members(sid: i32) -> Vec<i32> {
     if sid <= 1 || sid == own {
         return vec![];
     }
-    other_processes()
+    // Every member of a server's session descends from the server (a
+    // process joins a session only by being forked into it), and as the
+    // subreaper we inherit the orphans: walking our own descendants finds
+    // them without reading every process of the machine. Where the kernel
+    // does not list children (no CONFIG_PROC_CHILDREN), every process.
+    let candidates = match descendants() {
+        Some(pids) => pids
+            .into_iter()
+            .map(|pid| (pid, std::path::PathBuf::from(format!("/proc/{pid}"))))
+            .collect(),
+        None => other_processes(),
+    };
+    candidates
         .into_iter()
         .filter(|(_, dir)| {
             std::fs::read_to_string(dir.join("stat"))
@@ -243,6 +255,39 @@ pub(crate) fn session_members(sid: i32) -> Vec<i32> {
         })
         .map(|(pid, _)| pid)
         .collect()
+}
+
+/// The processes that descend from this one, from the `children` lists of
+/// `/proc/PID/task/TID/` (Linux); `None` when the kernel does not keep
+/// them. Bounded: at most 4,096 processes are walked.
+fn descendants() -> Option<Vec<i32>> {
+    let children = |pid: u32| -> Option<Vec<i32>> {
+        let mut out = vec![];
+        for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+            let Ok(t) = t else { continue };
+            let text = std::fs::read_to_string(t.path().join("children"));
+            match text {
+                Ok(s) => out.extend(
+                    s.split_ascii_whitespace()
+                        .filter_map(|w| w.parse::<i32>().ok()),
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return None;
+                }
+                Err(_) => {}
+            }
+        }
+        Some(out)
+    };
+    let mut found = children(std::process::id())?;
+    let mut i = 0;
+    while i < found.len() && found.len() < 4096 {
+        if let Some(more) = children(found[i] as u32) {
+            found.extend(more);
+        }
+        i += 1;
+    }
+    Some(found)
 }
 
 /// Every process but this one, with its `/proc/PID` directory (Linux;
@@ -623,6 +668,19 @@ pub(crate) fn memory_kib() -> (Option<u64>, Option<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child of ours is among our descendants (where the kernel lists
+    /// children at all).
+    #[test]
+    fn our_children_are_our_descendants() {
+        let mut child =
+            std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        if let Some(found) = descendants() {
+            assert!(found.contains(&(child.id() as i32)), "{found:?}");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {
