@@ -166,6 +166,16 @@ impl Drop for PendingCall {
     }
 }
 
+/// What the signal thread tells the journal (`sys::observe_signals`):
+/// the calls in progress before the servers are closed, the servers
+/// after.
+pub(crate) fn on_signal(signal: &'static str, closed: bool) {
+    match closed {
+        false => interrupted(signal),
+        true => closed_by_signal(signal),
+    }
+}
+
 /// Called by the signal thread as soon as a termination signal arrives:
 /// every pending call ends with an `error` event of code `interrupted`
 /// naming the signal, and no other thread writes after that.

@@ -25,7 +25,7 @@ use crate::transport::stdio::{self, StdioTransport};
 
 pub(crate) const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_REQUEST: Duration = Duration::from_secs(300);
-pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+pub(crate) use crate::transport::DEFAULT_MAX_MESSAGE;
 
 /// What the operator's options say about launching servers, built by
 /// `setup` from the command line.

@@ -38,6 +38,7 @@ mod naming;
 mod net;
 mod out;
 mod render;
+mod runner;
 mod sandbox;
 mod serve;
 mod session;
@@ -59,6 +60,7 @@ use crate::error::{Kind, Result};
 pub fn main() -> ExitCode {
     // First, before any thread exists: see sys.rs.
     sys::one_malloc_arena();
+    sys::observe_signals(journal::on_signal);
     sys::install_signal_thread();
     sys::become_subreaper();
     let argv: Vec<_> = std::env::args_os().skip(1).collect();

@@ -72,6 +72,38 @@ pub(crate) fn qualify(server: &str, tools: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `name` matches the glob `pattern`: `*` is any run of
+/// characters (none included), `?` one character, everything else itself,
+/// case-sensitively. Iterative, with one backtrack point, so a hostile
+/// pattern costs O(pattern × name) at worst.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(c) if *c == '?' || *c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

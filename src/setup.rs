@@ -70,10 +70,7 @@ fn settings(g: &cli::Global) -> launch::Settings {
     }
 }
 
-/// The process environment, the one lookup every command is given.
-pub(crate) fn lookup(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
+pub(crate) use crate::sys::lookup;
 
 /// The executor's policy from the operator's flags and environment:
 /// `--pre-tool-hook` commands first, then `RIVUMI_MCP_PRE_TOOL_HOOK`.

@@ -361,6 +361,28 @@ pub(crate) fn stdout_columns() -> Option<usize> {
 
 pub(crate) use libc::{SIGKILL, SIGTERM};
 
+/// What records a signal's effects (the journal): told of the signal
+/// before the servers are closed (`false`) and after (`true`). Set once,
+/// at start, so that this module depends on nothing above it.
+static SIGNAL_OBSERVER: std::sync::OnceLock<fn(&'static str, bool)> =
+    std::sync::OnceLock::new();
+
+/// Sets what is told of a terminating signal (see [`SIGNAL_OBSERVER`]).
+pub(crate) fn observe_signals(f: fn(&'static str, bool)) {
+    let _ = SIGNAL_OBSERVER.set(f);
+}
+
+fn observe_signal(name: &'static str, closed: bool) {
+    if let Some(f) = SIGNAL_OBSERVER.get() {
+        f(name, closed);
+    }
+}
+
+/// The process environment, the one lookup every command is given.
+pub(crate) fn lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 fn signal_set() -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill the set we own.
     unsafe {
@@ -398,7 +420,7 @@ pub(crate) fn install_signal_thread() {
                 libc::SIGTERM => "SIGTERM",
                 _ => "SIGHUP",
             };
-            crate::journal::interrupted(name);
+            observe_signal(name, false);
             // Requests in flight are cancelled on the wire first, while
             // their servers still run.
             if run_interrupt_hooks() {
@@ -423,7 +445,7 @@ pub(crate) fn install_signal_thread() {
             for &g in &groups {
                 end_session(g, Duration::from_millis(200));
             }
-            crate::journal::closed_by_signal(name);
+            observe_signal(name, true);
             let code = crate::error::Kind::Signal(sig).exit_code();
             crate::msg::error(&format!(
                 "interrupted by {name}; closed {} server(s)",

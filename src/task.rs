@@ -322,6 +322,16 @@ pub(crate) fn forget(
     }
 }
 
+/// What `task` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sub {
+    Get,
+    Wait,
+    Result,
+    Cancel,
+    List,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -179,38 +179,6 @@ pub(crate) fn require(
     .for_server(server))
 }
 
-/// Whether `name` matches the glob `pattern`: `*` is any run of
-/// characters (none included), `?` one character, everything else itself,
-/// case-sensitively. Iterative, with one backtrack point, so a hostile
-/// pattern costs O(pattern × name) at worst.
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) =
-        (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-            }
-            Some(c) if *c == '?' || *c == n[ni] => {
-                pi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
-
 /// Checks an `--approve` pattern: a qualified tool name
 /// (`mcp__SERVER__TOOL`) in which `*` and `?` may stand for characters.
 /// Anything else would never match a qualified name, and an approval that
@@ -295,16 +263,19 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match("mcp__fs__*", "mcp__fs__read_file"));
-        assert!(glob_match("mcp__fs__*", "mcp__fs__"));
-        assert!(!glob_match("mcp__fs__*", "mcp__fsx__read"));
-        assert!(glob_match("mcp__*__read_*", "mcp__a__read_x"));
-        assert!(glob_match("mcp__a__?", "mcp__a__b"));
-        assert!(!glob_match("mcp__a__?", "mcp__a__bc"));
-        assert!(glob_match("exact", "exact"));
-        assert!(!glob_match("exact", "exactly"));
-        assert!(glob_match("*a*a*a*b", &format!("{}b", "a".repeat(50))));
-        assert!(!glob_match("*a*a*a*b", &"a".repeat(5000)));
+        assert!(crate::naming::glob_match("mcp__fs__*", "mcp__fs__read_file"));
+        assert!(crate::naming::glob_match("mcp__fs__*", "mcp__fs__"));
+        assert!(!crate::naming::glob_match("mcp__fs__*", "mcp__fsx__read"));
+        assert!(crate::naming::glob_match("mcp__*__read_*", "mcp__a__read_x"));
+        assert!(crate::naming::glob_match("mcp__a__?", "mcp__a__b"));
+        assert!(!crate::naming::glob_match("mcp__a__?", "mcp__a__bc"));
+        assert!(crate::naming::glob_match("exact", "exact"));
+        assert!(!crate::naming::glob_match("exact", "exactly"));
+        assert!(crate::naming::glob_match(
+            "*a*a*a*b",
+            &format!("{}b", "a".repeat(50))
+        ));
+        assert!(!crate::naming::glob_match("*a*a*a*b", &"a".repeat(5000)));
         assert!(check_approve_pattern("mcp__sqlite__read_query").is_ok());
         assert!(check_approve_pattern("read_query").is_err());
         assert!(check_approve_pattern("mcp__").is_err());

@@ -24,7 +24,7 @@ use crate::elicit::{self, Form};
 use crate::error::{Error, Result};
 use crate::mcp::{self, Ask};
 use crate::session::{Client, ServerAsk};
-use crate::{executor, msg, term, urlcheck};
+use crate::{msg, term, urlcheck};
 use tty::{Tty, Typed};
 
 /// Held while a server's request is answered.
@@ -373,8 +373,13 @@ impl Operator {
         if timeout.is_zero() {
             return Err("the request's deadline has passed".into());
         }
-        match executor::run_bounded(argv, q.params, timeout, SAMPLING_STDOUT) {
-            executor::Ended::Done { status, stdout, stderr } => {
+        match crate::runner::run_bounded(
+            argv,
+            q.params,
+            timeout,
+            SAMPLING_STDOUT,
+        ) {
+            crate::runner::Ended::Done { status, stdout, stderr } => {
                 if !status.success() {
                     let why = String::from_utf8_lossy(&stderr);
                     return Err(format!(
@@ -387,17 +392,17 @@ impl Operator {
                 }
                 create_message_result(&stdout)
             }
-            executor::Ended::NotStarted(e) => Err(format!(
+            crate::runner::Ended::NotStarted(e) => Err(format!(
                 "the sampling command could not start: {}",
                 term::line(&e)
             )),
-            executor::Ended::TooMuch => Err(format!(
+            crate::runner::Ended::TooMuch => Err(format!(
                 "the sampling command printed more than {} KiB",
                 SAMPLING_STDOUT / 1024
             )),
-            executor::Ended::TimedOut { exited } => Err(format!(
+            crate::runner::Ended::TimedOut { exited } => Err(format!(
                 "the sampling command {}",
-                executor::timed_out(timeout, exited)
+                crate::runner::timed_out(timeout, exited)
             )),
         }
     }
@@ -646,7 +651,7 @@ fn message_note(m: &str) -> String {
 /// argument's `key=@file` (a regular file, bounded, opened without
 /// blocking, so `/dev/zero` or a FIFO is refused at once).
 fn read_answer_file(path: &str) -> std::result::Result<String, String> {
-    crate::cmd::call::read_value(path)
+    crate::config::read_value(path)
 }
 
 /// Checks a URL a server wants opened: https, or http to a loopback

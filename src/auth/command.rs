@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::pkce::Secret;
 use crate::error::{Error, Kind, Result};
-use crate::executor::{Ended, run_bounded_with, timed_out};
+use crate::runner::{Ended, run_bounded_with, timed_out};
 use crate::{journal, term};
 
 /// How long the command may take.

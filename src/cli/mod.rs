@@ -125,7 +125,7 @@ pub(crate) enum Command {
         task: crate::executor::AsTask,
     },
     Task {
-        sub: crate::cmd::task::Sub,
+        sub: crate::task::Sub,
         server: String,
         /// Every action but `list` names a task.
         id: Option<String>,

@@ -408,13 +408,12 @@ fn command(
             Command::Call { target, pairs, args, save, task }
         }
         Cmd::Task => {
-            let sub: crate::cmd::task::Sub =
-                need("get|wait|result|cancel|list")?
-                    .parse()
-                    .map_err(Error::usage)?;
+            let sub: crate::task::Sub = need("get|wait|result|cancel|list")?
+                .parse()
+                .map_err(Error::usage)?;
             let server = need("SERVER")?;
             let id = match sub {
-                crate::cmd::task::Sub::List => None,
+                crate::task::Sub::List => None,
                 _ => Some(need("TASK_ID")?),
             };
             Command::Task { sub, server, id }

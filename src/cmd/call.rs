@@ -119,7 +119,7 @@ pub(crate) fn run(
                 (s.detach(), ctx.url(&server), version)
             {
                 crate::task::remember(
-                    &crate::setup::lookup,
+                    &crate::sys::lookup,
                     &server,
                     &url,
                     &task.id,
@@ -192,8 +192,4 @@ pub(crate) fn show(
     obs.check_whole(saved).map_err(|e| e.for_server(server))
 }
 
-/// The text of `key=@file` and `key:=@file`: a regular file, bounded.
-pub(crate) fn read_value(path: &str) -> std::result::Result<String, String> {
-    crate::config::read_file(Path::new(path))
-        .map_err(|e| e.message().to_string())
-}
+pub(crate) use crate::config::read_value;

@@ -131,7 +131,7 @@ pub(crate) fn run(
         let width = out::stdout_is_tty()
             .then(|| {
                 crate::sys::stdout_columns().or_else(|| {
-                    crate::setup::lookup("COLUMNS")?.trim().parse().ok()
+                    crate::sys::lookup("COLUMNS")?.trim().parse().ok()
                 })
             })
             .flatten();
@@ -172,7 +172,7 @@ fn keep_matching(l: &mut ServerListing, pattern: &str) {
     let glob = format!("*{}*", pattern.to_lowercase());
     let hit = |s: &str| {
         let s = s.to_lowercase();
-        crate::tool::glob_match(&glob, &s)
+        crate::naming::glob_match(&glob, &s)
     };
     let server = l.name.clone();
     let keep = |item: &Value| {

@@ -19,15 +19,7 @@ use crate::mcp::tasks::{self, Task};
 use crate::session::Session;
 use crate::{journal, out, task};
 
-/// What `task` does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sub {
-    Get,
-    Wait,
-    Result,
-    Cancel,
-    List,
-}
+pub(crate) use crate::task::Sub;
 
 impl Sub {
     pub(crate) const NAMES: [&str; 5] =
@@ -97,7 +89,7 @@ pub(crate) fn run(
     id: Option<&str>,
     json: bool,
 ) -> Result<()> {
-    let lookup = &crate::setup::lookup;
+    let lookup = &crate::sys::lookup;
     let url = ctx.url(server);
     if let Some(id) = id {
         tasks::check_id(id)

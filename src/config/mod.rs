@@ -87,7 +87,7 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// Whether the tool named `name` is exposed.
     pub fn admits(&self, name: &str) -> bool {
-        let matches = |g: &String| crate::tool::glob_match(g, name);
+        let matches = |g: &String| crate::naming::glob_match(g, name);
         (self.allow.is_empty() || self.allow.iter().any(matches))
             && !self.deny.iter().any(matches)
     }
@@ -284,6 +284,11 @@ impl Config {
 /// directory, and only there (no parent search, no `.env`).
 pub fn default_path() -> PathBuf {
     PathBuf::from(".mcp.json")
+}
+
+/// The text of `key=@file` and `key:=@file`: a regular file, bounded.
+pub(crate) fn read_value(path: &str) -> std::result::Result<String, String> {
+    read_file(Path::new(path)).map_err(|e| e.message().to_string())
 }
 
 /// Reads the file: regular files only, at most [`MAX_FILE`] bytes, UTF-8.

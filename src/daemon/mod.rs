@@ -172,7 +172,7 @@ pub(crate) fn command(args: &[OsString], help: &str) -> Result<()> {
         }
     }
     msg::set_level((1 + verbose).max(0) as u8);
-    let lookup = crate::setup::lookup;
+    let lookup = crate::sys::lookup;
     match sub.as_deref() {
         Some("start") if foreground => start_foreground(idle, &lookup),
         Some("start") => start_detached(idle, verbose, &lookup),

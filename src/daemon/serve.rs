@@ -434,7 +434,7 @@ impl Launch {
             max_message: l
                 .get("max_message")
                 .and_then(Value::as_u64)
-                .map_or(crate::launch::DEFAULT_MAX_MESSAGE, |m| m as usize)
+                .map_or(crate::transport::DEFAULT_MAX_MESSAGE, |m| m as usize)
                 .clamp(1024, MAX_MESSAGE_CAP),
         })
     }

@@ -22,9 +22,7 @@ use serde_json::{Map, Value, json};
 
 pub(crate) use approval::{Asked, Asker};
 pub(crate) use bound::{DEFAULT_MAX_OUTPUT, Observation};
-pub(crate) use hooks::{
-    DEFAULT_HOOK_TIMEOUT, Ended, run_bounded, run_bounded_with, timed_out,
-};
+pub(crate) use hooks::DEFAULT_HOOK_TIMEOUT;
 
 use crate::error::{Error, Kind, Result};
 use crate::lockfile::Lock;
@@ -55,7 +53,7 @@ impl Policy {
     pub(crate) fn approving(&self, qualified: &str) -> Option<&str> {
         self.approve
             .iter()
-            .find(|p| crate::tool::glob_match(p, qualified))
+            .find(|p| crate::naming::glob_match(p, qualified))
             .map(String::as_str)
     }
 }

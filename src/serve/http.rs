@@ -76,7 +76,7 @@ pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr> {
 /// The bearer token: from `--token-env VAR`, or new.
 fn token(o: &super::Options) -> Result<(String, bool)> {
     if let Some(var) = &o.token_env {
-        let v = crate::setup::lookup(var).unwrap_or_default();
+        let v = crate::sys::lookup(var).unwrap_or_default();
         if v.len() < 16 || !v.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(Error::usage(format!(
                 "--token-env {var}: the variable must hold a token of at \

@@ -57,6 +57,9 @@ pub(crate) enum Wire {
 /// whatever the shape.
 pub(crate) const TREE_PER_MESSAGE: usize = 2;
 
+/// The largest message accepted from a server by default (`--max-message`).
+pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
+
 /// The memory one parsed message (or a list's pages) may take.
 pub(crate) fn tree_budget(max_message: usize) -> usize {
     max_message.saturating_mul(TREE_PER_MESSAGE)
