@@ -218,6 +218,10 @@ impl Reach {
     }
 }
 
+/// How long an idle pooled connection may be reused: under the 5 s
+/// keep-alive timeout of common servers (Node, uvicorn, Apache).
+const IDLE_REUSE: Duration = Duration::from_secs(3);
+
 /// An agent for requests to `url`'s origin.
 pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
     let mut config = Agent::config_builder()
@@ -225,7 +229,12 @@ pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_secs(10)))
         .user_agent(format!("rivumi-mcp/{}", env!("CARGO_PKG_VERSION")))
-        .max_response_header_size(64 * 1024);
+        .max_response_header_size(64 * 1024)
+        // A pooled connection is not reused after IDLE_REUSE: Node and
+        // uvicorn close idle keep-alive connections after 5 s, and a
+        // request written onto one as it closes is reset with nothing
+        // read (fastmcp's 5 s task poll interval hit exactly that).
+        .max_idle_age(IDLE_REUSE);
     if url.is_loopback() {
         // Loopback traffic never goes through a proxy.
         config = config.proxy(None);

@@ -1259,3 +1259,53 @@ fn a_modern_reply_carries_its_own_headers_not_the_requests() {
     assert_eq!(r.header("mcp-name"), None, "reply carried {:?}", r.headers);
     assert_eq!(r.header_all("mcp-protocol-version"), ["2026-07-28"]);
 }
+
+/// A connection idle for longer than common servers keep it open (5 s
+/// for Node and uvicorn) is not written on again: a server that closes
+/// it as the request arrives would reset a call nothing can retry. Here
+/// the fixture drops, unanswered, any request on a connection idle for
+/// 3.5 s; the second line of a batch comes 4 s after the first.
+#[test]
+fn an_idle_connection_is_not_reused_after_servers_close_theirs() {
+    let script = McpScript::new();
+    let fx = HttpFixture::start(move |req, conn| {
+        let idle = conn
+            .requests()
+            .iter()
+            .filter(|r| r.conn == req.conn && r.at < req.at)
+            .filter_map(|r| r.done)
+            .max()
+            .map(|done| req.at.saturating_duration_since(done));
+        if idle.is_some_and(|d| d >= Duration::from_millis(3500)) {
+            conn.close();
+            return;
+        }
+        script.handle(req, conn);
+    });
+    let dir = setup("http_idle_reuse", &fx.url());
+    let mut child = cmd(&dir, &["batch"]).spawn();
+    let mut stdin = child.stdin.take().unwrap();
+    let line = |text: &str| {
+        format!(
+            "{{\"tool\":\"mcp__web__echo\",\"arguments\":{{\"text\":\"{text}\"}}}}\n"
+        )
+    };
+    std::io::Write::write_all(&mut stdin, line("a").as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    std::io::Write::write_all(&mut stdin, line("b").as_bytes()).unwrap();
+    drop(stdin);
+    let out = crate::util::wait_with_timeout(child, &cmd(&dir, &["batch"]));
+    assert_eq!(out.code, Some(0), "{out:?}\n{}", fx.summary());
+    let texts: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(texts, ["a", "b"], "{out:?}");
+}
