@@ -10,6 +10,8 @@
 //!   file, socket, process, thread, clock or environment.
 //! - Nothing below `cmd/` imports `cli` (only `cli/`, `cmd/`, `lib.rs` and
 //!   `setup.rs` do).
+//! - No production function is over 120 lines without a
+//!   `// Long on purpose:` reason above it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
