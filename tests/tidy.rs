@@ -365,96 +365,93 @@ fn declared_fn(line: &str) -> Option<&str> {
 fn code_only(text: &str) -> String {
     let b: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let blank = |out: &mut String, c: char| {
-        out.push(if c == '\n' { '\n' } else { ' ' });
-    };
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        let next = b.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < b.len() && b[i] != '\n' {
-                i += 1;
-                out.push(' ');
-            }
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-            }
-        } else if (c == 'r' || c == 'b' && next == Some('r'))
-            && !i.checked_sub(1).is_some_and(|p| ident(b[p]))
-            && {
-                let s = if c == 'b' { i + 2 } else { i + 1 };
-                let h = b[s..].iter().take_while(|&&x| x == '#').count();
-                b.get(s + h) == Some(&'"')
-            }
-        {
-            // A raw string: r"…", r#"…"#, br"…".
-            let s = if c == 'b' { i + 2 } else { i + 1 };
-            let hashes = b[s..].iter().take_while(|&&x| x == '#').count();
-            let close: Vec<char> = std::iter::once('"')
-                .chain(std::iter::repeat_n('#', hashes))
-                .collect();
-            let mut j = s + hashes + 1;
-            while j < b.len() && !b[j..].starts_with(&close) {
-                j += 1;
-            }
-            j = (j + close.len()).min(b.len());
-            for &x in &b[i..j] {
-                blank(&mut out, x);
-            }
-            i = j;
-        } else if c == '"' {
-            let mut j = i + 1;
-            while j < b.len() && b[j] != '"' {
-                j += if b[j] == '\\' { 2 } else { 1 };
-            }
-            j = (j + 1).min(b.len());
-            for &x in &b[i..j] {
-                blank(&mut out, x);
-            }
-            i = j;
-        } else if c == '\'' {
-            // A character literal ('x', '\n', '\u{7f}') or a lifetime.
-            let end = if next == Some('\\') {
-                b[i + 2..].iter().position(|&x| x == '\'').map(|p| i + 3 + p)
-            } else if b.get(i + 2) == Some(&'\'') {
-                Some(i + 3)
-            } else {
-                None
-            };
-            match end {
-                Some(j) => {
-                    out.extend(std::iter::repeat_n(' ', j - i));
-                    i = j;
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        } else {
-            out.push(c);
+        let end = match (b[i], b.get(i + 1).copied()) {
+            ('/', Some('/')) => b[i..]
+                .iter()
+                .position(|&x| x == '\n')
+                .map_or(b.len(), |p| i + p),
+            ('/', Some('*')) => block_comment_end(&b, i),
+            ('"', _) => string_end(&b, i),
+            ('\'', _) => char_end(&b, i).unwrap_or(i),
+            _ => raw_string_end(&b, i).unwrap_or(i),
+        };
+        if end == i {
+            out.push(b[i]);
             i += 1;
+            continue;
         }
+        for &x in &b[i..end] {
+            out.push(if x == '\n' { '\n' } else { ' ' });
+        }
+        i = end;
     }
     out
+}
+
+/// One past the end of the (nested) block comment that starts at `i`.
+fn block_comment_end(b: &[char], mut i: usize) -> usize {
+    let mut depth = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            ('/', Some('*')) => (depth, i) = (depth + 1, i + 2),
+            ('*', Some('/')) => {
+                (depth, i) = (depth - 1, i + 2);
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// One past the end of the string literal whose `"` is at `i`.
+fn string_end(b: &[char], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < b.len() && b[j] != '"' {
+        j += if b[j] == '\\' { 2 } else { 1 };
+    }
+    (j + 1).min(b.len())
+}
+
+/// One past the end of the character literal (`'x'`, `'\n'`,
+/// `'\u{7f}'`) whose `'` is at `i`; `None` for a lifetime.
+fn char_end(b: &[char], i: usize) -> Option<usize> {
+    if b.get(i + 1) == Some(&'\\') {
+        // The escaped character is at i + 2: the closing quote is after.
+        let rest = b.get(i + 3..)?;
+        rest.iter().position(|&x| x == '\'').map(|p| i + 4 + p)
+    } else {
+        (b.get(i + 2) == Some(&'\'')).then_some(i + 3)
+    }
+}
+
+/// One past the end of the raw string (`r"…"`, `r#"…"#`, `br"…"`) that
+/// starts at `i`, if one does.
+fn raw_string_end(b: &[char], i: usize) -> Option<usize> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if i > 0 && ident(b[i - 1]) {
+        return None;
+    }
+    let s = match (b[i], b.get(i + 1)) {
+        ('r', _) => i + 1,
+        ('b', Some('r')) => i + 2,
+        _ => return None,
+    };
+    let hashes = b[s..].iter().take_while(|&&x| x == '#').count();
+    if b.get(s + hashes) != Some(&'"') {
+        return None;
+    }
+    let close: Vec<char> =
+        std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+    let mut j = s + hashes + 1;
+    while j < b.len() && !b[j..].starts_with(&close) {
+        j += 1;
+    }
+    Some((j + close.len()).min(b.len()))
 }
 
 /// The functions of `text`'s production part: name, first line (1-based)
@@ -528,8 +525,8 @@ fn planted_long_function_is_found() {
     assert!(long_functions(&fits).is_empty());
     // Braces in strings, characters and comments are not the code's.
     let tricky = format!(
-        "//! x\nfn tricky<'a>(s: &'a str) {{\n    let _ = \"}}\";\n    \
-         let _ = '}}';\n    let _ = r#\"}}\"\"#; // }}\n    /* }} */\n{}}}\n",
+        "//! x\nfn tricky<'a>(s: &'a str, b: [u8; 4]) {{\n    let _ = \"}}\";\n    \
+         let _ = ('}}', '\\'', '\\u{{7f}}');\n    let _ = r#\"}}\"\"#; // }}\n    /* }} */\n{}}}\n",
         body(116)
     );
     assert_eq!(long_functions(&tricky), [("tricky".to_owned(), 2, 122)]);
