@@ -10,6 +10,8 @@
 //!   file, socket, process, thread, clock or environment.
 //! - Nothing below `cmd/` imports `cli` (only `cli/`, `cmd/`, `lib.rs` and
 //!   `setup.rs` do).
+//! - No production function is over 120 lines without a
+//!   `// Long on purpose:` reason above it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -323,4 +325,256 @@ fn nothing_below_cmd_imports_cli() {
         }
     }
     assert!(bad.is_empty(), "cli imported below cmd/:\n{}", bad.join("\n"));
+}
+
+// No production function over 120 lines without a written reason.
+// (Appended in one block by the `func` branch.)
+
+/// The longest a production function may be, in lines from its `fn` line
+/// to its closing brace, without a `// Long on purpose:` comment above it.
+const MAX_FN_LINES: usize = 120;
+
+/// The comment that lets a function be longer, with its reason after it.
+const LONG_ON_PURPOSE: &str = "// Long on purpose:";
+
+/// The name of the function a line declares, if it does: `fn name` after
+/// nothing but qualifiers (`pub`, `pub(crate)`, `const`, `unsafe`,
+/// `async`, `extern "C"`).
+fn declared_fn(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    loop {
+        let word = rest.split(|c: char| c.is_whitespace()).next()?;
+        if word == "fn" {
+            let name = rest[2..].trim_start();
+            let end = name
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(name.len());
+            return (end > 0).then(|| &name[..end]);
+        }
+        let qualifier = word.starts_with("pub")
+            || ["const", "unsafe", "async", "extern", "\"C\""].contains(&word);
+        if !qualifier {
+            return None;
+        }
+        rest = rest[word.len()..].trim_start();
+    }
+}
+
+/// `text` with comments, string and character literals blanked out
+/// (newlines kept), so that the braces left are the code's own.
+fn code_only(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let end = match (b[i], b.get(i + 1).copied()) {
+            ('/', Some('/')) => b[i..]
+                .iter()
+                .position(|&x| x == '\n')
+                .map_or(b.len(), |p| i + p),
+            ('/', Some('*')) => block_comment_end(&b, i),
+            ('"', _) => string_end(&b, i),
+            ('\'', _) => char_end(&b, i).unwrap_or(i),
+            _ => raw_string_end(&b, i).unwrap_or(i),
+        };
+        if end == i {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        for &x in &b[i..end] {
+            out.push(if x == '\n' { '\n' } else { ' ' });
+        }
+        i = end;
+    }
+    out
+}
+
+/// One past the end of the (nested) block comment that starts at `i`.
+fn block_comment_end(b: &[char], mut i: usize) -> usize {
+    let mut depth = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            ('/', Some('*')) => (depth, i) = (depth + 1, i + 2),
+            ('*', Some('/')) => {
+                (depth, i) = (depth - 1, i + 2);
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// One past the end of the string literal whose `"` is at `i`.
+fn string_end(b: &[char], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < b.len() && b[j] != '"' {
+        j += if b[j] == '\\' { 2 } else { 1 };
+    }
+    (j + 1).min(b.len())
+}
+
+/// One past the end of the character literal (`'x'`, `'\n'`,
+/// `'\u{7f}'`) whose `'` is at `i`; `None` for a lifetime.
+fn char_end(b: &[char], i: usize) -> Option<usize> {
+    if b.get(i + 1) == Some(&'\\') {
+        // The escaped character is at i + 2: the closing quote is after.
+        let rest = b.get(i + 3..)?;
+        rest.iter().position(|&x| x == '\'').map(|p| i + 4 + p)
+    } else {
+        (b.get(i + 2) == Some(&'\'')).then_some(i + 3)
+    }
+}
+
+/// One past the end of the raw string (`r"…"`, `r#"…"#`, `br"…"`) that
+/// starts at `i`, if one does.
+fn raw_string_end(b: &[char], i: usize) -> Option<usize> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if i > 0 && ident(b[i - 1]) {
+        return None;
+    }
+    let s = match (b[i], b.get(i + 1)) {
+        ('r', _) => i + 1,
+        ('b', Some('r')) => i + 2,
+        _ => return None,
+    };
+    let hashes = b[s..].iter().take_while(|&&x| x == '#').count();
+    if b.get(s + hashes) != Some(&'"') {
+        return None;
+    }
+    let close: Vec<char> =
+        std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+    let mut j = s + hashes + 1;
+    while j < b.len() && !b[j..].starts_with(&close) {
+        j += 1;
+    }
+    Some((j + close.len()).min(b.len()))
+}
+
+/// The functions of `text`'s production part: name, first line (1-based)
+/// and length in lines from the `fn` line to its closing brace.
+/// Declarations without a body (`fn f();` in a trait) are not functions.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let code = code_only(production(text));
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = vec![];
+    for (n, line) in lines.iter().enumerate() {
+        let Some(name) = declared_fn(line) else { continue };
+        let mut depth = 0usize;
+        let mut opened = false;
+        let mut in_sig = 0isize; // parentheses, brackets, angles in the signature
+        'scan: for (m, l) in lines.iter().enumerate().skip(n) {
+            let from = if m == n { l.find("fn").unwrap_or(0) } else { 0 };
+            for ch in l[from..].chars() {
+                match ch {
+                    '(' | '[' if !opened => in_sig += 1,
+                    ')' | ']' if !opened => in_sig -= 1,
+                    ';' if !opened && in_sig == 0 => break 'scan,
+                    '{' => {
+                        opened = true;
+                        depth += 1;
+                    }
+                    '}' if opened => {
+                        depth -= 1;
+                        if depth == 0 {
+                            found.push((name.to_owned(), n + 1, m - n + 1));
+                            break 'scan;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether the comment block, doc comment and attributes right above line
+/// `at` (0-based) of `text` hold the `// Long on purpose:` comment.
+fn long_on_purpose(text: &str, at: usize) -> bool {
+    let lines: Vec<&str> = text.lines().take(at).collect();
+    lines
+        .into_iter()
+        .rev()
+        .map(str::trim)
+        .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+        .any(|l| l.starts_with(LONG_ON_PURPOSE))
+}
+
+/// The functions of `text` over `MAX_FN_LINES` without a reason: name,
+/// line, length.
+fn long_functions(text: &str) -> Vec<(String, usize, usize)> {
+    functions(text)
+        .into_iter()
+        .filter(|(_, at, len)| {
+            *len > MAX_FN_LINES && !long_on_purpose(text, at - 1)
+        })
+        .collect()
+}
+
+#[test]
+fn planted_long_function_is_found() {
+    let body = |n: usize| "    x += 1;\n".repeat(n);
+    // 119 body lines plus the `fn` line and the closing brace: 121.
+    let long = format!("//! x\n/// Doc.\nfn long() {{\n{}}}\n", body(119));
+    assert_eq!(long_functions(&long), [("long".to_owned(), 3, 121)]);
+    let fits = format!("//! x\npub(crate) fn fits() {{\n{}}}\n", body(118));
+    assert!(long_functions(&fits).is_empty());
+    // Braces in strings, characters and comments are not the code's.
+    let tricky = format!(
+        "//! x\nfn tricky<'a>(s: &'a str, b: [u8; 4]) {{\n    let _ = \"}}\";\n    \
+         let _ = ('}}', '\\'', '\\u{{7f}}');\n    let _ = r#\"}}\"\"#; // }}\n    /* }} */\n{}}}\n",
+        body(116)
+    );
+    assert_eq!(long_functions(&tricky), [("tricky".to_owned(), 2, 122)]);
+    // A reason above it (doc and attributes may sit between) lets it be.
+    let kept = format!(
+        "//! x\n// Long on purpose: one arm per command.\n/// Doc.\n\
+         #[allow(dead_code)]\nfn kept() {{\n{}}}\n",
+        body(130)
+    );
+    assert!(long_functions(&kept).is_empty());
+    // A reason further up, for another item, does not.
+    let far = format!(
+        "//! x\n// Long on purpose: x.\nconst A: u8 = 1;\nfn far() {{\n{}}}\n",
+        body(130)
+    );
+    assert_eq!(long_functions(&far).len(), 1);
+    // Nested functions are measured too; bodiless declarations are not;
+    // a test module may be long.
+    let nested = format!(
+        "//! x\ntrait T {{ fn f(&self); }}\nfn outer() {{\n    fn inner() {{\n{}    }}\n}}\n\
+         #[cfg(test)]\nmod tests {{\n    fn t() {{\n{}    }}\n}}\n",
+        body(125),
+        body(200)
+    );
+    let names: Vec<_> =
+        long_functions(&nested).into_iter().map(|f| f.0).collect();
+    assert_eq!(names, ["outer", "inner"]);
+}
+
+#[test]
+fn no_long_function_without_a_reason() {
+    let r = root();
+    let mut bad = vec![];
+    for dir in ["src", "crates/proto/src"] {
+        for f in rust_files(&r.join(dir)) {
+            let text = fs::read_to_string(&f).unwrap();
+            for (name, line, len) in long_functions(&text) {
+                bad.push(format!(
+                    "{}:{line}: {name} ({len} lines)",
+                    relative(&f)
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "functions over {MAX_FN_LINES} lines: split them by concern, or write \
+         the reason above them as `{LONG_ON_PURPOSE} ...`:\n{}",
+        bad.join("\n")
+    );
 }

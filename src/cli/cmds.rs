@@ -308,9 +308,9 @@ impl Cmd {
         }
     }
 
-    /// Everything of the command's help but its options. Longer than a
-    /// function should be, on purpose: it is a table, one arm of text per
-    /// command, and splitting it would scatter the help it holds.
+    // Long on purpose: a table, one arm of text per command; splitting it
+    // would scatter the help it holds.
+    /// Everything of the command's help but its options.
     pub(crate) fn doc(self) -> Doc {
         match self {
             Cmd::CheckConfig => Doc {

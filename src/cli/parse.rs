@@ -357,92 +357,52 @@ fn command(
     own: &mut Own,
     adhoc: Option<String>,
 ) -> Result<Command> {
-    // `call --http URL TOOL k=v`: with an ad-hoc server, a first word
-    // that is not its name and is followed by no word or by an argument
-    // is the tool (a word that is not an argument names the server).
-    let adhoc_tool = match (&adhoc, words.first(), words.get(1)) {
-        (Some(name), Some(first), next) => {
-            first != name
-                && !first.starts_with("mcp__")
-                && next.is_none_or(|w| w.contains('='))
-        }
-        _ => false,
-    };
-    let mut words = words.into_iter();
-    let mut need = |what: &str| {
-        words.next().ok_or_else(|| {
-            Error::usage(format!(
-                "missing argument {what}; try 'rivumi-mcp {command} --help'"
-            ))
-        })
-    };
+    let mut ops = Operands { command, words: words.into_iter() };
     let format = own.format.unwrap_or(Format::Human);
     let cmd = match command {
         Cmd::CheckConfig => Command::CheckConfig { format },
-        Cmd::Lock => Command::Lock {
-            servers: words.by_ref().collect(),
-            check: own.check,
-            format,
-        },
-        Cmd::List => {
-            Command::List { servers: words.by_ref().collect(), show: own.show }
+        Cmd::Lock => {
+            Command::Lock { servers: ops.rest(), check: own.check, format }
         }
-        Cmd::Call => {
-            let first = need("TOOL")?;
-            let target = if first.starts_with("mcp__") {
-                Target::Qualified(first)
-            } else if let Some(server) = adhoc.filter(|_| adhoc_tool) {
-                Target::Split { server, tool: first }
-            } else {
-                let tool = need("TOOL (after the server name)")?;
-                Target::Split { server: first, tool }
-            };
-            let pairs =
-                pairs(words.by_ref().collect(), "key=value or key:=json")?;
-            let (args, save) = (own.args_json.take(), own.save.take());
-            let task = match (own.task, own.detach) {
-                (_, true) => AsTask::Detach,
-                (true, false) => AsTask::Wait,
-                (false, false) => AsTask::No,
-            };
-            Command::Call { target, pairs, args, save, task }
-        }
+        Cmd::List => Command::List { servers: ops.rest(), show: own.show },
+        Cmd::Call => call(&mut ops, own, adhoc)?,
         Cmd::Task => {
-            let sub: crate::task::Sub = need("get|wait|result|cancel|list")?
+            let sub: crate::task::Sub = ops
+                .need("get|wait|result|cancel|list")?
                 .parse()
                 .map_err(Error::usage)?;
-            let server = need("SERVER")?;
+            let server = ops.need("SERVER")?;
             let id = match sub {
                 crate::task::Sub::List => None,
-                _ => Some(need("TASK_ID")?),
+                _ => Some(ops.need("TASK_ID")?),
             };
             Command::Task { sub, server, id }
         }
-        Cmd::Skills => Command::Skills { servers: words.by_ref().collect() },
+        Cmd::Skills => Command::Skills { servers: ops.rest() },
         Cmd::Skill => {
-            let sub = need("get")?;
+            let sub = ops.need("get")?;
             if sub != "get" {
                 return Err(Error::usage(format!(
                     "unknown skill action '{sub}' (one of: get)"
                 )));
             }
             Command::Skill {
-                server: need("SERVER")?,
-                name: need("NAME")?,
+                server: ops.need("SERVER")?,
+                name: ops.need("NAME")?,
                 save: own.save.take(),
             }
         }
-        Cmd::Resources => Command::Resources { server: need("SERVER")? },
+        Cmd::Resources => Command::Resources { server: ops.need("SERVER")? },
         Cmd::Read => Command::Read {
-            server: need("SERVER")?,
-            uri: need("URI")?,
+            server: ops.need("SERVER")?,
+            uri: ops.need("URI")?,
             save: own.save.take(),
         },
-        Cmd::Prompts => Command::Prompts { server: need("SERVER")? },
+        Cmd::Prompts => Command::Prompts { server: ops.need("SERVER")? },
         Cmd::Prompt => {
-            let server = need("SERVER")?;
-            let name = need("NAME")?;
-            let pairs = pairs(words.by_ref().collect(), "key=value")?;
+            let server = ops.need("SERVER")?;
+            let name = ops.need("NAME")?;
+            let pairs = pairs(ops.rest(), "key=value")?;
             Command::Prompt { server, name, pairs }
         }
         Cmd::Batch => Command::Batch,
@@ -455,16 +415,16 @@ fn command(
             ));
         }
         Cmd::Login => Command::Login {
-            server: need("SERVER")?,
+            server: ops.need("SERVER")?,
             no_browser: own.no_browser,
             refresh: own.refresh,
             device: own.device,
         },
-        Cmd::Logout => Command::Logout { server: need("SERVER")? },
-        Cmd::Discover => Command::Discover { server: need("SERVER")? },
+        Cmd::Logout => Command::Logout { server: ops.need("SERVER")? },
+        Cmd::Discover => Command::Discover { server: ops.need("SERVER")? },
         Cmd::Status => Command::Status,
         Cmd::Completions => {
-            let word = need("SHELL (bash, zsh or fish)")?;
+            let word = ops.need("SHELL (bash, zsh or fish)")?;
             let shell = Shell::from_str(&word).map_err(|e| {
                 Error::usage(format!(
                     "{e} [pick from: {}]",
@@ -478,12 +438,73 @@ fn command(
         Cmd::Serve => Command::Serve(Box::new(std::mem::take(&mut own.serve))),
         Cmd::Help => unreachable!("help is answered before the command"),
     };
-    if let Some(extra) = words.next() {
+    if let Some(extra) = ops.words.next() {
         return Err(Error::usage(format!(
             "unexpected argument '{extra}' for '{command}'"
         )));
     }
     Ok(cmd)
+}
+
+/// `call`'s operands: the tool (qualified, or after its server) and
+/// its `key=value` arguments.
+fn call(
+    ops: &mut Operands,
+    own: &mut Own,
+    adhoc: Option<String>,
+) -> Result<Command> {
+    // `call --http URL TOOL k=v`: with an ad-hoc server, a first word
+    // that is not its name and is followed by no word or by an argument
+    // is the tool (a word that is not an argument names the server).
+    let words = ops.words.as_slice();
+    let adhoc_tool = match (&adhoc, words.first(), words.get(1)) {
+        (Some(name), Some(first), next) => {
+            first != name
+                && !first.starts_with("mcp__")
+                && next.is_none_or(|w| w.contains('='))
+        }
+        _ => false,
+    };
+    let first = ops.need("TOOL")?;
+    let target = if first.starts_with("mcp__") {
+        Target::Qualified(first)
+    } else if let Some(server) = adhoc.filter(|_| adhoc_tool) {
+        Target::Split { server, tool: first }
+    } else {
+        let tool = ops.need("TOOL (after the server name)")?;
+        Target::Split { server: first, tool }
+    };
+    let pairs = pairs(ops.rest(), "key=value or key:=json")?;
+    let (args, save) = (own.args_json.take(), own.save.take());
+    let task = match (own.task, own.detach) {
+        (_, true) => AsTask::Detach,
+        (true, false) => AsTask::Wait,
+        (false, false) => AsTask::No,
+    };
+    Ok(Command::Call { target, pairs, args, save, task })
+}
+
+/// A command's operands, taken in order.
+struct Operands {
+    command: Cmd,
+    words: std::vec::IntoIter<String>,
+}
+
+impl Operands {
+    /// The next operand; `what` names it when it is missing.
+    fn need(&mut self, what: &str) -> Result<String> {
+        self.words.next().ok_or_else(|| {
+            Error::usage(format!(
+                "missing argument {what}; try 'rivumi-mcp {} --help'",
+                self.command
+            ))
+        })
+    }
+
+    /// The operands left.
+    fn rest(&mut self) -> Vec<String> {
+        self.words.by_ref().collect()
+    }
 }
 
 /// `key=value` words: each must hold a `=`.

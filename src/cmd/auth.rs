@@ -169,6 +169,21 @@ fn no_authorization(
     ))
 }
 
+/// What `discover` found of an HTTP server that asks for authorization.
+struct Found {
+    /// The status of the unauthenticated request.
+    status: u16,
+    /// The challenges of its answer.
+    challenges: Vec<www_auth::Challenge>,
+    /// The protected resource's metadata.
+    res: discovery::Resource,
+    /// Each authorization server the metadata names: its metadata, or
+    /// why there is none.
+    servers: Vec<(String, Result<discovery::AuthServer>)>,
+    /// The `oauth` block to start from.
+    suggested: Value,
+}
+
 /// `rivumi-mcp discover SERVER`: read-only; prints what an operator needs
 /// to write the `oauth` block.
 pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
@@ -194,6 +209,23 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
         }
         Err(e) => return Err(e.for_server(server)),
     };
+    let servers = auth_servers(&res, &reach, &d);
+    let suggested =
+        suggested_oauth(challenge_scope.as_deref(), &res, &servers);
+    let found = Found { status, challenges, res, servers, suggested };
+    if json {
+        return out::json(&found_json(server, h, &found));
+    }
+    out::print(&found_text(server, h, &found))
+}
+
+/// The metadata of each authorization server `res` names, or why there
+/// is none.
+fn auth_servers(
+    res: &discovery::Resource,
+    reach: &crate::net::Reach,
+    d: &Deadline,
+) -> Vec<(String, Result<discovery::AuthServer>)> {
     let mut servers = vec![];
     for iss in &res.authorization_servers {
         let r = Url::parse(iss)
@@ -203,10 +235,20 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
                     term::line(iss)
                 ))
             })
-            .and_then(|u| discovery::auth_server(&u, &reach, &d));
+            .and_then(|u| discovery::auth_server(&u, reach, d));
         servers.push((iss.clone(), r));
     }
-    let scopes: Vec<String> = match &challenge_scope {
+    servers
+}
+
+/// The `oauth` block `discover` suggests: the challenge's scopes (else
+/// the resource's) and the first authorization server that answered.
+fn suggested_oauth(
+    challenge_scope: Option<&str>,
+    res: &discovery::Resource,
+    servers: &[(String, Result<discovery::AuthServer>)],
+) -> Value {
+    let scopes: Vec<String> = match challenge_scope {
         Some(s) => s
             .split(' ')
             .filter(|x| !x.is_empty())
@@ -215,37 +257,46 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
         None => res.scopes_supported.clone(),
     };
     let first_ok = servers.iter().find_map(|(_, r)| r.as_ref().ok());
-    let suggested = json!({
+    json!({
         "client_id": "<the client id registered for rivumi-mcp>",
         "authorization_server": first_ok.map(|a| a.published_issuer.clone()),
         "scopes": scopes,
         "redirect_port": 8976,
-    });
-    if json {
-        let as_json: Vec<Value> = servers
-            .iter()
-            .map(|(iss, r)| match r {
-                Ok(a) => json!({"issuer": iss, "ok": true, "source": a.source, "metadata": a.document}),
-                Err(e) => json!({"issuer": iss, "ok": false, "error": e.to_string()}),
-            })
-            .collect();
-        return out::json(&json!({
-            "server": server, "url": h.url.to_string(), "status": status,
-            "challenges": challenges.iter().map(|c| json!({"scheme": c.scheme,
-                "params": c.params.iter().map(|(k, v)| (k.clone(), json!(v)))
-                    .collect::<serde_json::Map<_, _>>()}))
-                .collect::<Vec<_>>(),
-            "resource_metadata": {"source": res.source, "document": res.document},
-            "authorization_servers": as_json,
-            "suggested_oauth": suggested,
-        }));
-    }
+    })
+}
+
+/// `discover --json`.
+fn found_json(server: &str, h: &Http, f: &Found) -> Value {
+    let as_json: Vec<Value> = f
+        .servers
+        .iter()
+        .map(|(iss, r)| match r {
+            Ok(a) => json!({"issuer": iss, "ok": true, "source": a.source, "metadata": a.document}),
+            Err(e) => json!({"issuer": iss, "ok": false, "error": e.to_string()}),
+        })
+        .collect();
+    json!({
+        "server": server, "url": h.url.to_string(), "status": f.status,
+        "challenges": f.challenges.iter().map(|c| json!({"scheme": c.scheme,
+            "params": c.params.iter().map(|(k, v)| (k.clone(), json!(v)))
+                .collect::<serde_json::Map<_, _>>()}))
+            .collect::<Vec<_>>(),
+        "resource_metadata": {"source": f.res.source, "document": f.res.document},
+        "authorization_servers": as_json,
+        "suggested_oauth": f.suggested,
+    })
+}
+
+/// `discover` for a person: the probe, the resource's metadata, each
+/// authorization server's, and the suggested block.
+fn found_text(server: &str, h: &Http, f: &Found) -> String {
+    let res = &f.res;
     let mut t = format!("server '{server}' ({})\n", h.url);
-    t.push_str(&format!("  unauthenticated request: HTTP {status}\n"));
-    if !challenges.is_empty() {
+    t.push_str(&format!("  unauthenticated request: HTTP {}\n", f.status));
+    if !f.challenges.is_empty() {
         t.push_str(&format!(
             "  challenge: {}\n",
-            www_auth::describe(&challenges)
+            www_auth::describe(&f.challenges)
         ));
     }
     t.push_str(&format!(
@@ -263,7 +314,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
             out::shown(&res.scopes_supported.join(" "))
         ));
     }
-    for (iss, r) in &servers {
+    for (iss, r) in &f.servers {
         match r {
             Ok(a) => {
                 t.push_str(&format!(
@@ -271,33 +322,7 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
                     out::shown(iss),
                     out::shown(&a.source)
                 ));
-                for k in [
-                    "authorization_endpoint",
-                    "token_endpoint",
-                    "registration_endpoint",
-                    "code_challenge_methods_supported",
-                    "token_endpoint_auth_methods_supported",
-                    "scopes_supported",
-                    "authorization_response_iss_parameter_supported",
-                    "client_id_metadata_document_supported",
-                ] {
-                    if let Some(v) = a.document.get(k) {
-                        let v = match v {
-                            Value::String(s) => s.clone(),
-                            Value::Array(a) => a
-                                .iter()
-                                .map(|x| {
-                                    x.as_str()
-                                        .map(str::to_string)
-                                        .unwrap_or_else(|| x.to_string())
-                                })
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                            other => other.to_string(),
-                        };
-                        t.push_str(&format!("    {k}: {}\n", out::shown(&v)));
-                    }
-                }
+                t.push_str(&metadata_lines(&a.document));
             }
             Err(e) => t.push_str(&format!(
                 "  authorization server {}: {}\n",
@@ -308,11 +333,44 @@ pub(crate) fn discover(ctx: &Context, server: &str, json: bool) -> Result<()> {
     }
     t.push_str("  suggested \"oauth\" block (fill in client_id; redirect_port only if your registration needs a fixed one):\n");
     for l in
-        serde_json::to_string_pretty(&suggested).unwrap_or_default().lines()
+        serde_json::to_string_pretty(&f.suggested).unwrap_or_default().lines()
     {
         t.push_str(&format!("    {}\n", out::shown(l)));
     }
-    out::print(&t)
+    t
+}
+
+/// The lines of an authorization server's metadata an operator needs.
+fn metadata_lines(document: &Value) -> String {
+    let mut t = String::new();
+    for k in [
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "code_challenge_methods_supported",
+        "token_endpoint_auth_methods_supported",
+        "scopes_supported",
+        "authorization_response_iss_parameter_supported",
+        "client_id_metadata_document_supported",
+    ] {
+        if let Some(v) = document.get(k) {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| x.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                other => other.to_string(),
+            };
+            t.push_str(&format!("    {k}: {}\n", out::shown(&v)));
+        }
+    }
+    t
 }
 
 /// How a server's credential is obtained and presented (names only): the

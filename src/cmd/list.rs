@@ -258,117 +258,27 @@ fn mark(
 const TWICE: &str = "[listed twice, differently: not callable] ";
 
 fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
-    let marked = |kind, def: &Value| {
-        format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
-    };
-    let mut text = String::new();
-    let info = crate::mcp::bounded_server_info(&l.info);
-    let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
-    let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
-    // An empty version is left out, not shown as a double space.
-    let sver = match sver.trim() {
-        "" => String::new(),
-        v => format!(" {}", out::shown(v)),
-    };
-    text.push_str(&format!(
-        "{}: {}{sver} (protocol {})\n",
-        l.name,
-        out::shown(sname),
-        l.protocol
-    ));
-    let mut rows: Vec<Vec<String>> = vec![];
+    let mut text = heading(l);
     if let (true, Some(t)) = (show.tools, &l.tools) {
-        let tools = tools(&l.name, &t.items);
-        for tool in &tools {
-            let twice = if tool.listed_twice { TWICE } else { "" };
-            rows.push(vec![
-                format!("  {}", tool.qualified),
-                tool.class.label().to_string(),
-                out::shown(&format!(
-                    "{twice}{}",
-                    marked(ItemKind::Tool, &tool.def)
-                ))
-                .into_owned(),
-            ]);
-        }
-        // Under each tool its parameters and, when the qualified name
-        // had to be rewritten, the name the server gave it; outside the
-        // table so that they do not widen its columns.
-        let table = out::table(&std::mem::take(&mut rows));
-        for (line, tool) in table.lines().zip(&tools) {
-            text.push_str(line);
-            text.push('\n');
-            text.push_str(&details(&l.name, tool));
-        }
-        if t.items.is_empty() {
-            text.push_str("  (no tools)\n");
-        }
+        text.push_str(&tool_lines(l, &t.items, lock));
     }
-    let field = |v: &Value, k: &str| {
-        out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?"))
-            .into_owned()
-    };
-    if let (true, Some(r)) = (show.resources, &l.resources) {
-        for item in &r.items {
-            rows.push(vec![
-                format!("  resource {}", field(item, "uri")),
-                item.get("mimeType")
-                    .and_then(Value::as_str)
-                    .map(|m| out::shown(m).into_owned())
-                    .unwrap_or_default(),
-                name_of(item),
-                out::shown(&marked(ItemKind::Resource, item)).into_owned(),
-            ]);
-        }
-        for item in l.templates.iter().flat_map(|t| &t.items) {
-            rows.push(vec![
-                format!("  template {}", field(item, "uriTemplate")),
-                String::new(),
-                name_of(item),
-                out::shown(&marked(ItemKind::Template, item)).into_owned(),
-            ]);
-        }
+    if let (true, Some(_)) = (show.resources, &l.resources) {
+        let rows = resource_rows(l, lock);
         let none = |x: &Option<crate::session::Listing>| {
             x.as_ref().is_none_or(|x| x.items.is_empty())
         };
         if none(&l.resources) && none(&l.templates) {
             text.push_str("  (no resources)\n");
         }
+        text.push_str(&out::table(&rows));
     }
-    text.push_str(&out::table(&std::mem::take(&mut rows)));
     if let (true, Some(p)) = (show.prompts, &l.prompts) {
-        for item in &p.items {
-            let args: Vec<String> = item
-                .get("arguments")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| {
-                            let n = x.get("name")?.as_str()?;
-                            let req =
-                                x.get("required") == Some(&Value::Bool(true));
-                            Some(if req {
-                                n.to_string()
-                            } else {
-                                format!("[{n}]")
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            rows.push(vec![
-                format!("  prompt {}", field(item, "name")),
-                out::shown(&args.join(" ")).into_owned(),
-                out::shown(&marked(ItemKind::Prompt, item)).into_owned(),
-            ]);
+        let rows = prompt_rows(l, &p.items, lock);
+        if p.items.is_empty() {
+            text.push_str("  (no prompts)\n");
         }
+        text.push_str(&out::table(&rows));
     }
-    if let (true, Some(p)) = (show.prompts, &l.prompts)
-        && p.items.is_empty()
-    {
-        text.push_str("  (no prompts)\n");
-    }
-    text.push_str(&out::table(&rows));
     for (what, listing) in [
         ("tools", &l.tools),
         ("resources", &l.resources),
@@ -380,6 +290,139 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
         }
     }
     text
+}
+
+/// The first line of a server in `list`: its name, what it calls itself
+/// and the protocol spoken.
+fn heading(l: &ServerListing) -> String {
+    let info = crate::mcp::bounded_server_info(&l.info);
+    let sname = info.get("name").and_then(Value::as_str).unwrap_or("?");
+    let sver = info.get("version").and_then(Value::as_str).unwrap_or("?");
+    // An empty version is left out, not shown as a double space.
+    let sver = match sver.trim() {
+        "" => String::new(),
+        v => format!(" {}", out::shown(v)),
+    };
+    format!(
+        "{}: {}{sver} (protocol {})\n",
+        l.name,
+        out::shown(sname),
+        l.protocol
+    )
+}
+
+/// An item's description, after its drift mark.
+fn marked(
+    l: &ServerListing,
+    lock: Option<&Lock>,
+    kind: ItemKind,
+    def: &Value,
+) -> String {
+    format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
+}
+
+/// An item's string field `k`, shown (`?` when absent).
+fn field(v: &Value, k: &str) -> String {
+    out::shown(v.get(k).and_then(Value::as_str).unwrap_or("?")).into_owned()
+}
+
+/// The tools in `list`: a table row each, with its parameters (and the
+/// name the server gave it, when the qualified name had to be rewritten)
+/// under it, outside the table so that they do not widen its columns.
+fn tool_lines(
+    l: &ServerListing,
+    items: &[Value],
+    lock: Option<&Lock>,
+) -> String {
+    let tools = tools(&l.name, items);
+    let rows: Vec<Vec<String>> = tools
+        .iter()
+        .map(|tool| {
+            let twice = if tool.listed_twice { TWICE } else { "" };
+            vec![
+                format!("  {}", tool.qualified),
+                tool.class.label().to_string(),
+                out::shown(&format!(
+                    "{twice}{}",
+                    marked(l, lock, ItemKind::Tool, &tool.def)
+                ))
+                .into_owned(),
+            ]
+        })
+        .collect();
+    let mut text = String::new();
+    for (line, tool) in out::table(&rows).lines().zip(&tools) {
+        text.push_str(line);
+        text.push('\n');
+        text.push_str(&details(&l.name, tool));
+    }
+    if items.is_empty() {
+        text.push_str("  (no tools)\n");
+    }
+    text
+}
+
+/// The rows of the resources and resource templates in `list`.
+fn resource_rows(l: &ServerListing, lock: Option<&Lock>) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = vec![];
+    for item in l.resources.iter().flat_map(|r| &r.items) {
+        rows.push(vec![
+            format!("  resource {}", field(item, "uri")),
+            item.get("mimeType")
+                .and_then(Value::as_str)
+                .map(|m| out::shown(m).into_owned())
+                .unwrap_or_default(),
+            name_of(item),
+            out::shown(&marked(l, lock, ItemKind::Resource, item))
+                .into_owned(),
+        ]);
+    }
+    for item in l.templates.iter().flat_map(|t| &t.items) {
+        rows.push(vec![
+            format!("  template {}", field(item, "uriTemplate")),
+            String::new(),
+            name_of(item),
+            out::shown(&marked(l, lock, ItemKind::Template, item))
+                .into_owned(),
+        ]);
+    }
+    rows
+}
+
+/// The rows of the prompts in `list`: name, arguments (`[optional]`),
+/// description.
+fn prompt_rows(
+    l: &ServerListing,
+    items: &[Value],
+    lock: Option<&Lock>,
+) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = vec![];
+    for item in items {
+        let args: Vec<String> = item
+            .get("arguments")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| {
+                        let n = x.get("name")?.as_str()?;
+                        let req =
+                            x.get("required") == Some(&Value::Bool(true));
+                        Some(if req {
+                            n.to_string()
+                        } else {
+                            format!("[{n}]")
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        rows.push(vec![
+            format!("  prompt {}", field(item, "name")),
+            out::shown(&args.join(" ")).into_owned(),
+            out::shown(&marked(l, lock, ItemKind::Prompt, item)).into_owned(),
+        ]);
+    }
+    rows
 }
 
 fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {

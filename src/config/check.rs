@@ -8,7 +8,7 @@
 //! named `*.jsonc`) are JSONC, comments and trailing commas allowed. Each
 //! entry is checked by the same rules, with pointers under `/servers`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::rules::{
@@ -21,7 +21,7 @@ use super::{
     Transport,
 };
 use crate::deadline;
-use crate::jsonpos::{self, Kind as J, Member, Node, Pos};
+use crate::jsonpos::{self, Doc, Duplicate, Kind as J, Member, Node, Pos};
 use crate::mcp::Choice;
 use crate::urlcheck::Url;
 use crate::vars;
@@ -55,162 +55,32 @@ pub fn validate(
         editor,
         predefined: &predefined,
     };
-    let mut config = Config {
-        path: path.to_path_buf(),
-        entries: vec![],
-        diagnostics: vec![],
-        file_ok: true,
-        editor,
-        predefined: predefined.clone(),
-    };
     let doc = if is_jsonc(path) {
         jsonpos::parse_jsonc(text)
     } else {
         jsonpos::parse(text)
     };
-    let doc = match doc {
-        Ok(doc) => doc,
-        Err(e) => {
-            c.error(None, "", e.pos, format!("invalid JSON: {}", e.msg));
-            config.diagnostics = c.diags;
-            config.file_ok = false;
-            return config;
-        }
+    let checked = match doc {
+        Ok(doc) => c.document(&doc),
+        Err(e) => c.reject("", e.pos, format!("invalid JSON: {}", e.msg)),
     };
-    let mut bad_servers: Vec<String> = vec![];
-    for d in &doc.duplicates {
-        let server = server_of_pointer(&d.pointer);
-        if server.is_none() {
-            config.file_ok = false;
+    let mut diagnostics = c.diags;
+    let (entries, file_ok) = match checked {
+        Some(checked) => {
+            diagnostics.sort_by_key(|d| (d.pos.line, d.pos.col));
+            checked
         }
-        let key = d.pointer.rsplit('/').next().unwrap_or("");
-        c.error(
-            server.clone(),
-            &d.pointer,
-            d.pos,
-            format!(
-                "duplicate key '{}' (first at {}:{}); JSON readers \
-                 disagree on which one counts, so neither is used",
-                unescape_pointer(key),
-                d.first.line,
-                d.first.col
-            ),
-        );
-        bad_servers.extend(server);
-    }
-    let root = &doc.root;
-    let J::Object(top) = &root.kind else {
-        c.error(
-            None,
-            "",
-            root.pos,
-            format!(
-                "the top level must be an object with \"mcpServers\", \
-                 not {}",
-                root.type_name()
-            ),
-        );
-        config.diagnostics = c.diags;
-        config.file_ok = false;
-        return config;
+        // Rejected as a whole: the diagnostics stay in the order found.
+        None => (vec![], false),
     };
-    // Claude Code's "mcpServers", else VS Code's "servers".
-    let vscode =
-        root.get("mcpServers").is_none() && root.get("servers").is_some();
-    if vscode {
-        c.top = "servers";
+    Config {
+        path: path.to_path_buf(),
+        entries,
+        diagnostics,
+        file_ok,
+        editor,
+        predefined: predefined.clone(),
     }
-    let known: &[&str] =
-        if vscode { &["servers", "inputs"] } else { &["mcpServers"] };
-    let mut servers_node = None;
-    for m in top {
-        match m.key.as_str() {
-            k if k == c.top => servers_node = servers_node.or(Some(m)),
-            "servers" => {}
-            "inputs" if vscode => c.inputs(m),
-            other => c.soft(
-                None,
-                "",
-                m.key_pos,
-                unknown_key("unknown top-level key", "", other, known),
-            ),
-        }
-    }
-    let Some(servers) = servers_node else {
-        c.error(
-            None,
-            "",
-            root.pos,
-            "missing the \"mcpServers\" object (or VS Code's \"servers\")"
-                .to_string(),
-        );
-        config.diagnostics = c.diags;
-        config.file_ok = false;
-        return config;
-    };
-    if let Some(vs) = root.get("servers").filter(|_| !vscode) {
-        c.soft(
-            None,
-            "/servers",
-            vs.key_pos,
-            "key \"servers\" (VS Code's format) is ignored, since \
-             \"mcpServers\" is present"
-                .to_string(),
-        );
-    }
-    let top_ptr = format!("/{}", c.top);
-    let J::Object(members) = &servers.value.kind else {
-        c.error(
-            None,
-            &top_ptr,
-            servers.value.pos,
-            format!(
-                "\"{}\" must be an object, not {}",
-                c.top,
-                servers.value.type_name()
-            ),
-        );
-        config.diagnostics = c.diags;
-        config.file_ok = false;
-        return config;
-    };
-    if members.len() > MAX_SERVERS {
-        c.error(
-            None,
-            &top_ptr,
-            servers.value.pos,
-            format!(
-                "{} servers configured; the limit is {MAX_SERVERS}",
-                members.len()
-            ),
-        );
-        config.diagnostics = c.diags;
-        config.file_ok = false;
-        return config;
-    }
-    for m in members {
-        if config.entries.iter().any(|e| e.name == m.key) {
-            continue; // a duplicate, reported above
-        }
-        let before = c.error_count();
-        let server = Cursor::new(&mut c, &m.key).entry(m);
-        let bad = c.error_count() > before || bad_servers.contains(&m.key);
-        config.entries.push(Entry {
-            name: m.key.clone(),
-            server: if bad { None } else { server },
-        });
-    }
-    if !config.file_ok {
-        // A duplicate outside any one server (two "mcpServers" objects,
-        // say): readers disagree about the whole file, so nothing in it
-        // is usable.
-        for e in &mut config.entries {
-            e.server = None;
-        }
-    }
-    c.diags.sort_by_key(|d| (d.pos.line, d.pos.col));
-    config.diagnostics = c.diags;
-    config
 }
 
 /// VS Code's and Cursor's predefined variables for a file whose project
@@ -350,6 +220,172 @@ impl Checker<'_> {
         }
     }
 
+    /// An error about the whole file that stops its check: `None`, for
+    /// `?` and `return`.
+    fn reject<T>(&mut self, p: &str, pos: Pos, m: String) -> Option<T> {
+        self.error(None, p, pos, m);
+        None
+    }
+
+    /// Checks a parsed document: its duplicate keys, its top level, then
+    /// each server. `None` when the file is rejected before its servers;
+    /// else its entries and whether the file as a whole is usable.
+    fn document(&mut self, doc: &Doc) -> Option<(Vec<Entry>, bool)> {
+        let (bad_servers, file_ok) = self.duplicates(&doc.duplicates);
+        let servers = self.servers_member(&doc.root)?;
+        let members = self.server_members(servers)?;
+        let mut entries = self.entries(members, &bad_servers);
+        if !file_ok {
+            // A duplicate outside any one server (two "mcpServers"
+            // objects, say): readers disagree about the whole file, so
+            // nothing in it is usable.
+            for e in &mut entries {
+                e.server = None;
+            }
+        }
+        Some((entries, file_ok))
+    }
+
+    /// Reports each duplicate key: the servers they are in, and whether
+    /// none is outside a server (the file as a whole is usable).
+    fn duplicates(&mut self, duplicates: &[Duplicate]) -> (Vec<String>, bool) {
+        let mut bad_servers: Vec<String> = vec![];
+        let mut file_ok = true;
+        for d in duplicates {
+            let server = server_of_pointer(&d.pointer);
+            if server.is_none() {
+                file_ok = false;
+            }
+            let key = d.pointer.rsplit('/').next().unwrap_or("");
+            self.error(
+                server.clone(),
+                &d.pointer,
+                d.pos,
+                format!(
+                    "duplicate key '{}' (first at {}:{}); JSON readers \
+                     disagree on which one counts, so neither is used",
+                    unescape_pointer(key),
+                    d.first.line,
+                    d.first.col
+                ),
+            );
+            bad_servers.extend(server);
+        }
+        (bad_servers, file_ok)
+    }
+
+    /// The top level: an object whose servers are under "mcpServers" (or
+    /// VS Code's "servers", which then sets `top`); its member that holds
+    /// them.
+    fn servers_member<'d>(&mut self, root: &'d Node) -> Option<&'d Member> {
+        let J::Object(top) = &root.kind else {
+            return self.reject(
+                "",
+                root.pos,
+                format!(
+                    "the top level must be an object with \"mcpServers\", \
+                     not {}",
+                    root.type_name()
+                ),
+            );
+        };
+        // Claude Code's "mcpServers", else VS Code's "servers".
+        let vscode =
+            root.get("mcpServers").is_none() && root.get("servers").is_some();
+        if vscode {
+            self.top = "servers";
+        }
+        let known: &[&str] =
+            if vscode { &["servers", "inputs"] } else { &["mcpServers"] };
+        let mut servers_node = None;
+        for m in top {
+            match m.key.as_str() {
+                k if k == self.top => servers_node = servers_node.or(Some(m)),
+                "servers" => {}
+                "inputs" if vscode => self.inputs(m),
+                other => self.soft(
+                    None,
+                    "",
+                    m.key_pos,
+                    unknown_key("unknown top-level key", "", other, known),
+                ),
+            }
+        }
+        let Some(servers) = servers_node else {
+            return self.reject(
+                "",
+                root.pos,
+                "missing the \"mcpServers\" object (or VS Code's \"servers\")"
+                    .to_string(),
+            );
+        };
+        if let Some(vs) = root.get("servers").filter(|_| !vscode) {
+            self.soft(
+                None,
+                "/servers",
+                vs.key_pos,
+                "key \"servers\" (VS Code's format) is ignored, since \
+                 \"mcpServers\" is present"
+                    .to_string(),
+            );
+        }
+        Some(servers)
+    }
+
+    /// The servers' object: its members, at most `MAX_SERVERS`.
+    fn server_members<'d>(
+        &mut self,
+        servers: &'d Member,
+    ) -> Option<&'d [Member]> {
+        let top_ptr = format!("/{}", self.top);
+        let J::Object(members) = &servers.value.kind else {
+            return self.reject(
+                &top_ptr,
+                servers.value.pos,
+                format!(
+                    "\"{}\" must be an object, not {}",
+                    self.top,
+                    servers.value.type_name()
+                ),
+            );
+        };
+        if members.len() > MAX_SERVERS {
+            return self.reject(
+                &top_ptr,
+                servers.value.pos,
+                format!(
+                    "{} servers configured; the limit is {MAX_SERVERS}",
+                    members.len()
+                ),
+            );
+        }
+        Some(members)
+    }
+
+    /// Each server, checked through its [`Cursor`]; one with an error (or
+    /// a duplicate key, in `bad_servers`) has no usable server.
+    fn entries(
+        &mut self,
+        members: &[Member],
+        bad_servers: &[String],
+    ) -> Vec<Entry> {
+        let mut entries: Vec<Entry> = vec![];
+        for m in members {
+            if entries.iter().any(|e| e.name == m.key) {
+                continue; // a duplicate, reported above
+            }
+            let before = self.error_count();
+            let server = Cursor::new(self, &m.key).entry(m);
+            let bad =
+                self.error_count() > before || bad_servers.contains(&m.key);
+            entries.push(Entry {
+                name: m.key.clone(),
+                server: if bad { None } else { server },
+            });
+        }
+        entries
+    }
+
     fn error_count(&self) -> usize {
         self.diags.iter().filter(|d| d.severity == Severity::Error).count()
     }
@@ -406,7 +442,57 @@ impl<'c, 'a> Cursor<'c, 'a> {
     /// Validates the server's `mcpServers` member.
     pub(super) fn entry(&mut self, m: &Member) -> Option<Server> {
         let name = m.key.as_str();
-        let at = |k: &str| format!("/{}", jsonpos::pointer_escape(k));
+        self.name(m);
+        let J::Object(fields) = &m.value.kind else {
+            return self.reject(
+                "",
+                m.value.pos,
+                format!(
+                    "a server entry must be an object, not {}",
+                    m.value.type_name()
+                ),
+            );
+        };
+        let node = &m.value;
+        let transport = self.transport(node, fields)?;
+        self.keys(fields, transport);
+        let startup_timeout = self.timeout(node, "startup_timeout_sec");
+        let tool_timeout = self.timeout(node, "tool_timeout_sec");
+        let protocol = self.protocol(node);
+        let disabled = self.disabled(node);
+        let tools = self.tool_filter(node);
+        let transport = if transport == "stdio" {
+            Transport::Stdio(self.stdio(node)?)
+        } else {
+            Transport::Http(Box::new(self.http(node)?))
+        };
+        Some(Server {
+            name: name.to_string(),
+            transport,
+            startup_timeout: startup_timeout.ok()?,
+            tool_timeout: tool_timeout.ok()?,
+            protocol: protocol.ok()?,
+            disabled,
+            tools: tools.ok()?,
+        })
+    }
+
+    /// An error that stops the check of this server (or of one of its
+    /// parts): `None`, for `?` and `return`.
+    pub(super) fn reject<T>(
+        &mut self,
+        rel: &str,
+        pos: Pos,
+        m: impl Into<String>,
+    ) -> Option<T> {
+        self.error(rel, pos, m);
+        None
+    }
+
+    /// The server's name: valid, and short enough to leave room for tool
+    /// names in `mcp__<server>__<tool>`.
+    fn name(&mut self, m: &Member) {
+        let name = m.key.as_str();
         if let Err(msg) = check_name(name) {
             self.error("", m.key_pos, msg);
         } else if name.len() + "mcp____".len() > 48 {
@@ -422,71 +508,26 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 ),
             );
         }
-        let J::Object(fields) = &m.value.kind else {
-            self.error(
-                "",
-                m.value.pos,
-                format!(
-                    "a server entry must be an object, not {}",
-                    m.value.type_name()
-                ),
-            );
-            return None;
-        };
-        let node = &m.value;
-        let ty = match node.get("type") {
-            None => None,
-            Some(t) => match &t.value.kind {
-                J::String(v) => match v.as_str() {
-                    "stdio" => Some("stdio"),
-                    "http" | "streamable-http" => Some("http"),
-                    "sse" => {
-                        self.error(
-                            &at("type"),
-                            t.value.pos,
-                            "type \"sse\" is the legacy HTTP+SSE transport, \
-                             which rivumi-mcp does not support; use a \
-                             Streamable HTTP endpoint with type \"http\"",
-                        );
-                        return None;
-                    }
-                    _ => {
-                        self.error(
-                            &at("type"),
-                            t.value.pos,
-                            "'type' must be one of: stdio, http, \
-                             streamable-http"
-                                .to_string(),
-                        );
-                        return None;
-                    }
-                },
-                _ => {
-                    self.error(
-                        &at("type"),
-                        t.value.pos,
-                        format!(
-                            "'type' must be a string, not {}",
-                            t.value.type_name()
-                        ),
-                    );
-                    return None;
-                }
-            },
-        };
+    }
+
+    /// The transport, `"stdio"` or `"http"`: from `command` or `url`
+    /// (exactly one), agreeing with `type` when it is given.
+    fn transport(
+        &mut self,
+        node: &Node,
+        fields: &[Member],
+    ) -> Option<&'static str> {
+        let ty = self.declared_type(node)?;
         let has_cmd = node.get("command").is_some();
         let has_url = node.get("url").is_some();
-        let transport = match (has_cmd, has_url, ty) {
-            (true, true, _) => {
-                self.error(
-                    "",
-                    node.pos,
-                    "both 'command' and 'url' are set; a server has exactly \
-                     one transport"
-                        .to_string(),
-                );
-                return None;
-            }
+        match (has_cmd, has_url, ty) {
+            (true, true, _) => self.reject(
+                "",
+                node.pos,
+                "both 'command' and 'url' are set; a server has exactly \
+                 one transport"
+                    .to_string(),
+            ),
             (false, false, _) => {
                 let all =
                     STDIO_KEYS.iter().chain(HTTP_KEYS).chain(COMMON_KEYS);
@@ -507,8 +548,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
                         break;
                     }
                 }
-                self.error("", node.pos, msg);
-                return None;
+                self.reject("", node.pos, msg)
             }
             (true, false, Some("http")) | (false, true, Some("stdio")) => {
                 let (want, have) = if has_cmd {
@@ -516,21 +556,56 @@ impl<'c, 'a> Cursor<'c, 'a> {
                 } else {
                     ("stdio", "url")
                 };
-                self.error(
-                    &at("type"),
+                self.reject(
+                    "/type",
                     node.get("type").map_or(node.pos, |t| t.value.pos),
                     format!(
                         "type \"{want}\" contradicts '{have}' (a \"{want}\" \
                          server needs '{}')",
                         if want == "http" { "url" } else { "command" }
                     ),
-                );
-                return None;
+                )
             }
-            (true, false, _) => "stdio",
-            (false, true, _) => "http",
+            (true, false, _) => Some("stdio"),
+            (false, true, _) => Some("http"),
+        }
+    }
+
+    /// `type`, when given: `Some(None)` when absent, `None` when wrong.
+    fn declared_type(&mut self, node: &Node) -> Option<Option<&'static str>> {
+        let Some(t) = node.get("type") else { return Some(None) };
+        let J::String(v) = &t.value.kind else {
+            return self.reject(
+                "/type",
+                t.value.pos,
+                format!(
+                    "'type' must be a string, not {}",
+                    t.value.type_name()
+                ),
+            );
         };
-        // Keys: known for this transport, misplaced, or unknown.
+        match v.as_str() {
+            "stdio" => Some(Some("stdio")),
+            "http" | "streamable-http" => Some(Some("http")),
+            "sse" => self.reject(
+                "/type",
+                t.value.pos,
+                "type \"sse\" is the legacy HTTP+SSE transport, which \
+                 rivumi-mcp does not support; use a Streamable HTTP \
+                 endpoint with type \"http\"",
+            ),
+            _ => self.reject(
+                "/type",
+                t.value.pos,
+                "'type' must be one of: stdio, http, streamable-http"
+                    .to_string(),
+            ),
+        }
+    }
+
+    /// Each key: known for this transport, misplaced (an error), or
+    /// unknown (a warning `--strict` makes an error).
+    fn keys(&mut self, fields: &[Member], transport: &str) {
         let (own, other) = if transport == "stdio" {
             (STDIO_KEYS, HTTP_KEYS)
         } else {
@@ -543,7 +618,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
             }
             if other.contains(&k) {
                 self.error(
-                    &at(k),
+                    &format!("/{}", jsonpos::pointer_escape(k)),
                     f.key_pos,
                     format!(
                         "'{k}' does not apply to a {transport} server \
@@ -558,25 +633,6 @@ impl<'c, 'a> Cursor<'c, 'a> {
             let msg = unknown_key("unknown key", "", k, &known);
             self.soft("", f.key_pos, msg);
         }
-        let startup_timeout = self.timeout(node, "startup_timeout_sec");
-        let tool_timeout = self.timeout(node, "tool_timeout_sec");
-        let protocol = self.protocol(node);
-        let disabled = self.disabled(node);
-        let tools = self.tool_filter(node);
-        let transport = if transport == "stdio" {
-            Transport::Stdio(self.stdio(node)?)
-        } else {
-            Transport::Http(Box::new(self.http(node)?))
-        };
-        Some(Server {
-            name: name.to_string(),
-            transport,
-            startup_timeout: startup_timeout.ok()?,
-            tool_timeout: tool_timeout.ok()?,
-            protocol: protocol.ok()?,
-            disabled,
-            tools: tools.ok()?,
-        })
     }
 
     /// `tools`: `{"allow": [GLOB, ...], "deny": [GLOB, ...]}`, both
@@ -715,43 +771,7 @@ impl<'c, 'a> Cursor<'c, 'a> {
     fn stdio(&mut self, node: &Node) -> Option<Stdio> {
         let errors = self.errors();
         let cmd_m = node.get("command")?;
-        let command = match &cmd_m.value.kind {
-            J::String(c) if c.is_empty() => {
-                self.error("/command", cmd_m.value.pos, "'command' is empty");
-                String::new()
-            }
-            J::String(c) => {
-                if c.contains('\0') {
-                    self.error(
-                        "/command",
-                        cmd_m.value.pos,
-                        "'command' contains a NUL byte",
-                    );
-                } else if c.trim() != c || c.contains(' ') {
-                    self.warn(
-                        "/command",
-                        cmd_m.value.pos,
-                        format!(
-                            "'command' contains spaces; it is run as one \
-                             program name '{c}', never through a shell \
-                             (put arguments in 'args')"
-                        ),
-                    );
-                }
-                c.clone()
-            }
-            _ => {
-                self.error(
-                    "/command",
-                    cmd_m.value.pos,
-                    format!(
-                        "'command' must be a string, not {}",
-                        cmd_m.value.type_name()
-                    ),
-                );
-                String::new()
-            }
-        };
+        let command = self.command(&cmd_m.value);
         if command.contains("${") {
             self.template("/command", cmd_m.value.pos, &command);
         }
@@ -764,66 +784,9 @@ impl<'c, 'a> Cursor<'c, 'a> {
         let env = self.string_map(node, "env", "", MapKind::Env);
         let env_vars = self.string_array(node, "env_vars", "");
         if let Some(m) = node.get("env_vars") {
-            let mut seen: Vec<&str> = vec![];
-            for (i, n) in env_vars.iter().enumerate() {
-                let p = format!("/env_vars/{i}");
-                let pos = item_pos(&m.value, i);
-                if let Err(msg) = check_env_name(n) {
-                    self.error(&p, pos, msg);
-                } else if seen.contains(&n.as_str()) {
-                    self.warn(&p, pos, format!("'{n}' is listed twice"));
-                } else {
-                    if (self.c.lookup)(n).is_none() {
-                        self.warn(
-                            &p,
-                            pos,
-                            format!(
-                                "environment variable '{n}' is not set; it \
-                                 is skipped (not passed to the server)"
-                            ),
-                        );
-                    }
-                    self.loader_warning(&p, pos, n);
-                }
-                seen.push(n);
-            }
+            self.env_vars(&m.value, &env_vars);
         }
-        let mut cwd_path = Some(self.c.dir.to_path_buf());
-        if let Some(m) = node.get("cwd") {
-            let p = "/cwd".to_string();
-            match &m.value.kind {
-                J::String(c) if !c.is_empty() && !c.contains('\0') => {
-                    // Only the editor's variables: where a server runs
-                    // (and so its fingerprint) never depends on the
-                    // environment.
-                    let fixed = self.c.predefined;
-                    let only = |n: &str| {
-                        fixed
-                            .iter()
-                            .find(|(k, _)| k == n)
-                            .map(|(_, v)| v.clone())
-                    };
-                    match vars::expand(c, &only) {
-                        Ok(c) => cwd_path = Some(self.c.dir.join(c)),
-                        Err(e) => self.error(
-                            &p,
-                            m.value.pos,
-                            format!(
-                                "cwd: {e} (cwd may use only the editors' \
-                                 ${{workspaceFolder}}, \
-                                 ${{workspaceFolderBasename}}, ${{userHome}} \
-                                 and ${{pathSeparator}}, in their files)"
-                            ),
-                        ),
-                    }
-                }
-                _ => self.error(
-                    &p,
-                    m.value.pos,
-                    "'cwd' must be a non-empty path string",
-                ),
-            }
-        }
+        let cwd_path = Some(self.cwd(node));
         if !command.is_empty() && !command.contains('\0') {
             let pos =
                 node.get("args").map_or(cmd_m.value.pos, |m| m.value.pos);
@@ -839,6 +802,112 @@ impl<'c, 'a> Cursor<'c, 'a> {
             expand: true,
             sandbox,
         })
+    }
+
+    /// `command`: a program name (empty when it is not a string).
+    fn command(&mut self, value: &Node) -> String {
+        match &value.kind {
+            J::String(c) if c.is_empty() => {
+                self.error("/command", value.pos, "'command' is empty");
+                String::new()
+            }
+            J::String(c) => {
+                if c.contains('\0') {
+                    self.error(
+                        "/command",
+                        value.pos,
+                        "'command' contains a NUL byte",
+                    );
+                } else if c.trim() != c || c.contains(' ') {
+                    self.warn(
+                        "/command",
+                        value.pos,
+                        format!(
+                            "'command' contains spaces; it is run as one \
+                             program name '{c}', never through a shell \
+                             (put arguments in 'args')"
+                        ),
+                    );
+                }
+                c.clone()
+            }
+            _ => {
+                self.error(
+                    "/command",
+                    value.pos,
+                    format!(
+                        "'command' must be a string, not {}",
+                        value.type_name()
+                    ),
+                );
+                String::new()
+            }
+        }
+    }
+
+    /// `env_vars` (whose array is `value`): valid names, each once, and
+    /// set where check-config runs.
+    fn env_vars(&mut self, value: &Node, env_vars: &[String]) {
+        let mut seen: Vec<&str> = vec![];
+        for (i, n) in env_vars.iter().enumerate() {
+            let p = format!("/env_vars/{i}");
+            let pos = item_pos(value, i);
+            if let Err(msg) = check_env_name(n) {
+                self.error(&p, pos, msg);
+            } else if seen.contains(&n.as_str()) {
+                self.warn(&p, pos, format!("'{n}' is listed twice"));
+            } else {
+                if (self.c.lookup)(n).is_none() {
+                    self.warn(
+                        &p,
+                        pos,
+                        format!(
+                            "environment variable '{n}' is not set; it \
+                             is skipped (not passed to the server)"
+                        ),
+                    );
+                }
+                self.loader_warning(&p, pos, n);
+            }
+            seen.push(n);
+        }
+    }
+
+    /// `cwd`, resolved against the file's directory (which it is when
+    /// absent or wrong).
+    fn cwd(&mut self, node: &Node) -> PathBuf {
+        let dir = self.c.dir.to_path_buf();
+        let Some(m) = node.get("cwd") else { return dir };
+        let p = "/cwd";
+        match &m.value.kind {
+            J::String(c) if !c.is_empty() && !c.contains('\0') => {
+                // Only the editor's variables: where a server runs (and so
+                // its fingerprint) never depends on the environment.
+                let fixed = self.c.predefined;
+                let only = |n: &str| {
+                    fixed.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())
+                };
+                match vars::expand(c, &only) {
+                    Ok(c) => return dir.join(c),
+                    Err(e) => self.error(
+                        p,
+                        m.value.pos,
+                        format!(
+                            "cwd: {e} (cwd may use only the editors' \
+                             ${{workspaceFolder}}, \
+                             ${{workspaceFolderBasename}}, ${{userHome}} \
+                             and ${{pathSeparator}}, in their files)"
+                        ),
+                    ),
+                }
+            }
+            _ => self.error(
+                p,
+                m.value.pos,
+                "'cwd' must be a non-empty path string",
+            ),
+        }
+        dir
     }
 
     fn http(&mut self, node: &Node) -> Option<Http> {

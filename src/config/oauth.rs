@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use super::OAuth;
 use super::check::{Cursor, item_pos};
 use super::rules::{check_env_name, unknown_key};
-use crate::jsonpos::{Kind as J, Member};
+use crate::jsonpos::{Kind as J, Member, Node, Pos};
 use crate::urlcheck::Url;
 
 pub(super) const OAUTH_KEYS: &[&str] = &[
@@ -152,186 +152,58 @@ pub struct Machine {
     pub trust_discovery: bool,
 }
 
+/// Where the `oauth` block's diagnostics point.
+const BASE: &str = "/oauth";
+
+/// Where the value of `key` is in `node` (the block itself when absent).
+fn value_pos(node: &Node, key: &str) -> Pos {
+    node.get(key).map_or(node.pos, |f| f.value.pos)
+}
+
 impl Cursor<'_, '_> {
     pub(super) fn oauth(&mut self, m: &Member) -> Option<OAuth> {
         let errors = self.errors();
-        let base = "/oauth";
         let J::Object(fields) = &m.value.kind else {
-            self.error(base, m.value.pos, "'oauth' must be an object");
-            return None;
+            return self.reject(
+                BASE,
+                m.value.pos,
+                "'oauth' must be an object",
+            );
         };
         for f in fields {
             if !OAUTH_KEYS.contains(&f.key.as_str()) {
                 let (noun, place) = ("unknown key", " in 'oauth'");
                 let msg = unknown_key(noun, place, &f.key, OAUTH_KEYS);
-                self.soft(base, f.key_pos, msg);
+                self.soft(BASE, f.key_pos, msg);
             }
         }
         let node = &m.value;
-        let string = |c: &mut Self, key: &str| -> Option<String> {
-            let f = node.get(key)?;
-            match &f.value.kind {
-                J::String(v) if !v.is_empty() && !v.contains('\0') => {
-                    Some(v.clone())
-                }
-                _ => {
-                    c.error(
-                        &format!("{base}/{key}"),
-                        f.value.pos,
-                        format!("'{key}' must be a non-empty string"),
-                    );
-                    None
-                }
-            }
-        };
-        let client_id = string(self, "client_id");
-        // A string from a fixed set: `string`'s check, then membership.
-        let choice = |c: &mut Self, key: &str, allowed: &[&str]| {
-            let v = string(c, key)?;
-            if allowed.contains(&v.as_str()) {
-                return Some(v);
-            }
-            let pos = node.get(key).map_or(node.pos, |f| f.value.pos);
-            c.error(
-                &format!("{base}/{key}"),
-                pos,
-                format!("'{key}' must be one of: {}", allowed.join(", ")),
-            );
-            None
-        };
-        let dynamic = choice(self, "registration", &["dynamic", "none"])
+        let client_id = self.block_string(node, "client_id");
+        let dynamic = self
+            .block_choice(node, "registration", &["dynamic", "none"])
             .is_some_and(|v| v == "dynamic");
         let names = Grant::ALL.map(Grant::name);
-        let grant = choice(self, "grant", &names)
+        let grant = self
+            .block_choice(node, "grant", &names)
             .and_then(|g| Grant::parse(&g))
             .unwrap_or_default();
-        let client_credentials = grant == Grant::ClientCredentials;
-        let auto_refresh = choice(self, "refresh", &["manual", "auto"])
+        let auto_refresh = self
+            .block_choice(node, "refresh", &["manual", "auto"])
             .is_some_and(|v| v == "auto");
-        let flag = |c: &mut Self, key: &str| match node.get(key) {
-            None => false,
-            Some(f) => match f.value.kind {
-                J::Bool(b) => b,
-                _ => {
-                    c.error(
-                        &format!("{base}/{key}"),
-                        f.value.pos,
-                        format!("'{key}' must be true or false"),
-                    );
-                    false
-                }
-            },
-        };
-        let offline_access = flag(self, "offline_access");
-        let step_up = flag(self, "step_up");
-        if node.get("client_id").is_none() && !dynamic {
-            self.error(
-                base,
-                node.pos,
-                "'oauth' needs 'client_id' (or the opt-in \"registration\": \
-                 \"dynamic\")",
-            );
-        }
-        let has_key = node.get("client_key_file").is_some();
-        if client_credentials
-            && (node.get("client_id").is_none()
-                || !(node.get("client_secret_env_var").is_some() || has_key))
-        {
-            self.error(
-                base,
-                node.pos,
-                "\"grant\": \"client_credentials\" needs 'client_id' and \
-                 'client_secret_env_var' (or 'client_key_file')"
-                    .to_string(),
-            );
-        }
-        let secret_var = string(self, "client_secret_env_var");
-        if let Some(n) = &secret_var {
-            let p = format!("{base}/client_secret_env_var");
-            let pos = node
-                .get("client_secret_env_var")
-                .map_or(node.pos, |f| f.value.pos);
-            self.env_var(&p, pos, n);
-        }
-        let endpoint = |c: &mut Self, key: &str| {
-            node.get(key)
-                .and_then(|f| c.url(&f.value, &format!("{base}/{key}")))
-        };
-        let authorization_server = endpoint(self, "authorization_server");
-        let authorization_endpoint = endpoint(self, "authorization_endpoint");
-        let token_endpoint = endpoint(self, "token_endpoint");
-        let has = |k: &str| node.get(k).is_some();
-        if has("authorization_server")
-            && (has("authorization_endpoint") || has("token_endpoint"))
-        {
-            self.error(
-                base,
-                node.pos,
-                "give either 'authorization_server' (discovered) or \
-                 'authorization_endpoint' and 'token_endpoint', not both"
-                    .to_string(),
-            );
-        } else if has("authorization_endpoint") != has("token_endpoint") {
-            self.error(
-                base,
-                node.pos,
-                "'authorization_endpoint' and 'token_endpoint' go together",
-            );
-        }
-        let scopes = self.string_array(node, "scopes", base);
-        for (i, sc) in scopes.iter().enumerate() {
-            let ok = !sc.is_empty()
-                && sc.bytes().all(|b| b > 0x20 && b < 0x7f && b != b'"')
-                && sc != "\\";
-            if !ok {
-                let pos = node
-                    .get("scopes")
-                    .map_or(node.pos, |f| item_pos(&f.value, i));
-                self.error(
-                    &format!("{base}/scopes/{i}"),
-                    pos,
-                    "not a valid scope token (no spaces or quotes)",
-                );
-            }
-        }
-        let mut redirect_port = None;
-        if let Some(f) = node.get("redirect_port") {
-            if let J::Number(ref n) = f.value.kind {
-                redirect_port = n
-                    .as_u64()
-                    .filter(|p| (1..=65535).contains(p))
-                    .map(|p| p as u16)
-            }
-            if redirect_port.is_none() {
-                self.error(
-                    &format!("{base}/redirect_port"),
-                    f.value.pos,
-                    "'redirect_port' must be an integer from 1 to 65535",
-                );
-            }
-        }
-        let redirect_path = string(self, "redirect_path")
-            .unwrap_or_else(|| "/callback".to_string());
-        if !redirect_path.starts_with('/')
-            || redirect_path.contains(['?', '#', ' '])
-        {
-            let pos =
-                node.get("redirect_path").map_or(node.pos, |f| f.value.pos);
-            self.error(
-                &format!("{base}/redirect_path"),
-                pos,
-                "'redirect_path' must be a path starting with '/', without \
-                 query or fragment"
-                    .to_string(),
-            );
-        }
-        let machine = self.machine(m, grant, &string);
+        let offline_access = self.block_flag(node, "offline_access");
+        let step_up = self.block_flag(node, "step_up");
+        let client_secret_env_var = self.client(node, dynamic, grant);
+        let [authorization_server, authorization_endpoint, token_endpoint] =
+            self.endpoints(node);
+        let scopes = self.scopes(node);
+        let (redirect_port, redirect_path) = self.redirect(node);
+        let machine = self.machine(m, grant);
         if self.errors() != errors {
             return None;
         }
         Some(OAuth {
             client_id,
-            client_secret_env_var: secret_var,
+            client_secret_env_var,
             authorization_server,
             authorization_endpoint,
             token_endpoint,
@@ -347,42 +219,234 @@ impl Cursor<'_, '_> {
         })
     }
 
-    /// The keys of [`Machine`], for the block `m` whose grant is `grant`;
-    /// `string` is the block's string check.
-    fn machine(
+    /// The block's `key`, a non-empty string without NUL.
+    fn block_string(&mut self, node: &Node, key: &str) -> Option<String> {
+        let f = node.get(key)?;
+        match &f.value.kind {
+            J::String(v) if !v.is_empty() && !v.contains('\0') => {
+                Some(v.clone())
+            }
+            _ => self.reject(
+                &format!("{BASE}/{key}"),
+                f.value.pos,
+                format!("'{key}' must be a non-empty string"),
+            ),
+        }
+    }
+
+    /// A string from a fixed set: [`Self::block_string`]'s check, then
+    /// membership.
+    fn block_choice(
         &mut self,
-        m: &Member,
+        node: &Node,
+        key: &str,
+        allowed: &[&str],
+    ) -> Option<String> {
+        let v = self.block_string(node, key)?;
+        if allowed.contains(&v.as_str()) {
+            return Some(v);
+        }
+        self.reject(
+            &format!("{BASE}/{key}"),
+            value_pos(node, key),
+            format!("'{key}' must be one of: {}", allowed.join(", ")),
+        )
+    }
+
+    /// The block's `key`, a boolean (false when absent or wrong).
+    fn block_flag(&mut self, node: &Node, key: &str) -> bool {
+        let Some(f) = node.get(key) else { return false };
+        match f.value.kind {
+            J::Bool(b) => b,
+            _ => {
+                self.error(
+                    &format!("{BASE}/{key}"),
+                    f.value.pos,
+                    format!("'{key}' must be true or false"),
+                );
+                false
+            }
+        }
+    }
+
+    /// Who the client is: `client_id` unless registered dynamically, the
+    /// secret `client_credentials` needs, and the variable of that
+    /// secret (returned).
+    fn client(
+        &mut self,
+        node: &Node,
+        dynamic: bool,
         grant: Grant,
-        string: &dyn Fn(&mut Self, &str) -> Option<String>,
-    ) -> Option<Machine> {
-        let base = "/oauth";
-        let node = &m.value;
+    ) -> Option<String> {
+        if node.get("client_id").is_none() && !dynamic {
+            self.error(
+                BASE,
+                node.pos,
+                "'oauth' needs 'client_id' (or the opt-in \"registration\": \
+                 \"dynamic\")",
+            );
+        }
+        let has_key = node.get("client_key_file").is_some();
+        if grant == Grant::ClientCredentials
+            && (node.get("client_id").is_none()
+                || !(node.get("client_secret_env_var").is_some() || has_key))
+        {
+            self.error(
+                BASE,
+                node.pos,
+                "\"grant\": \"client_credentials\" needs 'client_id' and \
+                 'client_secret_env_var' (or 'client_key_file')"
+                    .to_string(),
+            );
+        }
+        let secret_var = self.block_string(node, "client_secret_env_var");
+        if let Some(n) = &secret_var {
+            let p = format!("{BASE}/client_secret_env_var");
+            self.env_var(&p, value_pos(node, "client_secret_env_var"), n);
+        }
+        secret_var
+    }
+
+    /// `authorization_server`, `authorization_endpoint` and
+    /// `token_endpoint`: the first, or the other two together.
+    fn endpoints(&mut self, node: &Node) -> [Option<Url>; 3] {
+        let urls = [
+            "authorization_server",
+            "authorization_endpoint",
+            "token_endpoint",
+        ]
+        .map(|key| {
+            node.get(key)
+                .and_then(|f| self.url(&f.value, &format!("{BASE}/{key}")))
+        });
         let has = |k: &str| node.get(k).is_some();
-        let pos = |k: &str| node.get(k).map_or(node.pos, |f| f.value.pos);
+        if has("authorization_server")
+            && (has("authorization_endpoint") || has("token_endpoint"))
+        {
+            self.error(
+                BASE,
+                node.pos,
+                "give either 'authorization_server' (discovered) or \
+                 'authorization_endpoint' and 'token_endpoint', not both"
+                    .to_string(),
+            );
+        } else if has("authorization_endpoint") != has("token_endpoint") {
+            self.error(
+                BASE,
+                node.pos,
+                "'authorization_endpoint' and 'token_endpoint' go together",
+            );
+        }
+        urls
+    }
+
+    /// `scopes`: scope tokens (no spaces or quotes).
+    fn scopes(&mut self, node: &Node) -> Vec<String> {
+        let scopes = self.string_array(node, "scopes", BASE);
+        for (i, sc) in scopes.iter().enumerate() {
+            let ok = !sc.is_empty()
+                && sc.bytes().all(|b| b > 0x20 && b < 0x7f && b != b'"')
+                && sc != "\\";
+            if !ok {
+                let pos = node
+                    .get("scopes")
+                    .map_or(node.pos, |f| item_pos(&f.value, i));
+                self.error(
+                    &format!("{BASE}/scopes/{i}"),
+                    pos,
+                    "not a valid scope token (no spaces or quotes)",
+                );
+            }
+        }
+        scopes
+    }
+
+    /// `redirect_port` and `redirect_path` (`/callback` by default).
+    fn redirect(&mut self, node: &Node) -> (Option<u16>, String) {
+        let mut redirect_port = None;
+        if let Some(f) = node.get("redirect_port") {
+            if let J::Number(ref n) = f.value.kind {
+                redirect_port = n
+                    .as_u64()
+                    .filter(|p| (1..=65535).contains(p))
+                    .map(|p| p as u16)
+            }
+            if redirect_port.is_none() {
+                self.error(
+                    &format!("{BASE}/redirect_port"),
+                    f.value.pos,
+                    "'redirect_port' must be an integer from 1 to 65535",
+                );
+            }
+        }
+        let redirect_path = self
+            .block_string(node, "redirect_path")
+            .unwrap_or_else(|| "/callback".to_string());
+        if !redirect_path.starts_with('/')
+            || redirect_path.contains(['?', '#', ' '])
+        {
+            self.error(
+                &format!("{BASE}/redirect_path"),
+                value_pos(node, "redirect_path"),
+                "'redirect_path' must be a path starting with '/', without \
+                 query or fragment"
+                    .to_string(),
+            );
+        }
+        (redirect_port, redirect_path)
+    }
+
+    /// The keys of [`Machine`], for the block `m` whose grant is `grant`.
+    fn machine(&mut self, m: &Member, grant: Grant) -> Option<Machine> {
+        let node = &m.value;
         let errors = self.errors();
         let client_key_file =
-            string(self, "client_key_file").map(PathBuf::from);
-        if has("client_key_file") && has("client_secret_env_var") {
+            self.block_string(node, "client_key_file").map(PathBuf::from);
+        if node.get("client_key_file").is_some()
+            && node.get("client_secret_env_var").is_some()
+        {
             self.error(
-                base,
+                BASE,
                 node.pos,
                 "give either 'client_secret_env_var' or 'client_key_file' \
                  (private_key_jwt), not both",
             );
         }
-        let file = string(self, "assertion_file").map(PathBuf::from);
-        let var = string(self, "assertion_env_var");
+        let assertion = self.assertion(node, grant);
+        let enterprise = self.enterprise(node, grant == Grant::Enterprise);
+        let dpop = self.dpop(node);
+        let trust_discovery = self.block_flag(node, "trust_discovery");
+        self.machine_destination(m, grant.name(), trust_discovery);
+        if self.errors() != errors {
+            return None;
+        }
+        Some(Machine {
+            enterprise,
+            client_key_file,
+            assertion,
+            dpop,
+            trust_discovery,
+        })
+    }
+
+    /// `assertion_file` or `assertion_env_var`: where the JWT of an
+    /// asserted grant comes from (one of them, and only for those grants).
+    fn assertion(&mut self, node: &Node, grant: Grant) -> Option<Assertion> {
+        let has = |k: &str| node.get(k).is_some();
+        let file =
+            self.block_string(node, "assertion_file").map(PathBuf::from);
+        let var = self.block_string(node, "assertion_env_var");
         if let Some(v) = &var {
             self.env_var(
-                &format!("{base}/assertion_env_var"),
-                pos("assertion_env_var"),
+                &format!("{BASE}/assertion_env_var"),
+                value_pos(node, "assertion_env_var"),
                 v,
             );
         }
         let assertion = match (file, var) {
             (Some(_), Some(_)) => {
                 self.error(
-                    base,
+                    BASE,
                     node.pos,
                     "give either 'assertion_file' or 'assertion_env_var', not both",
                 );
@@ -397,7 +461,7 @@ impl Cursor<'_, '_> {
         let both = has("assertion_file") && has("assertion_env_var");
         if assertion_grant && assertion.is_none() && !both {
             self.error(
-                base,
+                BASE,
                 node.pos,
                 format!(
                     "\"grant\": \"{grant}\" needs 'assertion_file' or \
@@ -407,7 +471,7 @@ impl Cursor<'_, '_> {
         }
         if assertion_grant && !has("client_id") {
             self.error(
-                base,
+                BASE,
                 node.pos,
                 format!("\"grant\": \"{grant}\" needs 'client_id'"),
             );
@@ -415,25 +479,35 @@ impl Cursor<'_, '_> {
         for k in ["assertion_file", "assertion_env_var"] {
             if has(k) && !assertion_grant {
                 self.error(
-                    &format!("{base}/{k}"),
-                    pos(k),
+                    &format!("{BASE}/{k}"),
+                    value_pos(node, k),
                     format!("'{k}' goes with \"grant\": \"jwt_bearer\" or \"enterprise\""),
                 );
             }
         }
+        assertion
+    }
+
+    /// The identity provider's keys (`idp_*`), which go with `"grant":
+    /// "enterprise"` (`enterprise`) and only with it.
+    fn enterprise(
+        &mut self,
+        node: &Node,
+        enterprise: bool,
+    ) -> Option<Enterprise> {
+        let has = |k: &str| node.get(k).is_some();
         let idp_endpoint = node.get("idp_token_endpoint").and_then(|f| {
-            self.url(&f.value, &format!("{base}/idp_token_endpoint"))
+            self.url(&f.value, &format!("{BASE}/idp_token_endpoint"))
         });
-        let idp_client_id = string(self, "idp_client_id");
-        let idp_secret = string(self, "idp_client_secret_env_var");
+        let idp_client_id = self.block_string(node, "idp_client_id");
+        let idp_secret = self.block_string(node, "idp_client_secret_env_var");
         if let Some(v) = &idp_secret {
-            let p = format!("{base}/idp_client_secret_env_var");
-            self.env_var(&p, pos("idp_client_secret_env_var"), v);
+            let p = format!("{BASE}/idp_client_secret_env_var");
+            self.env_var(&p, value_pos(node, "idp_client_secret_env_var"), v);
         }
-        let enterprise = grant == "enterprise";
         if enterprise && !has("idp_token_endpoint") {
             self.error(
-                base,
+                BASE,
                 node.pos,
                 "\"grant\": \"enterprise\" needs 'idp_token_endpoint' (the \
                  identity provider's token endpoint)",
@@ -446,56 +520,34 @@ impl Cursor<'_, '_> {
         ] {
             if has(k) && !enterprise {
                 self.error(
-                    &format!("{base}/{k}"),
-                    pos(k),
+                    &format!("{BASE}/{k}"),
+                    value_pos(node, k),
                     format!("'{k}' goes with \"grant\": \"enterprise\""),
                 );
             }
         }
-        let dpop = match node.get("dpop").map(|f| &f.value.kind) {
+        idp_endpoint.filter(|_| enterprise).map(|token_endpoint| Enterprise {
+            token_endpoint,
+            client_id: idp_client_id,
+            client_secret_env_var: idp_secret,
+        })
+    }
+
+    /// `dpop`: true, false or `"auto"`.
+    fn dpop(&mut self, node: &Node) -> DpopMode {
+        match node.get("dpop").map(|f| &f.value.kind) {
             None | Some(J::Bool(false)) => DpopMode::Off,
             Some(J::Bool(true)) => DpopMode::On,
             Some(J::String(s)) if s == "auto" => DpopMode::Auto,
             Some(_) => {
                 self.error(
-                    &format!("{base}/dpop"),
-                    pos("dpop"),
+                    &format!("{BASE}/dpop"),
+                    value_pos(node, "dpop"),
                     "'dpop' must be true, false or \"auto\"",
                 );
                 DpopMode::Off
             }
-        };
-        let trust_discovery = match node.get("trust_discovery") {
-            None => false,
-            Some(f) => match f.value.kind {
-                J::Bool(b) => b,
-                _ => {
-                    self.error(
-                        &format!("{base}/trust_discovery"),
-                        f.value.pos,
-                        "'trust_discovery' must be true or false",
-                    );
-                    false
-                }
-            },
-        };
-        self.machine_destination(m, grant, trust_discovery);
-        if self.errors() != errors {
-            return None;
         }
-        Some(Machine {
-            enterprise: idp_endpoint.filter(|_| enterprise).map(
-                |token_endpoint| Enterprise {
-                    token_endpoint,
-                    client_id: idp_client_id,
-                    client_secret_env_var: idp_secret,
-                },
-            ),
-            client_key_file,
-            assertion,
-            dpop,
-            trust_discovery,
-        })
     }
 
     /// A machine grant sends a secret (the client secret, a client
@@ -503,7 +555,7 @@ impl Cursor<'_, '_> {
     /// goes: the operator names the authorization server, or opts in to
     /// discovery with `"trust_discovery": true`, which is warned about.
     fn machine_destination(&mut self, m: &Member, grant: &str, trust: bool) {
-        let base = "/oauth";
+        let base = BASE;
         let node = &m.value;
         let has = |k: &str| node.get(k).is_some();
         let pos =
@@ -549,7 +601,7 @@ impl Cursor<'_, '_> {
 
     /// An environment variable's name at `p`: valid, and (as for
     /// `client_secret_env_var`) reported when it is not set.
-    fn env_var(&mut self, p: &str, pos: crate::jsonpos::Pos, name: &str) {
+    fn env_var(&mut self, p: &str, pos: Pos, name: &str) {
         match check_env_name(name) {
             Ok(()) => self.check_set(p, pos, name),
             Err(msg) => self.error(p, pos, msg),

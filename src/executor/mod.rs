@@ -204,12 +204,44 @@ impl Executor {
         );
         let _pending = journal::call_pending(&server, &name);
         self.check_lock(s, &action)?;
+        self.pre_tool_hooks(&server, &action, transport)?;
+        self.approved(&server, &action, asker)?;
+        let started = Instant::now();
+        let result = call(s, &action, as_task);
+        let ms = started.elapsed().as_millis() as u64;
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                journal::event(
+                    "error",
+                    json!({"server": server, "tool": name, "duration_ms": ms,
+                           "code": e.kind().name(), "message": e.to_string()}),
+                );
+                return Err(e);
+            }
+        };
+        let result = match result {
+            Got::Result(r) => r,
+            Got::Detached(t) => return Ok(Ran::Detached(t)),
+        };
+        Ok(Ran::Observed(self.observe(&server, &name, result, ms)))
+    }
+
+    /// The operator's pre-tool hooks, in order, each decision journaled;
+    /// the first that denies stops the call.
+    fn pre_tool_hooks(
+        &self,
+        server: &str,
+        action: &Action<'_>,
+        transport: &str,
+    ) -> Result<()> {
+        let name = action.name();
         let input = json!({
             "event": "pre_tool",
             "server": server,
             "tool": name,
-            "qualified_name": action.qualified(&server),
-            "classification": class.label(),
+            "qualified_name": action.qualified(server),
+            "classification": action.class().label(),
             "arguments": action.arguments(),
             "transport": transport,
         });
@@ -238,81 +270,33 @@ impl Executor {
                         }
                     ),
                 )
-                .for_server(&server));
+                .for_server(server));
             }
         }
-        let approval = self.approve(&server, &action, class, asker);
+        Ok(())
+    }
+
+    /// Approval (through `asker`), its decision journaled.
+    fn approved(
+        &self,
+        server: &str,
+        action: &Action<'_>,
+        asker: &dyn Asker,
+    ) -> Result<()> {
+        let class = action.class();
+        let approval = self.approve(server, action, class, asker);
         let how = match &approval {
             Ok(h) | Err((h, _)) => *h,
         };
-        let mut decision = json!({"server": server, "tool": name,
+        let mut decision = json!({"server": server, "tool": action.name(),
                "classification": class.label(),
                "approved": approval.is_ok(), "how": how});
         if how == "pattern" {
             decision["pattern"] =
-                json!(self.policy.approving(&action.qualified(&server)));
+                json!(self.policy.approving(&action.qualified(server)));
         }
         journal::event("approval_decision", decision);
-        if let Err((_, e)) = approval {
-            return Err(e.for_server(&server));
-        }
-        // A tool that says it must run as a task is run so (in `batch`
-        // too).
-        let as_task = match &action {
-            Action::Tool { tool, .. }
-                if as_task == AsTask::No
-                    && mcp::tasks::required_by(&tool.def) =>
-            {
-                AsTask::Wait
-            }
-            _ => as_task,
-        };
-        let started = Instant::now();
-        let result = match as_task {
-            AsTask::No => s.call(&action.call()),
-            AsTask::Wait | AsTask::Detach => {
-                s.call_as_task(&action.call(), task::TTL.as_millis() as u64)
-            }
-        };
-        let result = result.and_then(|r| match mcp::tasks::created(&r) {
-            None => Ok(Got::Result(r)),
-            Some(Err(why)) => Err(Error::server(format!(
-                "{}: {why}",
-                mcp::method::TOOLS_CALL
-            ))
-            .for_server(&server)),
-            Some(Ok(t)) => {
-                journal::event(
-                    "task_created",
-                    json!({"server": server, "tool": name,
-                           "task": task::fingerprint(&t.id),
-                           "status": t.status.as_str(),
-                           "detached": as_task == AsTask::Detach}),
-                );
-                if as_task == AsTask::Detach {
-                    return Ok(Got::Detached(t));
-                }
-                let limit = s.request_timeout;
-                task::wait(s, t, limit).map(Got::Result)
-            }
-        });
-        let ms = started.elapsed().as_millis() as u64;
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => {
-                journal::event(
-                    "error",
-                    json!({"server": server, "tool": name, "duration_ms": ms,
-                           "code": e.kind().name(), "message": e.to_string()}),
-                );
-                return Err(e);
-            }
-        };
-        let result = match result {
-            Got::Result(r) => r,
-            Got::Detached(t) => return Ok(Ran::Detached(t)),
-        };
-        Ok(Ran::Observed(self.observe(&server, &name, result, ms)))
+        approval.map(|_| ()).map_err(|(_, e)| e.for_server(server))
     }
 
     /// Bounds a result and journals it (also a task's, collected later).
@@ -343,4 +327,45 @@ impl Executor {
     ) -> Result<Observation> {
         self.run_with(s, action, transport, &approval::Terminal)
     }
+}
+
+/// The call itself: as a task when asked, or when the tool says it must
+/// be (in `batch` too); a task is waited for unless detached.
+fn call(s: &mut Session, action: &Action<'_>, as_task: AsTask) -> Result<Got> {
+    let server = s.name().to_string();
+    let as_task = match action {
+        Action::Tool { tool, .. }
+            if as_task == AsTask::No && mcp::tasks::required_by(&tool.def) =>
+        {
+            AsTask::Wait
+        }
+        _ => as_task,
+    };
+    let result = match as_task {
+        AsTask::No => s.call(&action.call()),
+        AsTask::Wait | AsTask::Detach => {
+            s.call_as_task(&action.call(), task::TTL.as_millis() as u64)
+        }
+    };
+    result.and_then(|r| match mcp::tasks::created(&r) {
+        None => Ok(Got::Result(r)),
+        Some(Err(why)) => {
+            Err(Error::server(format!("{}: {why}", mcp::method::TOOLS_CALL))
+                .for_server(&server))
+        }
+        Some(Ok(t)) => {
+            journal::event(
+                "task_created",
+                json!({"server": server, "tool": action.name(),
+                       "task": task::fingerprint(&t.id),
+                       "status": t.status.as_str(),
+                       "detached": as_task == AsTask::Detach}),
+            );
+            if as_task == AsTask::Detach {
+                return Ok(Got::Detached(t));
+            }
+            let limit = s.request_timeout;
+            task::wait(s, t, limit).map(Got::Result)
+        }
+    })
 }

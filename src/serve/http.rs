@@ -519,6 +519,43 @@ impl Front<'_, '_> {
             .cloned()
     }
 
+    /// `initialize` in the handshake era: the gateway's answer, and a new
+    /// session (at most `MAX_SESSIONS`) whose id goes in the reply.
+    fn initialize(
+        &self,
+        mut s: TcpStream,
+        id: Value,
+        method: &str,
+        params: &Value,
+    ) {
+        let mut host = Host::default();
+        let r = self.gw.handle(&mut host, None, None, method, params);
+        let sid = match random_hex(16) {
+            Ok(sid) => sid,
+            Err(e) => return refuse(&mut s, 503, &e.to_string()),
+        };
+        {
+            let mut all =
+                self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            if all.len() >= MAX_SESSIONS {
+                drop(all);
+                return refuse(&mut s, 503, "too many sessions");
+            }
+            all.insert(
+                sid.clone(),
+                Arc::new(Session {
+                    host: Mutex::new(host),
+                    pending: Pending::default(),
+                }),
+            );
+        }
+        let body = match r {
+            Ok(v) => mcp::response(id, v),
+            Err(f) => f.response(id),
+        };
+        json_reply(&mut s, 200, Some(&sid), &body)
+    }
+
     fn message<'s>(
         &'s self,
         mut s: TcpStream,
@@ -575,32 +612,7 @@ impl Front<'_, '_> {
             return json_reply(&mut s, status, None, &body);
         }
         if method == mcp::method::INITIALIZE {
-            let mut host = Host::default();
-            let r = self.gw.handle(&mut host, None, None, &method, &params);
-            let sid = match random_hex(16) {
-                Ok(sid) => sid,
-                Err(e) => return refuse(&mut s, 503, &e.to_string()),
-            };
-            {
-                let mut all =
-                    self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                if all.len() >= MAX_SESSIONS {
-                    drop(all);
-                    return refuse(&mut s, 503, "too many sessions");
-                }
-                all.insert(
-                    sid.clone(),
-                    Arc::new(Session {
-                        host: Mutex::new(host),
-                        pending: Pending::default(),
-                    }),
-                );
-            }
-            let body = match r {
-                Ok(v) => mcp::response(id, v),
-                Err(f) => f.response(id),
-            };
-            return json_reply(&mut s, 200, Some(&sid), &body);
+            return self.initialize(s, id, &method, &params);
         }
         let Some(session) = self.session(head) else {
             let (status, why) = match head.get("mcp-session-id") {
