@@ -44,6 +44,9 @@ pub mod http;
 pub mod interop;
 // The authorization server and protected MCP server (tests/login.rs).
 pub mod oauth;
+// One server `web` behind the scripted HTTP server: its config, command
+// and what is read back (tests/http.rs, tests/http_answers.rs).
+pub mod web;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
