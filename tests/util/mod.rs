@@ -42,6 +42,8 @@ pub mod http;
 // What the interop tests over stdio and over HTTP share (tests/interop.rs,
 // tests/interop_http.rs).
 pub mod interop;
+// Interop test bodies run over stdio and over HTTP alike.
+pub mod interop_body;
 // The authorization server and protected MCP server (tests/login.rs).
 pub mod oauth;
 // One server `web` behind the scripted HTTP server: its config, command
