@@ -14,7 +14,9 @@
 //! Each test gives its servers a unique marker argument, and after every
 //! command no process whose command line carries that marker may be left
 //! running. What this shares with interop_http.rs (one test at a time
-//! among both, too) is in `util/interop.rs`.
+//! among both, too) is in `util/interop.rs`; the bodies of the list, call
+//! and resources/prompts tests of both servers are those of the HTTP
+//! tests (`util/interop_body.rs`).
 
 use std::time::Duration;
 

@@ -10,8 +10,10 @@
 //! its own process group, which is killed when the test ends, on panic
 //! too ([`ServerProcess`]'s `Drop`).
 //!
-//! The conventions are those of `interop.rs`, and so is what implements
-//! them (`util/interop.rs`): the servers come from `.interop/`
+//! The commands and their expected answers are those of the stdio tests
+//! (`util/interop_body.rs`): each body runs once over each transport. The
+//! conventions are those of `interop.rs`, and so is what implements them
+//! (`util/interop.rs`): the servers come from `.interop/`
 //! (`scripts/interop-setup.sh`); a test whose servers are missing fails
 //! and says how to install them, unless `RIVUMI_MCP_SKIP_INTEROP=1` is
 //! set; one interop test runs at a time, over stdio or HTTP. Every command
