@@ -10,63 +10,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::util::http::{HttpFixture, McpScript, RESUME_EVENT_ID, Request};
+use crate::util::web::{
+    call_hi, cmd, error_line, one_post, sequence, setup_auto, setup_legacy,
+};
 use crate::util::{
-    Dir, Output, TestCommand, assert_absent, assert_contains, write_mcp_json,
+    Dir, Output, assert_absent, assert_contains, write_mcp_json,
 };
 
 /// What `list web` prints for the script's one tool.
 const LIST_OUT: &str = "web: http-fixture 1.0 (protocol 2025-11-25)\n  \
                         mcp__web__echo  read  Echoes its text\n      \
                         (text: string)\n";
-
-/// A deadline for every command: these all finish in well under a second
-/// or two, so a hang fails fast.
-const LIMIT: Duration = Duration::from_secs(20);
-
-/// `rivumi-mcp ARGS` in `dir` with `RIVUMI_MCP_ALLOWLIST=web`.
-fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut c = dir.command(args);
-    c.env("RIVUMI_MCP_ALLOWLIST", "web").timeout(LIMIT);
-    c
-}
-
-/// A directory whose `.mcp.json` has server `web` at `url`.
-/// A config naming the fixture as `web`, in the handshake era: the
-/// fixture is a 2025 server, and these tests are about that era's
-/// mechanics (sessions, streams, resumption).
-fn setup(test: &str, url: &str) -> Dir {
-    let dir = Dir::new(test);
-    write_mcp_json(
-        &dir,
-        &[("web", json!({ "url": url, "protocol": "legacy" }))],
-    );
-    dir
-}
-
-/// The same with `protocol` left at `auto`: the 2026-07-28 probe first.
-fn setup_auto(test: &str, url: &str) -> Dir {
-    let dir = Dir::new(test);
-    write_mcp_json(&dir, &[("web", json!({ "url": url }))]);
-    dir
-}
-
-/// `call mcp__web__echo text=hi`, expecting exit 0 and `hi`.
-#[track_caller]
-fn call_hi(dir: &Dir, extra: &[&str]) -> Output {
-    let mut args = vec!["call", "mcp__web__echo", "text=hi"];
-    args.extend_from_slice(extra);
-    let out = cmd(dir, &args).assert_exit(0);
-    assert_eq!(out.stdout, "hi\n", "{out:?}");
-    out
-}
-
-/// The POSTs of `method`, which must be exactly one.
-#[track_caller]
-fn one_post(fx: &HttpFixture, method: &str) -> Request {
-    let p = fx.posts_of(method);
-    assert_eq!(p.len(), 1, "POSTs of {method}:\n{}", fx.summary());
-    p.into_iter().next().unwrap()
-}
 
 /// The POSTed replies (responses to server requests) with this id.
 fn replies_to(fx: &HttpFixture, id: &Value) -> Vec<Value> {
@@ -81,23 +35,10 @@ fn replies_to(fx: &HttpFixture, id: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// A single error line on stderr, `rivumi-mcp: server 'web': ...`.
-#[track_caller]
-fn error_line(out: &Output) -> String {
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line on stderr:\n{}", out.stderr);
-    assert!(
-        lines[0].starts_with("rivumi-mcp: server 'web': "),
-        "{}",
-        lines[0]
-    );
-    lines[0].to_string()
-}
-
 #[test]
 fn json_answers_list_and_call() {
     let fx = HttpFixture::mcp(McpScript::new());
-    let dir = setup("http_json", &fx.url());
+    let dir = setup_legacy("http_json", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(0);
     assert_eq!(out.stdout, LIST_OUT);
     assert_eq!(out.stderr, "");
@@ -121,7 +62,7 @@ fn json_answers_list_and_call() {
 #[test]
 fn list_json_over_http() {
     let fx = HttpFixture::mcp(McpScript::new());
-    let dir = setup("http_list_json", &fx.url());
+    let dir = setup_legacy("http_list_json", &fx.url());
     let out = cmd(&dir, &["list", "web", "--json"]).assert_exit(0);
     let v = out.stdout_json();
     let s = &v["servers"][0];
@@ -134,7 +75,7 @@ fn list_json_over_http() {
 #[test]
 fn notifications_are_answered_202() {
     let fx = HttpFixture::mcp(McpScript::new().sessions());
-    let dir = setup("http_202", &fx.url());
+    let dir = setup_legacy("http_202", &fx.url());
     call_hi(&dir, &[]);
     let n = one_post(&fx, "notifications/initialized");
     assert_eq!(n.status, Some(202));
@@ -152,7 +93,7 @@ fn sse_answers_with_priming_and_server_requests() {
         .server_request(ping)
         .server_request(roots);
     let fx = HttpFixture::mcp(script);
-    let dir = setup("http_sse", &fx.url());
+    let dir = setup_legacy("http_sse", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(0);
     assert_eq!(out.stdout, LIST_OUT);
     call_hi(&dir, &[]);
@@ -251,7 +192,7 @@ fn expired_session_reinitializes_once_and_retries() {
     // Session 1 takes notifications/initialized and tools/list, then 404s
     // the call; session 2 never expires.
     let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2]));
-    let dir = setup("http_expired", &fx.url());
+    let dir = setup_legacy("http_expired", &fx.url());
     call_hi(&dir, &[]);
     let reqs = fx.requests();
     let seen: Vec<(String, Option<&str>, Option<u16>)> = reqs
@@ -293,7 +234,7 @@ fn expired_session_reinitializes_once_and_retries() {
 fn second_404_after_reinitialize_fails() {
     // Session 2 expires right after notifications/initialized.
     let fx = HttpFixture::mcp(McpScript::new().expire_after(&[2, 1]));
-    let dir = setup("http_expired_twice", &fx.url());
+    let dir = setup_legacy("http_expired_twice", &fx.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     let line = error_line(&out);
@@ -368,7 +309,7 @@ fn redirects_are_refused_not_followed() {
     let fx = HttpFixture::start(|_, conn| {
         conn.redirect(307, "/elsewhere/mcp");
     });
-    let dir = setup("http_redirect", &fx.url());
+    let dir = setup_legacy("http_redirect", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
     let line = error_line(&out);
     assert_contains(&line, "HTTP 307 redirect to '/elsewhere/mcp' refused");
@@ -378,7 +319,7 @@ fn redirects_are_refused_not_followed() {
     let target = format!("http://127.0.0.1:{}/moved", fx.port());
     let t = target.clone();
     let fx2 = HttpFixture::start(move |_, conn| conn.redirect(308, &t));
-    let dir = setup("http_redirect", &fx2.url());
+    let dir = setup_legacy("http_redirect", &fx2.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
     let line = error_line(&out);
     assert_contains(&line, &format!("HTTP 308 redirect to '{target}'"));
@@ -399,7 +340,7 @@ fn oversized_json_body_is_refused() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_oversized", &fx.url());
+    let dir = setup_legacy("http_oversized", &fx.url());
     let out = cmd(
         &dir,
         &["call", "mcp__web__echo", "text=hi", "--max-message", "64K"],
@@ -426,7 +367,7 @@ fn call_times_out(
             script.handle(req, conn);
         }
     });
-    let dir = setup(test, &fx.url());
+    let dir = setup_legacy(test, &fx.url());
     let start = Instant::now();
     let out =
         cmd(&dir, &["call", "mcp__web__echo", "text=hi", "--timeout", "1"])
@@ -453,7 +394,7 @@ fn ctrl_c_cancels_the_call_on_the_wire() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_sigint", &fx.url());
+    let dir = setup_legacy("http_sigint", &fx.url());
     let c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
     let child = c.spawn();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -540,7 +481,7 @@ fn wrong_content_type_shows_a_snippet() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_content_type", &fx.url());
+    let dir = setup_legacy("http_content_type", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
     let line = error_line(&out);
     assert_contains(&line, "unexpected content type 'text/html' (HTTP 200)");
@@ -551,7 +492,7 @@ fn wrong_content_type_shows_a_snippet() {
 #[test]
 fn stream_ending_early_is_resumed_with_last_event_id() {
     let fx = HttpFixture::mcp(McpScript::new().sse().resume(200));
-    let dir = setup("http_resume", &fx.url());
+    let dir = setup_legacy("http_resume", &fx.url());
     call_hi(&dir, &[]);
     let reqs = fx.requests();
     let gets: Vec<&Request> =
@@ -586,7 +527,7 @@ fn stream_ending_without_ids_or_response_fails() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_stream_no_ids", &fx.url());
+    let dir = setup_legacy("http_stream_no_ids", &fx.url());
     let start = Instant::now();
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -742,7 +683,7 @@ fn unauthorized_names_the_challenge_and_login() {
             b"who are you",
         );
     });
-    let dir = setup("http_401", &fx.url());
+    let dir = setup_legacy("http_401", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(6);
     assert_eq!(out.stdout, "");
     let line = error_line(&out);
@@ -798,7 +739,7 @@ fn forbidden_insufficient_scope_is_auth() {
             b"",
         );
     });
-    let dir = setup("http_403", &fx.url());
+    let dir = setup_legacy("http_403", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(6);
     let line = error_line(&out);
     assert_contains(&line, "insufficient scope (HTTP 403)");
@@ -806,7 +747,7 @@ fn forbidden_insufficient_scope_is_auth() {
 
     // A 403 without that challenge is a plain server error.
     let fx = HttpFixture::start(|_, conn| conn.respond(403, &[], b"nope"));
-    let dir = setup("http_403_plain", &fx.url());
+    let dir = setup_legacy("http_403_plain", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
     assert_contains(&error_line(&out), "HTTP 403: nope");
 }
@@ -815,7 +756,7 @@ fn forbidden_insufficient_scope_is_auth() {
 fn session_is_deleted_at_the_end() {
     // list, call, and a failing command all end with the DELETE.
     let fx = HttpFixture::mcp(McpScript::new().sessions());
-    let dir = setup("http_delete", &fx.url());
+    let dir = setup_legacy("http_delete", &fx.url());
     cmd(&dir, &["list", "web"]).assert_exit(0);
     call_hi(&dir, &[]);
     cmd(&dir, &["call", "mcp__web__nope"]).assert_exit(2);
@@ -849,7 +790,7 @@ fn session_is_deleted_at_the_end() {
 
     // A server that refuses DELETE (405) is fine.
     let fx = HttpFixture::mcp(McpScript::new().sessions().delete_status(405));
-    let dir = setup("http_delete_405", &fx.url());
+    let dir = setup_legacy("http_delete_405", &fx.url());
     let out = call_hi(&dir, &[]);
     assert_eq!(out.stderr, "");
     let last = fx.requests().pop().unwrap();
@@ -860,7 +801,7 @@ fn session_is_deleted_at_the_end() {
 fn localhost_resolves_to_loopback() {
     let fx = HttpFixture::mcp(McpScript::new().sessions());
     let url = format!("http://localhost:{}/mcp", fx.port());
-    let dir = setup("http_localhost", &url);
+    let dir = setup_legacy("http_localhost", &url);
     call_hi(&dir, &[]);
     let reqs = fx.requests();
     assert_eq!(reqs.len(), 5, "{}", fx.summary());
@@ -877,7 +818,7 @@ fn proxy_variables_do_not_carry_loopback_traffic() {
     let proxy_url = format!("http://127.0.0.1:{}", proxy.port());
     for host in ["127.0.0.1", "localhost"] {
         let url = format!("http://{host}:{}/mcp", fx.port());
-        let dir = setup("http_proxy", &url);
+        let dir = setup_legacy("http_proxy", &url);
         let mut c = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]);
         for var in [
             "HTTP_PROXY",
@@ -900,7 +841,7 @@ fn proxy_variables_do_not_carry_loopback_traffic() {
 fn batch_body_on_2025_03_26_is_accepted() {
     let script = McpScript::new().protocol("2025-03-26").batch_tools_list();
     let fx = HttpFixture::mcp(script);
-    let dir = setup("http_batch_old", &fx.url());
+    let dir = setup_legacy("http_batch_old", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(0);
     assert_eq!(
         out.stdout,
@@ -915,7 +856,7 @@ fn batch_body_on_2025_03_26_is_accepted() {
 #[test]
 fn batch_body_on_2025_11_25_is_an_error() {
     let fx = HttpFixture::mcp(McpScript::new().batch_tools_list());
-    let dir = setup("http_batch_new", &fx.url());
+    let dir = setup_legacy("http_batch_new", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
     assert_eq!(out.stdout, "");
     assert_contains(&error_line(&out), "batch");
@@ -932,7 +873,7 @@ fn non_message_events_are_ignored() {
          : a comment\n\n",
     );
     let fx = HttpFixture::mcp(script);
-    let dir = setup("http_event_types", &fx.url());
+    let dir = setup_legacy("http_event_types", &fx.url());
     call_hi(&dir, &[]);
     assert_eq!(fx.posts_of("tools/call").len(), 1);
 }
@@ -941,7 +882,7 @@ fn non_message_events_are_ignored() {
 fn expired_session_with_sse_answers() {
     let script = McpScript::new().sse().priming().expire_after(&[2]);
     let fx = HttpFixture::mcp(script);
-    let dir = setup("http_expired_sse", &fx.url());
+    let dir = setup_legacy("http_expired_sse", &fx.url());
     call_hi(&dir, &[]);
     assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
     let calls = fx.posts_of("tools/call");
@@ -972,7 +913,7 @@ fn sse_framing_split_across_writes_and_lines() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_sse_framing", &fx.url());
+    let dir = setup_legacy("http_sse_framing", &fx.url());
     call_hi(&dir, &[]);
 }
 
@@ -1001,7 +942,7 @@ fn oversized_sse_line_and_event_are_refused() {
             conn.sse(&[]);
             conn.write_raw(text.as_bytes());
         });
-        let dir = setup("http_oversized_sse", &fx.url());
+        let dir = setup_legacy("http_oversized_sse", &fx.url());
         let out = cmd(
             &dir,
             &["call", "mcp__web__echo", "text=hi", "--max-message", "64K"],
@@ -1023,7 +964,7 @@ fn unauthorized_mid_session_is_auth() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_401_mid", &fx.url());
+    let dir = setup_legacy("http_401_mid", &fx.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(6);
     assert_contains(&error_line(&out), "authentication required (HTTP 401)");
     assert_eq!(fx.posts_of("tools/call").len(), 1, "{}", fx.summary());
@@ -1053,7 +994,7 @@ fn retry_zero_cannot_make_the_client_spin() {
             script.handle(req, conn);
         }
     });
-    let dir = setup("http_retry_floor", &fx.url());
+    let dir = setup_legacy("http_retry_floor", &fx.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
     assert_contains(&error_line(&out), "ended 5 times before the response");
     let reqs = fx.requests();
@@ -1074,16 +1015,6 @@ fn retry_zero_cannot_make_the_client_spin() {
 // ---------------------------------------------------------------------------
 // MCP 2026-07-28 (McpScript::modern)
 // ---------------------------------------------------------------------------
-
-/// `METHOD rpc-method` of every request, in order.
-fn sequence(fx: &HttpFixture) -> Vec<String> {
-    fx.requests()
-        .iter()
-        .map(|r| {
-            format!("{} {}", r.method, r.rpc_method().unwrap_or_default())
-        })
-        .collect()
-}
 
 #[test]
 fn modern_one_shot_call_is_three_posts_with_the_modern_headers() {
@@ -1168,11 +1099,7 @@ fn modern_input_required_is_retried_with_a_new_id_and_the_state() {
 #[test]
 fn a_modern_only_server_asked_for_the_handshake_says_so() {
     let fx = HttpFixture::mcp(McpScript::new().modern());
-    let dir = Dir::new("http_modern_forced_legacy");
-    write_mcp_json(
-        &dir,
-        &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
-    );
+    let dir = setup_legacy("http_modern_forced_legacy", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
     let line = error_line(&out);
     assert_contains(&line, "-32022 (UnsupportedProtocolVersion)");
@@ -1209,7 +1136,7 @@ fn batch_relists_when_the_modern_ttl_has_expired() {
     assert_eq!(fx.posts_of("tools/list").len(), 2, "{}", fx.summary());
     // A 2025 server gives no ttl: one listing serves the whole batch.
     let fx = HttpFixture::mcp(McpScript::new());
-    let dir = setup("http_batch_no_ttl", &fx.url());
+    let dir = setup_legacy("http_batch_no_ttl", &fx.url());
     cmd(&dir, &["batch"]).stdin(lines).assert_exit(0);
     assert_eq!(fx.posts_of("tools/list").len(), 1, "{}", fx.summary());
 }
@@ -1282,7 +1209,7 @@ fn an_idle_connection_is_not_reused_after_servers_close_theirs() {
         }
         script.handle(req, conn);
     });
-    let dir = setup("http_idle_reuse", &fx.url());
+    let dir = setup_legacy("http_idle_reuse", &fx.url());
     let mut child = cmd(&dir, &["batch"]).spawn();
     let mut stdin = child.stdin.take().unwrap();
     let line = |text: &str| {

@@ -14,43 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::util::http::{Conn, HttpFixture, McpScript, Request};
-use crate::util::{
-    Dir, TestCommand, assert_absent, assert_contains, write_mcp_json,
-};
-
-const LIMIT: Duration = Duration::from_secs(20);
-
-fn cmd(dir: &Dir, args: &[&str]) -> TestCommand {
-    let mut c = dir.command(args);
-    c.env("RIVUMI_MCP_ALLOWLIST", "web").timeout(LIMIT);
-    c
-}
-
-/// A directory whose `.mcp.json` has server `web` at `url`, `protocol`
-/// left at `auto`.
-fn setup(test: &str, url: &str) -> Dir {
-    let dir = Dir::new(test);
-    write_mcp_json(&dir, &[("web", json!({ "url": url }))]);
-    dir
-}
-
-/// `METHOD rpc-method` of every request, in order.
-fn sequence(fx: &HttpFixture) -> Vec<String> {
-    fx.requests()
-        .iter()
-        .map(|r| {
-            format!("{} {}", r.method, r.rpc_method().unwrap_or_default())
-        })
-        .collect()
-}
-
-/// The one line on stderr.
-#[track_caller]
-fn error_line(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line on stderr:\n{stderr}");
-    lines[0].to_string()
-}
+use crate::util::web::{cmd, error_line, sequence, setup_auto, setup_legacy};
+use crate::util::{assert_absent, assert_contains};
 
 /// Ways a 2025 server answers a modern request that are no 2026-07-28
 /// answer: each must lead `auto` to the handshake era.
@@ -106,7 +71,7 @@ fn auto_speaks_the_handshake_era_when_the_probe_answer_is_not_modern() {
                 script.handle(req, conn);
             }
         });
-        let dir = setup("http_answers_probe", &fx.url());
+        let dir = setup_auto("http_answers_probe", &fx.url());
         let out = cmd(&dir, &["list", "web"]).run();
         assert_eq!(out.code, Some(0), "{kind}: {out:?}\n{}", fx.summary());
         assert_contains(&out.stdout, "(protocol 2025-11-25)");
@@ -130,12 +95,12 @@ fn auto_still_fails_when_the_server_cannot_be_reached() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let dir = setup(
+    let dir = setup_auto(
         "http_answers_unreachable",
         &format!("http://127.0.0.1:{port}/mcp"),
     );
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
-    let line = error_line(&out.stderr);
+    let line = error_line(&out);
     assert_contains(&line, "cannot reach");
     assert_absent(&line, "initialize");
 }
@@ -166,16 +131,16 @@ fn a_modern_error_the_handshake_era_avoids_suggests_legacy() {
         "Cannot send 'elicitation/create': this transport context has no \
          back-channel for server-initiated requests.",
     );
-    let dir = setup("http_answers_back_channel", &fx.url());
+    let dir = setup_auto("http_answers_back_channel", &fx.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
-    let line = error_line(&out.stderr);
+    let line = error_line(&out);
     assert_contains(&line, "no back-channel");
     assert_contains(&line, "--protocol legacy");
     // An ordinary modern error gets no such hint.
     let fx = modern_call_fails("the tool broke");
-    let dir = setup("http_answers_plain_error", &fx.url());
+    let dir = setup_auto("http_answers_plain_error", &fx.url());
     let out = cmd(&dir, &["call", "mcp__web__echo", "text=hi"]).assert_exit(4);
-    let line = error_line(&out.stderr);
+    let line = error_line(&out);
     assert_contains(&line, "the tool broke");
     assert_absent(&line, "--protocol legacy");
 }
@@ -225,10 +190,10 @@ fn a_legacy_http_sse_server_is_named_as_such() {
         (405, true, "modern"),
     ] {
         let fx = legacy_sse_server(status, endpoint);
-        let dir = setup("http_answers_legacy_sse", &fx.url());
+        let dir = setup_auto("http_answers_legacy_sse", &fx.url());
         let out =
             cmd(&dir, &["list", "web", "--protocol", protocol]).assert_exit(4);
-        let line = error_line(&out.stderr);
+        let line = error_line(&out);
         let case = format!("{status} {endpoint} {protocol}: {line}");
         assert!(line.starts_with("rivumi-mcp: server 'web': "), "{case}");
         assert!(line.contains("deprecated HTTP+SSE transport"), "{case}");
@@ -255,9 +220,9 @@ fn a_404_web_page_without_a_stream_is_still_no_mcp_endpoint() {
             b"<html>Not Found</html>",
         );
     });
-    let dir = setup("http_answers_plain_404", &fx.url());
+    let dir = setup_auto("http_answers_plain_404", &fx.url());
     let out = cmd(&dir, &["list", "web"]).assert_exit(4);
-    let line = error_line(&out.stderr);
+    let line = error_line(&out);
     assert_contains(&line, "no MCP endpoint at this URL");
     assert_absent(&line, "HTTP+SSE");
 }
@@ -287,11 +252,7 @@ fn a_log_line_just_before_the_result_is_not_lost() {
             flag.store(true, Ordering::SeqCst);
         }
     });
-    let dir = Dir::new("http_answers_last_log");
-    write_mcp_json(
-        &dir,
-        &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
-    );
+    let dir = setup_legacy("http_answers_last_log", &fx.url());
     for _ in 0..3 {
         answered.store(false, Ordering::SeqCst);
         let out = cmd(

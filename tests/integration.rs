@@ -37,6 +37,8 @@ mod interop_wild;
 mod interop_tasks;
 // The stdio transport: deadlines, dying servers, caps, signals, leftovers.
 mod stdio;
+// MCP 2026-07-28 over stdio against the fixture's `--era modern|dual`.
+mod stdio_modern;
 // Hostile stdio servers: floods against the memory ceiling, exits with a
 // leftover holding stdout, signals at random early moments.
 mod hostile_stdio;

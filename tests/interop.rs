@@ -14,7 +14,9 @@
 //! Each test gives its servers a unique marker argument, and after every
 //! command no process whose command line carries that marker may be left
 //! running. What this shares with interop_http.rs (one test at a time
-//! among both, too) is in `util/interop.rs`.
+//! among both, too) is in `util/interop.rs`; the bodies of the list, call
+//! and resources/prompts tests of both servers are those of the HTTP
+//! tests (`util/interop_body.rs`).
 
 use std::time::Duration;
 
@@ -23,9 +25,9 @@ use serde_json::{Value, json};
 use crate::util::interop::{
     EVERYTHING_TOOLS, FASTMCP_LIMIT, FASTMCP_SERVER, LIMIT, PY_TOOLS, Turn,
     assert_no_leftovers, check_json_listing, expected_rows, fastmcp_entries,
-    first_word_after, first_words, installed, lines_with, resource_rows,
-    tool_rows,
+    installed, tool_rows,
 };
+use crate::util::interop_body as body;
 use crate::util::{Output, assert_contains, sampling_model, write_mcp_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +243,8 @@ fn interop_py_elicits_forms_urls_and_roots() {
     assert_eq!(out.stdout, format!("file://{}\n", canon.display()));
 }
 
+// The bodies are those of the HTTP test too (util/interop_body.rs).
+
 #[test]
 fn interop_everything_list() {
     let Some(t) =
@@ -248,40 +252,7 @@ fn interop_everything_list() {
     else {
         return;
     };
-    let out = t.run("everything", &["list"], 0);
-    let mut lines = out.stdout.lines();
-    assert_eq!(
-        lines.next(),
-        Some("everything: mcp-servers/everything 2.0.0 (protocol 2025-11-25)"),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(
-        tool_rows(&out.stdout, "everything"),
-        expected_rows("everything", EVERYTHING_TOOLS),
-        "{}",
-        out.stdout
-    );
-    assert_contains(&out.stdout, "  mcp__everything__echo ");
-    assert_contains(&out.stdout, "Echoes back the input string");
-    assert_contains(&out.stdout, "  mcp__everything__get-sum ");
-    assert_eq!(out.stderr, "", "nothing on stderr");
-
-    let out = t.run("everything", &["list", "everything", "--json"], 0);
-    let v = out.stdout_json();
-    let servers = v["servers"].as_array().expect("servers array");
-    assert_eq!(servers.len(), 1, "{v:#}");
-    check_json_listing(
-        &servers[0],
-        "everything",
-        "mcp-servers/everything",
-        EVERYTHING_TOOLS,
-    );
-    let echo = &servers[0]["tools"][0];
-    assert_eq!(echo["annotations"]["readOnlyHint"], json!(true), "{echo:#}");
-    let sum = &servers[0]["tools"][6];
-    assert_eq!(sum["name"], json!("get-sum"));
-    assert_eq!(sum["inputSchema"]["properties"]["a"]["type"], json!("number"));
+    body::everything_list(&|args, code| t.run("everything", args, code));
 }
 
 #[test]
@@ -291,64 +262,7 @@ fn interop_everything_call() {
     else {
         return;
     };
-    let allow = "everything";
-    let out =
-        t.run(allow, &["call", "mcp__everything__echo", "message=hi"], 0);
-    assert_eq!(out.stdout, "Echo: hi\n");
-    assert_eq!(out.stderr, "");
-
-    // A string property stays a string, even when it looks like a number
-    // (the server's zod schema would refuse a number).
-    let out = t.run(allow, &["call", "everything", "echo", "message=007"], 0);
-    assert_eq!(out.stdout, "Echo: 007\n");
-
-    // a and b are `number` in the schema: coerced from "2" and "3", or the
-    // server would answer with an isError validation failure.
-    let out =
-        t.run(allow, &["call", "everything", "get-sum", "a=2", "b=3"], 0);
-    assert_eq!(out.stdout, "The sum of 2 and 3 is 5.\n");
-    let out = t.run(
-        allow,
-        &["call", "everything", "get-sum", "a=2", "b=3", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(v["content"][0]["text"], json!("The sum of 2 and 3 is 5."));
-    assert_eq!(v.get("isError"), None, "{v:#}");
-    let out =
-        t.run(allow, &["call", "everything", "get-sum", "a:=1.5", "b=2"], 0);
-    assert_eq!(out.stdout, "The sum of 1.5 and 2 is 3.5.\n");
-
-    // A raw JSON string for a number: the server says isError -> exit 1,
-    // with its text on stdout.
-    let out =
-        t.run(allow, &["call", "everything", "get-sum", "a:=\"x\"", "b=1"], 1);
-    assert_eq!(
-        out.stdout,
-        "MCP error -32602: Input validation error: Invalid arguments for \
-         tool get-sum: Invalid input: expected number, received string at \
-         a\n"
-    );
-    assert_contains(&out.stderr, "reported an error (isError)");
-    let out = t.run(
-        allow,
-        &["call", "everything", "get-sum", "a:=\"x\"", "b=1", "--json"],
-        1,
-    );
-    assert_eq!(out.stdout_json()["isError"], json!(true));
-
-    // A value that cannot be a number is refused before the call: usage.
-    let out =
-        t.run(allow, &["call", "everything", "get-sum", "a=2", "b=x"], 2);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "'x' is not a number");
-
-    // An unknown tool is found out from tools/list: usage, with a hint.
-    let out = t.run(allow, &["call", "mcp__everything__get-summ"], 2);
-    assert_contains(
-        &out.stderr,
-        "no tool 'get-summ'; did you mean 'get-sum'?",
-    );
+    body::everything_call(&|args, code| t.run("everything", args, code));
 }
 
 #[test]
@@ -359,169 +273,19 @@ fn interop_everything_resources_and_prompts() {
     ) else {
         return;
     };
-    let allow = "everything";
-    let out = t.run(allow, &["resources", "everything"], 0);
-    let docs = [
-        "architecture",
-        "extension",
-        "features",
-        "how-it-works",
-        "instructions",
-        "startup",
-        "structure",
-    ];
-    let resources = first_words(&out.stdout, "resource ");
-    let want: Vec<String> = docs
-        .iter()
-        .map(|d| format!("demo://resource/static/document/{d}.md"))
-        .collect();
-    assert_eq!(resources, want, "{}", out.stdout);
-    for l in lines_with(&out.stdout, "resource ") {
-        assert_contains(l, "  text/markdown  ");
-    }
-    let templates = first_words(&out.stdout, "template ");
-    assert_eq!(
-        templates,
-        [
-            "demo://resource/dynamic/text/{resourceId}",
-            "demo://resource/dynamic/blob/{resourceId}"
-        ],
-        "{}",
-        out.stdout
-    );
-
-    let out = t.run(allow, &["resources", "everything", "--json"], 0);
-    let v = out.stdout_json();
-    let s = &v["servers"][0];
-    assert_eq!(s["complete"], json!(true), "{v:#}");
-    assert_eq!(s["resources"].as_array().map(Vec::len), Some(7), "{v:#}");
-    assert_eq!(
-        s["resourceTemplates"].as_array().map(Vec::len),
-        Some(2),
-        "{v:#}"
-    );
-
-    let out = t.run(
-        allow,
-        &["read", "everything", "demo://resource/dynamic/text/1"],
-        0,
-    );
-    // The rest of the text is the current time.
-    assert!(
-        out.stdout.starts_with(
-            "Resource 1: This is a plaintext resource created at "
-        ),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
-    let out = t.run(
-        allow,
-        &["read", "everything", "demo://resource/static/document/features.md"],
-        0,
-    );
-    assert!(out.stdout.starts_with("# Everything Server"), "{}", out.stdout);
-    let out = t.run(
-        allow,
-        &["read", "everything", "demo://resource/dynamic/text/1", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(
-        v["contents"][0]["uri"],
-        json!("demo://resource/dynamic/text/1")
-    );
-    // An unknown URI is a JSON-RPC error: exit 4.
-    let out = t.run(allow, &["read", "everything", "demo://nope"], 4);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "Resource demo://nope not found");
-
-    let out = t.run(allow, &["prompts", "everything"], 0);
-    let prompts = first_words(&out.stdout, "prompt ");
-    assert_eq!(
-        prompts,
-        [
-            "simple-prompt",
-            "args-prompt",
-            "completable-prompt",
-            "resource-prompt"
-        ],
-        "{}",
-        out.stdout
-    );
-    let args_line = lines_with(&out.stdout, "prompt args-prompt ");
-    assert_eq!(args_line.len(), 1, "{}", out.stdout);
-    assert_contains(args_line[0], " city [state] ");
-
-    let out = t.run(
-        allow,
-        &["prompt", "everything", "args-prompt", "city=Paris"],
-        0,
-    );
-    assert_eq!(out.stdout, "[user]\nWhat's weather in Paris?\n");
-    let out = t.run(
-        allow,
-        &["prompt", "everything", "args-prompt", "city=Paris", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(v["messages"][0]["role"], json!("user"), "{v:#}");
-    assert_eq!(
-        v["messages"][0]["content"]["text"],
-        json!("What's weather in Paris?"),
-        "{v:#}"
-    );
-    // The required argument missing: refused before the request, exit 2.
-    let out = t.run(allow, &["prompt", "everything", "args-prompt"], 2);
-    assert_contains(
-        &out.stderr,
-        "prompt 'args-prompt' needs an argument: missing city",
-    );
+    let run = |args: &[&str], code| t.run("everything", args, code);
+    body::everything_resources_and_prompts(&run);
 }
 
 // ---- py_server.py (Python SDK) --------------------------------------------
+// The bodies are those of the HTTP tests too (util/interop_body.rs).
 
 #[test]
 fn interop_py_list_paged() {
     let Some(t) = Interop::new("interop_py_list_paged", &[Server::Py]) else {
         return;
     };
-    // tools/list comes in 4 pages of 2, 2, 2 and 1 tools.
-    let out = t.run("py", &["list"], 0);
-    assert_eq!(
-        out.stdout.lines().next(),
-        Some("py: rivumi-interop-py 1.0.0 (protocol 2025-11-25)"),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(
-        tool_rows(&out.stdout, "py"),
-        expected_rows("py", PY_TOOLS),
-        "{}",
-        out.stdout
-    );
-    assert!(!out.stdout.contains("incomplete"), "{}", out.stdout);
-    assert_eq!(out.stderr, "", "nothing on stderr");
-
-    let out = t.run("py", &["list", "py", "--json"], 0);
-    let v = out.stdout_json();
-    let servers = v["servers"].as_array().expect("servers array");
-    assert_eq!(servers.len(), 1, "{v:#}");
-    check_json_listing(&servers[0], "py", "rivumi-interop-py", PY_TOOLS);
-
-    // --all: resources and prompts (not paginated) with the tools.
-    let out = t.run("py", &["list", "py", "--all", "--json"], 0);
-    let v = out.stdout_json();
-    let s = &v["servers"][0];
-    assert_eq!(s["complete"], json!(true), "{v:#}");
-    assert_eq!(s["tools"].as_array().map(Vec::len), Some(7), "{v:#}");
-    assert_eq!(s["resources"].as_array().map(Vec::len), Some(2), "{v:#}");
-    assert_eq!(
-        s["resourceTemplates"].as_array().map(Vec::len),
-        Some(1),
-        "{v:#}"
-    );
-    assert_eq!(s["prompts"].as_array().map(Vec::len), Some(1), "{v:#}");
+    body::py_list(&|args, code| t.run("py", args, code));
 }
 
 #[test]
@@ -529,71 +293,7 @@ fn interop_py_call() {
     let Some(t) = Interop::new("interop_py_call", &[Server::Py]) else {
         return;
     };
-    let allow = "py";
-    // A readOnly tool.
-    let out = t.run(allow, &["call", "mcp__py__echo", "message=hi"], 0);
-    assert_eq!(out.stdout, "Echo: hi\n");
-    assert_eq!(out.stderr, "");
-    let out = t.run(allow, &["call", "py", "echo", "message=hi", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(v["content"][0]["text"], json!("Echo: hi"), "{v:#}");
-    assert_eq!(v["isError"], json!(false), "{v:#}");
-
-    // Number parameters (the tool, found on page 1 of 4).
-    let out = t.run(allow, &["call", "py", "add", "a=2", "b=3.5"], 0);
-    assert_eq!(out.stdout, "2 + 3.5 = 5.5\n");
-    let out = t.run(allow, &["call", "mcp__py__add", "a=2", "b=3"], 0);
-    assert_eq!(out.stdout, "2 + 3 = 5\n");
-    // An integer parameter of a tool on page 3.
-    let out = t.run(allow, &["call", "py", "sleep_ms", "ms=300"], 0);
-    assert_eq!(out.stdout, "slept 300 ms\n");
-    // A string stays a string (pydantic would refuse a number for it) and
-    // a boolean is converted; greet is classified execute, hence -y.
-    let out = t.run(
-        allow,
-        &["call", "py", "greet", "name=007", "excited=true", "-y"],
-        0,
-    );
-    assert_eq!(out.stdout, "Hello, 007!\n");
-    let out = t.run(allow, &["call", "py", "greet", "name=Ada", "-y"], 0);
-    assert_eq!(out.stdout, "Hello, Ada.\n");
-    // structuredContent.
-    let out = t.run(
-        allow,
-        &["call", "py", "get_weather", "city=Oslo", "-y", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(
-        v["structuredContent"],
-        json!({"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}),
-        "{v:#}"
-    );
-
-    // The error tool: isError -> exit 1, its text on stdout.
-    let out = t.run(allow, &["call", "py", "fail", "reason=nope", "-y"], 1);
-    assert_eq!(out.stdout, "Error executing tool fail: nope\n");
-    assert_contains(&out.stderr, "tool 'fail' reported an error (isError)");
-    let out = t.run(allow, &["call", "mcp__py__fail", "-y", "--json"], 1);
-    let v = out.stdout_json();
-    assert_eq!(v["isError"], json!(true), "{v:#}");
-    assert_eq!(
-        v["content"][0]["text"],
-        json!("Error executing tool fail: boom")
-    );
-    // Bad arguments: the server's validation error is an isError result.
-    let out = t.run(allow, &["call", "py", "add", "a:=\"x\"", "b=1"], 1);
-    assert!(
-        out.stdout.starts_with(
-            "Error executing tool add: 1 validation error for addArguments"
-        ),
-        "{}",
-        out.stdout
-    );
-    // Refused locally: a missing required argument.
-    let out = t.run(allow, &["call", "py", "add", "a=1"], 2);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "missing b");
+    body::py_call(&|args, code| t.run("py", args, code));
 }
 
 #[test]
@@ -603,67 +303,7 @@ fn interop_py_resources_and_prompts() {
     else {
         return;
     };
-    let allow = "py";
-    let out = t.run(allow, &["resources", "py"], 0);
-    let resources = resource_rows(&out.stdout);
-    assert_eq!(
-        resources,
-        [
-            ("fixture://readme", "text/plain"),
-            ("fixture://config", "application/json")
-        ],
-        "{}",
-        out.stdout
-    );
-    let templates = first_words(&out.stdout, "template ");
-    assert_eq!(templates, ["fixture://items/{item_id}"], "{}", out.stdout);
-
-    let out = t.run(allow, &["read", "py", "fixture://readme"], 0);
-    assert_eq!(out.stdout, "Hello from the rivumi interop Python server.\n");
-    let out = t.run(allow, &["read", "py", "fixture://config"], 0);
-    assert_eq!(
-        out.stdout,
-        "{\"name\": \"rivumi-interop-py\", \"page_size\": 2}\n"
-    );
-    let out = t.run(allow, &["read", "py", "fixture://items/42"], 0);
-    assert_eq!(out.stdout, "item 42\n");
-    let out = t.run(allow, &["read", "py", "fixture://readme", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(v["contents"][0]["mimeType"], json!("text/plain"), "{v:#}");
-    let out = t.run(allow, &["read", "py", "fixture://nope"], 4);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "Unknown resource: fixture://nope");
-
-    let out = t.run(allow, &["prompts", "py"], 0);
-    let rows = lines_with(&out.stdout, "prompt ");
-    assert_eq!(rows.len(), 1, "{}", out.stdout);
-    assert_eq!(first_word_after(rows[0], "prompt "), "review");
-    assert_contains(rows[0], " code [language] ");
-
-    let out = t.run(allow, &["prompt", "py", "review", "code=fn main(){}"], 0);
-    assert_eq!(
-        out.stdout,
-        "# Asks for a review of a code snippet.\n[user]\n\
-         Please review this rust code:\n\nfn main(){}\n"
-    );
-    let out = t.run(
-        allow,
-        &["prompt", "py", "review", "code=x = 1", "language=python", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(
-        v["messages"][0]["content"]["text"],
-        json!("Please review this python code:\n\nx = 1"),
-        "{v:#}"
-    );
-    // Missing `code`: refused before the request, as the prompt's
-    // declared arguments say.
-    let out = t.run(allow, &["prompt", "py", "review"], 2);
-    assert_contains(
-        &out.stderr,
-        "prompt 'review' needs an argument: missing code",
-    );
+    body::py_resources_and_prompts(&|args, code| t.run("py", args, code));
 }
 
 // ---- both at once -------------------------------------------------------

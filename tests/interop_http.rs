@@ -10,8 +10,10 @@
 //! its own process group, which is killed when the test ends, on panic
 //! too ([`ServerProcess`]'s `Drop`).
 //!
-//! The conventions are those of `interop.rs`, and so is what implements
-//! them (`util/interop.rs`): the servers come from `.interop/`
+//! The commands and their expected answers are those of the stdio tests
+//! (`util/interop_body.rs`): each body runs once over each transport. The
+//! conventions are those of `interop.rs`, and so is what implements them
+//! (`util/interop.rs`): the servers come from `.interop/`
 //! (`scripts/interop-setup.sh`); a test whose servers are missing fails
 //! and says how to install them, unless `RIVUMI_MCP_SKIP_INTEROP=1` is
 //! set; one interop test runs at a time, over stdio or HTTP. Every command
@@ -27,10 +29,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::util::interop::{
-    EVERYTHING_TOOLS, Installed, LIMIT, NotListening, PY_TOOLS, ServerProcess,
-    Turn, check_json_listing, expected_rows, first_word_after, first_words,
-    installed, lines_with, resource_rows, tool_rows,
+    Installed, LIMIT, NotListening, ServerProcess, Turn, installed,
 };
+use crate::util::interop_body as body;
 use crate::util::{
     Dir, Output, assert_absent, assert_contains, repo_root, wait_with_timeout,
     write_mcp_json,
@@ -63,7 +64,7 @@ impl Kind {
     /// The server's name in `.mcp.json`.
     fn name(self) -> &'static str {
         match self {
-            Kind::Everything => "ev",
+            Kind::Everything => "everything",
             Kind::Py(_) => "py",
         }
     }
@@ -308,216 +309,11 @@ fn interop_http_everything() {
         return;
     };
 
-    // list: one page of 15 tools, from SSE answers.
-    let out = t.run(&["list"], 0);
-    assert_eq!(
-        out.stdout.lines().next(),
-        Some("ev: mcp-servers/everything 2.0.0 (protocol 2025-11-25)"),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(
-        tool_rows(&out.stdout, "ev"),
-        expected_rows("ev", EVERYTHING_TOOLS),
-        "{}",
-        out.stdout
-    );
-    assert_contains(&out.stdout, "Echoes back the input string");
-    assert!(!out.stdout.contains("incomplete"), "{}", out.stdout);
-    assert_eq!(out.stderr, "", "nothing on stderr");
-
-    let out = t.run(&["list", "ev", "--json"], 0);
-    let v = out.stdout_json();
-    let servers = v["servers"].as_array().expect("servers array");
-    assert_eq!(servers.len(), 1, "{v:#}");
-    check_json_listing(
-        &servers[0],
-        "ev",
-        "mcp-servers/everything",
-        EVERYTHING_TOOLS,
-    );
-    let sum = &servers[0]["tools"][6];
-    assert_eq!(sum["name"], json!("get-sum"));
-    assert_eq!(sum["inputSchema"]["properties"]["a"]["type"], json!("number"));
-    assert_eq!(out.stderr, "");
-
-    // A form the server asks from inside a tool over HTTP, answered from
-    // --answer and the defaults; and the roots named with --root.
-    let out = t.run(
-        &[
-            "call",
-            "-y",
-            "ev",
-            "trigger-elicitation-request",
-            "--elicit",
-            "defaults",
-            "--answer",
-            "name=Ann",
-        ],
-        0,
-    );
-    assert_contains(&out.stdout, "- Name: Ann");
-    assert_contains(&out.stdout, "- Favorite Integer: 42");
-    let out = t.run(&["call", "-y", "ev", "get-roots-list", "--root", "/"], 0);
-    assert_contains(&out.stdout, "URI: file:///\n");
-
-    // A read tool.
-    let out = t.run(&["call", "mcp__ev__echo", "message=hi"], 0);
-    assert_eq!(out.stdout, "Echo: hi\n");
-    assert_eq!(out.stderr, "");
-    // A string property stays a string even when it looks like a number.
-    let out = t.run(&["call", "ev", "echo", "message=007"], 0);
-    assert_eq!(out.stdout, "Echo: 007\n");
-
-    // Numbers: `a=2` becomes the number 2 (the schema says number).
-    let out = t.run(&["call", "ev", "get-sum", "a=2", "b=3"], 0);
-    assert_eq!(out.stdout, "The sum of 2 and 3 is 5.\n");
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["call", "ev", "get-sum", "a=1.5", "b=2", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(v["content"][0]["text"], json!("The sum of 1.5 and 2 is 3.5."));
-    assert_eq!(v.get("isError"), None, "{v:#}");
-
-    // isError -> exit 1, the server's text on stdout.
-    let out = t.run(&["call", "ev", "get-sum", "a:=\"x\"", "b=1"], 1);
-    assert_eq!(
-        out.stdout,
-        "MCP error -32602: Input validation error: Invalid arguments for \
-         tool get-sum: Invalid input: expected number, received string at \
-         a\n"
-    );
-    assert_contains(&out.stderr, "reported an error (isError)");
-
-    // structuredContent through an SSE answer.
-    let out = t.run(
-        &["call", "ev", "get-structured-content", "location=New York"],
-        0,
-    );
-    // The text block as sent; structuredContent is not printed again,
-    // since the text block already holds the same JSON.
-    assert_eq!(
-        out.stdout,
-        "{\"temperature\":33,\"conditions\":\"Cloudy\",\"humidity\":82}\n"
-    );
-
-    let out = t.run(
-        &[
-            "call",
-            "ev",
-            "get-structured-content",
-            "location=New York",
-            "--json",
-        ],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(
-        v["structuredContent"],
-        json!({"temperature": 33, "conditions": "Cloudy", "humidity": 82}),
-        "{v:#}"
-    );
-
-    // Progress notifications on the POST's SSE stream before the result.
-    let out = t.run(
-        &[
-            "call",
-            "ev",
-            "trigger-long-running-operation",
-            "duration=1",
-            "steps=2",
-        ],
-        0,
-    );
-    assert_eq!(
-        out.stdout,
-        "Long running operation completed. Duration: 1 seconds, Steps: 2.\n"
-    );
-    assert_eq!(out.stderr, "");
-
-    // A tool classified execute needs -y.
-    let out = t.run(&["call", "ev", "toggle-simulated-logging"], 7);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "is classified execute and needs approval");
-    let out = t.run(&["call", "ev", "toggle-simulated-logging", "-y"], 0);
-    assert!(
-        out.stdout.starts_with(
-            "Started simulated, random-leveled logging for session "
-        ),
-        "{}",
-        out.stdout
-    );
-
-    // Resources.
-    let out = t.run(&["resources", "ev"], 0);
-    let resources = first_words(&out.stdout, "resource ");
-    let want: Vec<String> = [
-        "architecture",
-        "extension",
-        "features",
-        "how-it-works",
-        "instructions",
-        "startup",
-        "structure",
-    ]
-    .iter()
-    .map(|d| format!("demo://resource/static/document/{d}.md"))
-    .collect();
-    assert_eq!(resources, want, "{}", out.stdout);
-    let templates = first_words(&out.stdout, "template ");
-    assert_eq!(
-        templates,
-        [
-            "demo://resource/dynamic/text/{resourceId}",
-            "demo://resource/dynamic/blob/{resourceId}"
-        ],
-        "{}",
-        out.stdout
-    );
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["read", "ev", "demo://resource/dynamic/text/1"], 0);
-    // The rest of the text is the current time.
-    assert!(
-        out.stdout.starts_with(
-            "Resource 1: This is a plaintext resource created at "
-        ),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["read", "ev", "demo://nope"], 4);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "Resource demo://nope not found");
-
-    // Prompts.
-    let out = t.run(&["prompts", "ev"], 0);
-    let prompts = first_words(&out.stdout, "prompt ");
-    assert_eq!(
-        prompts,
-        [
-            "simple-prompt",
-            "args-prompt",
-            "completable-prompt",
-            "resource-prompt"
-        ],
-        "{}",
-        out.stdout
-    );
-    assert_contains(
-        lines_with(&out.stdout, "prompt args-prompt ")[0],
-        " city [state] ",
-    );
-    let out = t.run(&["prompt", "ev", "args-prompt", "city=Paris"], 0);
-    assert_eq!(out.stdout, "[user]\nWhat's weather in Paris?\n");
-    assert_eq!(out.stderr, "");
-    let out =
-        t.run(&["prompt", "ev", "args-prompt", "city=Paris", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(
-        v["messages"][0]["content"]["text"],
-        json!("What's weather in Paris?"),
-        "{v:#}"
-    );
+    // The commands of the stdio tests, from SSE answers.
+    let run = |args: &[&str], code| t.run(args, code);
+    body::everything_list(&run);
+    body::everything_call(&run);
+    body::everything_resources_and_prompts(&run);
 
     // The session is ended with a DELETE the server accepts (and, checked
     // after every command above, logs).
@@ -528,152 +324,18 @@ fn interop_http_everything() {
 
 // ---- py_server.py (Python SDK) --------------------------------------------
 
-/// The same commands against `py_server.py --mode MODE`.
+/// The commands of the stdio tests (util/interop_body.rs) against
+/// `py_server.py --mode MODE`, then the session's end.
 fn py_suite(test: &str, mode: &'static str) {
     let Some(t) = HttpInterop::new(test, Kind::Py(mode)) else {
         return;
     };
 
-    // tools/list in 4 pages of 2, 2, 2 and 1 tools.
-    let out = t.run(&["list"], 0);
-    assert_eq!(
-        out.stdout.lines().next(),
-        Some("py: rivumi-interop-py 1.0.0 (protocol 2025-11-25)"),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(
-        tool_rows(&out.stdout, "py"),
-        expected_rows("py", PY_TOOLS),
-        "{}",
-        out.stdout
-    );
-    assert!(!out.stdout.contains("incomplete"), "{}", out.stdout);
-    assert_eq!(out.stderr, "", "nothing on stderr");
-
-    let out = t.run(&["list", "py", "--json"], 0);
-    let v = out.stdout_json();
-    let servers = v["servers"].as_array().expect("servers array");
-    assert_eq!(servers.len(), 1, "{v:#}");
-    check_json_listing(&servers[0], "py", "rivumi-interop-py", PY_TOOLS);
-    assert_eq!(out.stderr, "");
-
-    let out = t.run(&["list", "py", "--all", "--json"], 0);
-    let v = out.stdout_json();
-    let s = &v["servers"][0];
-    assert_eq!(s["complete"], json!(true), "{v:#}");
-    assert_eq!(s["tools"].as_array().map(Vec::len), Some(7), "{v:#}");
-    assert_eq!(s["resources"].as_array().map(Vec::len), Some(2), "{v:#}");
-    assert_eq!(
-        s["resourceTemplates"].as_array().map(Vec::len),
-        Some(1),
-        "{v:#}"
-    );
-    assert_eq!(s["prompts"].as_array().map(Vec::len), Some(1), "{v:#}");
-
-    // A read tool.
-    let out = t.run(&["call", "mcp__py__echo", "message=hi"], 0);
-    assert_eq!(out.stdout, "Echo: hi\n");
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["call", "py", "echo", "message=hi", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(v["content"][0]["text"], json!("Echo: hi"), "{v:#}");
-    assert_eq!(v["isError"], json!(false), "{v:#}");
-
-    // Numbers (JSON Schema number and integer, pages 1 and 3).
-    let out = t.run(&["call", "py", "add", "a=2", "b=3.5"], 0);
-    assert_eq!(out.stdout, "2 + 3.5 = 5.5\n");
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["call", "mcp__py__add", "a=2", "b=3"], 0);
-    assert_eq!(out.stdout, "2 + 3 = 5\n");
-    let out = t.run(&["call", "py", "sleep_ms", "ms=300"], 0);
-    assert_eq!(out.stdout, "slept 300 ms\n");
-
-    // Tools classified execute: refused without -y, run with it (a string
-    // stays a string, a boolean is converted).
-    let out = t.run(&["call", "py", "greet", "name=Ada"], 7);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "is classified execute and needs approval");
-    let out =
-        t.run(&["call", "py", "greet", "name=007", "excited=true", "-y"], 0);
-    assert_eq!(out.stdout, "Hello, 007!\n");
-    assert_eq!(out.stderr, "");
-    let out =
-        t.run(&["call", "py", "get_weather", "city=Oslo", "-y", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(
-        v["structuredContent"],
-        json!({"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}),
-        "{v:#}"
-    );
-
-    // isError -> exit 1, the text on stdout.
-    let out = t.run(&["call", "py", "fail", "reason=nope", "-y"], 1);
-    assert_eq!(out.stdout, "Error executing tool fail: nope\n");
-    assert_contains(&out.stderr, "tool 'fail' reported an error (isError)");
-    let out = t.run(&["call", "mcp__py__fail", "-y", "--json"], 1);
-    let v = out.stdout_json();
-    assert_eq!(v["isError"], json!(true), "{v:#}");
-    assert_eq!(
-        v["content"][0]["text"],
-        json!("Error executing tool fail: boom")
-    );
-
-    // Resources.
-    let out = t.run(&["resources", "py"], 0);
-    let resources = resource_rows(&out.stdout);
-    assert_eq!(
-        resources,
-        [
-            ("fixture://readme", "text/plain"),
-            ("fixture://config", "application/json")
-        ],
-        "{}",
-        out.stdout
-    );
-    let templates = first_words(&out.stdout, "template ");
-    assert_eq!(templates, ["fixture://items/{item_id}"], "{}", out.stdout);
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["read", "py", "fixture://readme"], 0);
-    assert_eq!(out.stdout, "Hello from the rivumi interop Python server.\n");
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["read", "py", "fixture://items/42"], 0);
-    assert_eq!(out.stdout, "item 42\n");
-    let out = t.run(&["read", "py", "fixture://config", "--json"], 0);
-    let v = out.stdout_json();
-    assert_eq!(
-        v["contents"][0]["mimeType"],
-        json!("application/json"),
-        "{v:#}"
-    );
-    let out = t.run(&["read", "py", "fixture://nope"], 4);
-    assert_eq!(out.stdout, "");
-    assert_contains(&out.stderr, "Unknown resource: fixture://nope");
-
-    // Prompts.
-    let out = t.run(&["prompts", "py"], 0);
-    let rows = lines_with(&out.stdout, "prompt ");
-    assert_eq!(rows.len(), 1, "{}", out.stdout);
-    assert_eq!(first_word_after(rows[0], "prompt "), "review");
-    assert_contains(rows[0], " code [language] ");
-    assert_eq!(out.stderr, "");
-    let out = t.run(&["prompt", "py", "review", "code=fn main(){}"], 0);
-    assert_eq!(
-        out.stdout,
-        "# Asks for a review of a code snippet.\n[user]\n\
-         Please review this rust code:\n\nfn main(){}\n"
-    );
-    assert_eq!(out.stderr, "");
-    let out = t.run(
-        &["prompt", "py", "review", "code=x = 1", "language=python", "--json"],
-        0,
-    );
-    let v = out.stdout_json();
-    assert_eq!(
-        v["messages"][0]["content"]["text"],
-        json!("Please review this python code:\n\nx = 1"),
-        "{v:#}"
-    );
+    // The commands of the stdio tests, over this mode of HTTP.
+    let run = |args: &[&str], code| t.run(args, code);
+    body::py_list(&run);
+    body::py_call(&run);
+    body::py_resources_and_prompts(&run);
 
     // The session's end. The server logs at WARNING and so says nothing
     // about it; what can be seen is rivumi-mcp's DELETE and its status.

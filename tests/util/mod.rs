@@ -42,8 +42,13 @@ pub mod http;
 // What the interop tests over stdio and over HTTP share (tests/interop.rs,
 // tests/interop_http.rs).
 pub mod interop;
+// Interop test bodies run over stdio and over HTTP alike.
+pub mod interop_body;
 // The authorization server and protected MCP server (tests/login.rs).
 pub mod oauth;
+// One server `web` behind the scripted HTTP server: its config, command
+// and what is read back (tests/http.rs, tests/http_answers.rs).
+pub mod web;
 
 static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
 
