@@ -541,7 +541,13 @@ impl Warm {
     /// cancelled).
     fn follow_task(&self, p: &Pending, answer: &Value) {
         let result = answer.get("result");
-        if let Some(Ok(t)) = result.and_then(mcp::tasks::created) {
+        // A `tasks/*` answer describes a task; only another request's
+        // answer creates one.
+        let created = match &p.task {
+            None => result.and_then(mcp::tasks::created),
+            Some(_) => None,
+        };
+        if let Some(Ok(t)) = created {
             let ttl = t
                 .ttl_ms
                 .map_or(DEFAULT_HOLD, Duration::from_millis)
