@@ -187,6 +187,23 @@ pub(crate) struct Facts {
     pub(crate) caps: mcp::Capabilities,
 }
 
+/// An HTTP lane's transport: closed when the lane ends (or is never
+/// started); only the first lane's ends the session (a DELETE), the
+/// others leave it.
+struct LaneTransport {
+    t: Box<dyn Transport>,
+    ends_session: bool,
+}
+
+impl Drop for LaneTransport {
+    fn drop(&mut self) {
+        if !self.ends_session {
+            let _ = self.t.detach();
+        }
+        self.t.close();
+    }
+}
+
 /// One HTTP lane: its queue and how many requests it carries or holds.
 struct Lane {
     tx: std::sync::mpsc::SyncSender<Out>,
@@ -287,13 +304,18 @@ impl Warm {
         Ok(w)
     }
 
-    /// Starts a lane with `t`; its index.
+    /// Starts a lane with `t`; its index. Every lane but the first leaves
+    /// the session to the first when it ends, however it ends.
     fn add_lane(&self, t: Box<dyn Transport>) -> std::io::Result<usize> {
+        let mut lanes = lock(&self.lanes);
+        let n = lanes.len();
+        let t = LaneTransport { t, ends_session: n == 0 };
         let Some(me) = self.me.upgrade() else {
             return Err(std::io::Error::other("the server is closing"));
         };
-        let mut lanes = lock(&self.lanes);
-        let n = lanes.len();
+        if n >= MAX_LANES {
+            return Err(std::io::Error::other("as many lanes as the bound"));
+        }
         let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
         let load = Arc::new(AtomicUsize::new(0));
         let l = Arc::clone(&load);
@@ -382,10 +404,11 @@ impl Warm {
     fn pump_lane(
         &self,
         lane: usize,
-        mut t: Box<dyn Transport>,
+        mut lt: LaneTransport,
         rx: &std::sync::mpsc::Receiver<Out>,
         load: &AtomicUsize,
     ) {
+        let t = &mut lt.t;
         let done = || {
             let _ =
                 load.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -449,11 +472,7 @@ impl Warm {
                 done();
             }
         }
-        if lane > 0 {
-            // The session is the first lane's to end.
-            let _ = t.detach();
-        }
-        t.close();
+        drop(lt);
     }
 
     /// Receives what the server sends before `d` and routes it; false
