@@ -947,7 +947,7 @@ fn daemon_http_callers_run_concurrently_in_one_session() {
         if req.rpc_method().as_deref() == Some("tools/call") {
             let here = n2.fetch_add(1, Ordering::SeqCst) + 1;
             m2.fetch_max(here, Ordering::SeqCst);
-            thread::sleep(Duration::from_millis(1500));
+            thread::sleep(Duration::from_millis(2000));
             n2.fetch_sub(1, Ordering::SeqCst);
         }
         script.handle(req, conn);
@@ -1154,10 +1154,21 @@ fn daemon_interop_detached_task_lives_in_the_warm_server() {
     assert_eq!(out.code, Some(4), "{}", out.all());
     assert_contains(&out.stderr, "server 'ev'");
     assert_contains(&out.stderr, "no daemon runs");
-    let _d = Daemon::start(dir, &[]);
+    let d = Daemon::start(dir, &[]);
     let out = run(&["task", "result", "ev", &id]);
     assert_eq!(out.code, Some(4), "{}", out.all());
     assert_contains(&out.stderr, "no warm server holds this task");
     assert!(servers(dir).is_empty(), "no server was started for it");
+    // A warm server that crashed took its task with it.
+    let id = detached();
+    let pid = servers(dir)[0]["pid"].as_u64().unwrap();
+    send_signal(pid as u32, "KILL");
+    // (A `task` racing the crash fails with "server exited" instead.)
+    wait_for("the daemon notices the crash", || servers(dir).is_empty());
+    let out = run(&["task", "get", "ev", &id]);
+    assert_eq!(out.code, Some(4), "{}", out.all());
+    assert_contains(&out.stderr, "no warm server holds this task");
+    assert!(!d.log_text().contains(&id), "the daemon logged the task id");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
     assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
 }
