@@ -207,16 +207,21 @@ fn daemon_is_bypassed_by_no_daemon_and_the_variable() {
     assert_eq!(servers(&dir)[0]["calls"], calls);
 }
 
-#[test]
-fn daemon_ten_parallel_callers_each_get_their_own_answer() {
-    let (dir, pids) = demo_with_pids("daemon_parallel", &[]);
-    let _d = Daemon::start(&dir, &[]);
-    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
-    let children: Vec<(String, Child, TestCommand)> = (0..10)
+/// `n` invocations at once of `call SERVER echo KEY=caller-I`, each of
+/// which must end 0 and print `shown(caller-I)`, its own answer.
+fn parallel_echoes(
+    dir: &Dir,
+    server: &str,
+    key: &str,
+    n: usize,
+    shown: impl Fn(&str) -> String,
+) {
+    let children: Vec<(String, Child, TestCommand)> = (0..n)
         .map(|i| {
             let text = format!("caller-{i}");
-            let c =
-                warm(&dir, &["call", "demo", "echo", &format!("text={text}")]);
+            let arg = format!("{key}={text}");
+            let mut c = warm(dir, &["call", server, "echo", &arg]);
+            c.env("RIVUMI_MCP_ALLOWLIST", server);
             let child = c.spawn();
             (text, child, c)
         })
@@ -224,8 +229,16 @@ fn daemon_ten_parallel_callers_each_get_their_own_answer() {
     for (text, child, c) in children {
         let out = crate::util::wait_with_timeout(child, &c);
         assert_eq!(out.code, Some(0), "{}", out.all());
-        assert_eq!(out.stdout.trim(), text);
+        assert_eq!(out.stdout.trim(), shown(&text));
     }
+}
+
+#[test]
+fn daemon_ten_parallel_callers_each_get_their_own_answer() {
+    let (dir, pids) = demo_with_pids("daemon_parallel", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    parallel_echoes(&dir, "demo", "text", 10, str::to_string);
     assert_eq!(read_pids(&pids).len(), 1, "one server for all");
     assert!(servers(&dir)[0]["calls"].as_u64().unwrap() >= 11);
 }
@@ -831,21 +844,7 @@ fn daemon_interop_http_server_warm_as_cold() {
             assert_eq!(hot.stdout, cold.stdout, "{args:?}");
         }
     }
-    let children: Vec<(String, Child, TestCommand)> = (0..5)
-        .map(|i| {
-            let text = format!("caller-{i}");
-            let mut c =
-                warm(dir, &["call", "ph", "echo", &format!("message={text}")]);
-            c.env("RIVUMI_MCP_ALLOWLIST", "ph");
-            let child = c.spawn();
-            (text, child, c)
-        })
-        .collect();
-    for (text, child, c) in children {
-        let out = crate::util::wait_with_timeout(child, &c);
-        assert_eq!(out.code, Some(0), "{}", out.all());
-        assert_eq!(out.stdout.trim(), format!("Echo: {text}"));
-    }
+    parallel_echoes(dir, "ph", "message", 5, |t| format!("Echo: {t}"));
     let st = servers(dir);
     let mut eras: Vec<&str> =
         st.iter().map(|v| v["era"].as_str().unwrap()).collect();
@@ -959,21 +958,7 @@ fn daemon_http_callers_run_concurrently_in_one_session() {
     let first = run(&["call", "hx", "echo", "text=first"]);
     assert_eq!(first.code, Some(0), "{}", first.all());
     assert_eq!(most.load(Ordering::SeqCst), 1);
-    let children: Vec<(String, Child, TestCommand)> = (0..4)
-        .map(|i| {
-            let text = format!("caller-{i}");
-            let mut c =
-                warm(&dir, &["call", "hx", "echo", &format!("text={text}")]);
-            c.env("RIVUMI_MCP_ALLOWLIST", "hx");
-            let child = c.spawn();
-            (text, child, c)
-        })
-        .collect();
-    for (text, child, c) in children {
-        let out = crate::util::wait_with_timeout(child, &c);
-        assert_eq!(out.code, Some(0), "{}", out.all());
-        assert_eq!(out.stdout.trim(), text);
-    }
+    parallel_echoes(&dir, "hx", "text", 4, str::to_string);
     let overlap = most.load(Ordering::SeqCst);
     assert!(overlap >= 2, "the calls never overlapped ({overlap} at most)");
     assert!(overlap <= 4, "more lanes than the bound: {overlap}");
