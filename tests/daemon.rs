@@ -973,6 +973,42 @@ fn daemon_http_callers_run_concurrently_in_one_session() {
     let s = servers(&dir);
     assert_eq!(s.len(), 1, "{s:?}");
     assert!(s[0]["lanes"].as_u64().unwrap() >= 2, "{s:?}");
+    // The server ends the session: the first lane starts another (as
+    // cold does on a 404), and the other lanes follow it there.
+    end_session(fx.port(), "sess-1");
+    let again = run(&["call", "hx", "echo", "text=again"]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert_eq!(again.stdout.trim(), "again");
+    most.store(0, Ordering::SeqCst);
+    parallel_echoes(&dir, "hx", "text", 4, str::to_string);
+    assert!(most.load(Ordering::SeqCst) >= 2, "no overlap in the new session");
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
+    let calls = fx.posts_of("tools/call");
+    assert_eq!(calls.len(), 10);
+    assert!(
+        calls[5..]
+            .iter()
+            .all(|r| r.header("mcp-session-id") == Some("sess-2")),
+        "{}",
+        fx.summary()
+    );
+    assert_eq!(servers(&dir).len(), 1, "the same warm server");
+}
+
+/// DELETEs the session `id` of the fixture at `port` (the server ending
+/// it), as a raw HTTP/1.1 request.
+fn end_session(port: u16, id: &str) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: {id}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
 /// An HTTP server with a bearer token from a variable is kept warm,

@@ -597,23 +597,19 @@ impl Launch {
             if let Some(id) = &session {
                 transport.resume(id, &info.protocol);
             }
-            let protocol = info.protocol.clone();
-            let make: Option<MakeLane> = match (modern, session) {
-                (true, _) => Some(Box::new(move || {
-                    Ok(Box::new(me.http_transport()?) as Box<dyn Transport>)
-                })),
-                (false, Some(id)) => Some(Box::new(move || {
-                    let mut t = me.http_transport()?;
-                    t.resume(&id, &protocol);
-                    Ok(Box::new(t) as Box<dyn Transport>)
-                })),
-                (false, None) => None,
-            };
+            let make: Option<MakeLane> =
+                (modern || session.is_some()).then(|| {
+                    Box::new(move || {
+                        Ok(Box::new(me.http_transport()?)
+                            as Box<dyn Transport>)
+                    }) as MakeLane
+                });
             Warm::run_http(
                 facts,
                 wire::info_to_json(info),
                 roots,
                 transport,
+                session,
                 make,
             )
         })

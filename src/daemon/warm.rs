@@ -73,6 +73,9 @@ const FIRST_ID: u64 = 1000;
 pub(crate) const MAX_IN_FLIGHT: usize = 4096;
 /// At most this many requests of one HTTP server run at once (lanes).
 pub(crate) const MAX_LANES: usize = 4;
+/// At most this many lanes are made in a server's life (a lane that
+/// failed is replaced, up to this).
+const MAX_MADE_LANES: usize = 2 * MAX_LANES;
 /// At most this many tasks held on one server (the soonest to expire
 /// makes room).
 const MAX_HOLDS: usize = 256;
@@ -113,6 +116,11 @@ impl Caller {
 
 fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `m` is a request (an answer is awaited).
+fn is_request(m: &Value) -> bool {
+    m.get("method").is_some() && m.get("id").is_some_and(|i| !i.is_null())
 }
 
 /// How the server answers what it asks when no invocation can: as a cold
@@ -208,6 +216,8 @@ impl Drop for LaneTransport {
 struct Lane {
     tx: std::sync::mpsc::SyncSender<Out>,
     load: Arc<AtomicUsize>,
+    /// False once it failed: no request is given to it any more.
+    open: AtomicBool,
 }
 
 pub(crate) struct Warm {
@@ -220,6 +230,10 @@ pub(crate) struct Warm {
     lanes: Mutex<Vec<Lane>>,
     /// HTTP: how to make another lane (`None`: one lane only).
     make: Option<MakeLane>,
+    /// HTTP, handshake era: the session id the lanes share, as the first
+    /// lane has it now (a session the server expired is started again
+    /// there, and the others follow).
+    session: Mutex<Option<String>>,
     /// The roots the callers declared (they are part of the key), to
     /// answer `roots/list` as cold does; `None` when roots are not
     /// declared.
@@ -261,6 +275,7 @@ impl Warm {
             stdio,
             lanes: Mutex::new(vec![]),
             make,
+            session: Mutex::new(None),
             roots,
             state: Mutex::new(State {
                 next_id: FIRST_ID,
@@ -290,16 +305,19 @@ impl Warm {
         Ok(w)
     }
 
-    /// Takes over an opened HTTP server: `transport` is its first lane;
-    /// `make` makes more, up to [`MAX_LANES`].
+    /// Takes over an opened HTTP server: `transport` is its first lane,
+    /// in `session` (handshake era); `make` makes more (not yet in the
+    /// session: a lane takes it up itself), up to [`MAX_LANES`].
     pub(crate) fn run_http(
         facts: Facts,
         info: Value,
         roots: Option<Value>,
         transport: Box<dyn Transport>,
+        session: Option<String>,
         make: Option<MakeLane>,
     ) -> std::io::Result<Arc<Warm>> {
         let w = Warm::new(facts, info, None, make, roots);
+        *lock(&w.session) = session;
         w.add_lane(transport)?;
         Ok(w)
     }
@@ -313,14 +331,14 @@ impl Warm {
         let Some(me) = self.me.upgrade() else {
             return Err(std::io::Error::other("the server is closing"));
         };
-        if n >= MAX_LANES {
+        if n >= MAX_MADE_LANES {
             return Err(std::io::Error::other("as many lanes as the bound"));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
         let load = Arc::new(AtomicUsize::new(0));
         let l = Arc::clone(&load);
         let h = spawn_pump(move || me.pump_lane(n, t, &rx, &l))?;
-        lanes.push(Lane { tx, load });
+        lanes.push(Lane { tx, load, open: AtomicBool::new(true) });
         lock(&self.pumps).push(h);
         Ok(n)
     }
@@ -330,9 +348,11 @@ impl Warm {
     fn pick_lane(&self) -> usize {
         let (idle, count) = {
             let lanes = lock(&self.lanes);
-            let idle =
-                lanes.iter().position(|l| l.load.load(Ordering::SeqCst) == 0);
-            (idle, lanes.len())
+            let open = |l: &&Lane| l.open.load(Ordering::SeqCst);
+            let idle = lanes
+                .iter()
+                .position(|l| open(&l) && l.load.load(Ordering::SeqCst) == 0);
+            (idle, lanes.iter().filter(open).count())
         };
         let mut pick = idle;
         if pick.is_none()
@@ -361,6 +381,7 @@ impl Warm {
         let lanes = lock(&self.lanes);
         let n = pick.unwrap_or_else(|| {
             (0..lanes.len())
+                .filter(|i| lanes[*i].open.load(Ordering::SeqCst))
                 .min_by_key(|i| lanes[*i].load.load(Ordering::SeqCst))
                 .unwrap_or(0)
         });
@@ -401,6 +422,9 @@ impl Warm {
     /// One HTTP lane: sends its queued messages in order, holding back a
     /// request while another is unanswered, and receives only while a
     /// request is in flight (the transport reads one request's stream).
+    /// The first lane failing is the server failing; another lane failing
+    /// fails the request it carried and hands what it still holds to the
+    /// first.
     fn pump_lane(
         &self,
         lane: usize,
@@ -417,6 +441,8 @@ impl Warm {
         };
         let mut queue: std::collections::VecDeque<Out> = Default::default();
         let mut awaiting: Option<Value> = None;
+        // The session id this lane's transport carries.
+        let mut mine: Option<String> = None;
         'run: while !self.stop.load(Ordering::SeqCst) {
             if awaiting.is_none() && queue.is_empty() {
                 match rx.recv_timeout(PUMP_TICK) {
@@ -431,8 +457,7 @@ impl Warm {
                 queue.push_back(o);
             }
             while let Some((m, _)) = queue.front() {
-                let request = m.get("method").is_some()
-                    && m.get("id").is_some_and(|i| !i.is_null());
+                let request = is_request(m);
                 if request && awaiting.is_some() {
                     break;
                 }
@@ -445,6 +470,9 @@ impl Warm {
                         continue;
                     }
                     awaiting = Some(id);
+                    if lane > 0 {
+                        self.follow_session(t.as_mut(), &mut mine);
+                    }
                 }
                 let d = Deadline::new("the daemon's send", SERVER_WRITE);
                 let sent = match &h {
@@ -452,7 +480,7 @@ impl Warm {
                     None => t.send(&m, &d),
                 };
                 if let Err(e) = sent {
-                    self.fail(e.message());
+                    self.lane_broke(lane, e.message(), awaiting, queue, rx);
                     break 'run;
                 }
             }
@@ -464,25 +492,105 @@ impl Warm {
                 continue;
             }
             let d = Deadline::new("the daemon's wait", HTTP_TICK);
-            if !self.receive(t.as_mut(), &d, lane) {
+            if let Err(why) = self.receive(t.as_mut(), &d, lane) {
+                self.lane_broke(lane, &why, awaiting, queue, rx);
                 break;
             }
             if !self.is_pending(&want) {
                 awaiting = None;
                 done();
+                if lane == 0 {
+                    self.note_session(t.as_mut());
+                }
             }
         }
         drop(lt);
     }
 
-    /// Receives what the server sends before `d` and routes it; false
-    /// when the server failed (the calls in flight are failed too).
+    /// The first lane, after a request: notes its session id now (a
+    /// session the server expired was started again on its request).
+    fn note_session(&self, t: &mut dyn Transport) {
+        let mut shared = lock(&self.session);
+        if shared.is_none() {
+            return;
+        }
+        if let Some(id) = t.detach() {
+            t.resume(&id, &self.facts.protocol);
+            *shared = Some(id);
+        }
+    }
+
+    /// Another lane, before a request: takes up the session the first
+    /// lane has now, if it is not the one it carries.
+    fn follow_session(
+        &self,
+        t: &mut dyn Transport,
+        mine: &mut Option<String>,
+    ) {
+        let now = lock(&self.session).clone();
+        if now != *mine {
+            if let Some(id) = &now {
+                t.resume(id, &self.facts.protocol);
+            }
+            *mine = now;
+        }
+    }
+
+    /// Lane `lane` failed with `why`: the first is the server failing;
+    /// another is closed, the request it carried fails with `why`, and
+    /// what it had not sent goes to the first lane.
+    fn lane_broke(
+        &self,
+        lane: usize,
+        why: &str,
+        awaiting: Option<Value>,
+        mut queue: std::collections::VecDeque<Out>,
+        rx: &std::sync::mpsc::Receiver<Out>,
+    ) {
+        if lane == 0 {
+            self.fail(why);
+            return;
+        }
+        if let Some(l) = lock(&self.lanes).get(lane) {
+            l.open.store(false, Ordering::SeqCst);
+        }
+        crate::msg::debug(&format!(
+            "server '{}': lane {} failed ({why}); the first carries on",
+            self.facts.name,
+            lane + 1
+        ));
+        let owner = awaiting.as_ref().and_then(Value::as_u64).and_then(|n| {
+            lock(&self.state).pending.remove(&n).map(|p| p.caller)
+        });
+        if let Some(c) = owner {
+            c.send(&json!({"gone": why}));
+        }
+        while let Ok(o) = rx.try_recv() {
+            queue.push_back(o);
+        }
+        for (m, h) in queue {
+            if is_request(&m) {
+                if let Some(l) = lock(&self.lanes).first() {
+                    l.load.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Some(n) = m.get("id").and_then(Value::as_u64)
+                    && let Some(p) = lock(&self.state).pending.get_mut(&n)
+                {
+                    p.lane = 0;
+                }
+            }
+            let _ = self.send(&m, h, 0);
+        }
+    }
+
+    /// Receives what the server sends before `d` and routes it; `Err`
+    /// when the transport failed.
     fn receive(
         &self,
         t: &mut dyn Transport,
         d: &Deadline,
         lane: usize,
-    ) -> bool {
+    ) -> Result<(), String> {
         match t.recv(d) {
             Ok(Value::Array(batch)) => {
                 for m in batch {
@@ -491,18 +599,16 @@ impl Warm {
             }
             Ok(m) => self.on_server(m, lane),
             Err(e) if e.kind() == Kind::Timeout => {}
-            Err(e) => {
-                self.fail(e.message());
-                return false;
-            }
+            Err(e) => return Err(e.message().to_string()),
         }
-        true
+        Ok(())
     }
 
     fn pump(&self, mut t: Box<dyn Transport>) {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
-            if !self.receive(t.as_mut(), &d, 0) {
+            if let Err(why) = self.receive(t.as_mut(), &d, 0) {
+                self.fail(&why);
                 break;
             }
         }
