@@ -27,8 +27,9 @@
 //!
 //! A task a server created (a `CreateTaskResult` passing through) is
 //! held: until it is collected (`tasks/result`), cancelled, or its TTL has
-//! passed (at most [`MAX_HOLD`]), the server is not retired for being
-//! idle, so that a detached task outlives the invocation that started it.
+//! passed (at most [`MAX_HOLD`]; [`ENDED_HOLD`] once `tasks/get` finds it
+//! ended), the server is not retired for being idle, so that a detached
+//! task outlives the invocation that started it.
 //! The daemon keeps a task's fingerprint, never its id.
 
 use std::collections::HashMap;
@@ -81,6 +82,8 @@ const MAX_MADE_LANES: usize = 2 * MAX_LANES;
 const MAX_HOLDS: usize = 256;
 /// How long a task holds its server when it names no TTL.
 const DEFAULT_HOLD: Duration = crate::task::TTL;
+/// How long a task that `tasks/get` found ended still holds its server.
+const ENDED_HOLD: Duration = Duration::from_secs(600);
 /// The longest a task holds its server, whatever its TTL.
 pub(crate) const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
@@ -693,14 +696,24 @@ impl Warm {
             return;
         }
         let Some(ask) = &p.task else { return };
-        let ends = match ask.method {
-            method::TASKS_RESULT | method::TASKS_CANCEL => true,
-            _ => result
-                .and_then(|r| mcp::tasks::from_result(r).ok())
-                .is_some_and(|t| t.status == mcp::tasks::Status::Cancelled),
-        };
-        if ends {
-            lock(&self.state).holds.remove(&ask.fingerprint);
+        let mut s = lock(&self.state);
+        match ask.method {
+            method::TASKS_RESULT | method::TASKS_CANCEL => {
+                s.holds.remove(&ask.fingerprint);
+            }
+            _ => {
+                // Ended (collected with it, in the 2026-07-28 era, or not
+                // at all): held a little longer for a `task result`.
+                let ended = result
+                    .and_then(|r| mcp::tasks::from_result(r).ok())
+                    .is_some_and(|t| t.status.terminal());
+                let soon = Instant::now() + ENDED_HOLD;
+                if let Some(until) = s.holds.get_mut(&ask.fingerprint)
+                    && ended
+                {
+                    *until = (*until).min(soon);
+                }
+            }
         }
     }
 
@@ -1073,6 +1086,56 @@ impl Pooled for Warm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn warm() -> Arc<Warm> {
+        let facts = Facts {
+            name: "t".into(),
+            transport: "http",
+            protocol: "2025-11-25".into(),
+            pid: 0,
+            started: SystemTime::now(),
+            caps: mcp::Capabilities::default(),
+        };
+        Warm::new(facts, json!({}), None, None, None)
+    }
+
+    fn pending(task: Option<(&'static str, &str)>) -> Pending {
+        let (a, _) = UnixStream::pair().unwrap();
+        Pending {
+            caller: Arc::new(Caller::new(1, a)),
+            id: json!(1),
+            token: None,
+            lane: 0,
+            task: task.map(|(method, fp)| TaskAsk {
+                method,
+                fingerprint: fp.to_string(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_created_task_holds_its_server_until_it_is_collected() {
+        let w = warm();
+        assert!(w.idle_since().is_some());
+        let fp = crate::task::fingerprint("t-1");
+        let created = json!({"result": {"task": {"taskId": "t-1",
+                             "status": "working", "ttl": 3_600_000}}});
+        w.follow_task(&pending(None), &created);
+        assert!(w.holds(&fp) && w.idle_since().is_none());
+        assert_eq!(w.counts().2, 1);
+        // A tasks/get answer describes the task: it creates nothing, and
+        // one that finds it ended shortens the hold.
+        let get = pending(Some((method::TASKS_GET, &fp)));
+        let ended = json!({"result": {"task": {"taskId": "t-1",
+                           "status": "completed"}}});
+        w.follow_task(&get, &ended);
+        let until = lock(&w.state).holds[&fp];
+        assert!(until <= Instant::now() + ENDED_HOLD);
+        assert!(w.holds(&fp));
+        let collected = pending(Some((method::TASKS_RESULT, &fp)));
+        w.follow_task(&collected, &json!({"result": {"content": []}}));
+        assert!(!w.holds(&fp) && w.idle_since().is_some());
+    }
 
     #[test]
     fn unattended_answers_decline_and_refuse_as_cold_without_a_terminal() {
