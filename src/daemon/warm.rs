@@ -82,6 +82,9 @@ const MAX_MADE_LANES: usize = 2 * MAX_LANES;
 const MAX_HOLDS: usize = 256;
 /// How long a task holds its server when it names no TTL.
 const DEFAULT_HOLD: Duration = crate::task::TTL;
+/// At most this many log messages and requests of one server with no
+/// caller to show them to are noted in the daemon's `-v` log.
+const MAX_UNHEARD: u64 = 1000;
 /// How long a task that `tasks/get` found ended still holds its server.
 const ENDED_HOLD: Duration = Duration::from_secs(600);
 /// The longest a task holds its server, whatever its TTL.
@@ -245,6 +248,8 @@ pub(crate) struct Warm {
     stop: AtomicBool,
     pumps: Mutex<Vec<std::thread::JoinHandle<()>>>,
     me: Weak<Warm>,
+    /// Log messages and requests seen with no caller to show them to.
+    unheard: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Warm {
@@ -289,6 +294,7 @@ impl Warm {
             stop: AtomicBool::new(false),
             pumps: Mutex::new(vec![]),
             me: me.clone(),
+            unheard: Default::default(),
         })
     }
 
@@ -800,11 +806,13 @@ impl Warm {
                 }
             }
         };
-        crate::msg::debug(&format!(
-            "server '{}': its request '{shown}' came with no call in \
-             flight: {said}",
-            self.facts.name
-        ));
+        if self.unheard.fetch_add(1, Ordering::SeqCst) < MAX_UNHEARD {
+            crate::msg::debug(&format!(
+                "server '{}': its request '{shown}' came with no call in \
+                 flight: {said}",
+                self.facts.name
+            ));
+        }
         reply
     }
 
@@ -830,9 +838,13 @@ impl Warm {
                         v.push(Arc::clone(&p.caller));
                     }
                 }
-                if v.is_empty() {
+                if v.is_empty()
+                    && self.unheard.fetch_add(1, Ordering::SeqCst)
+                        < MAX_UNHEARD
+                {
                     // Nobody to show it to: the daemon's -v log, as a
-                    // cold invocation shows it with -v.
+                    // cold invocation shows it with -v (bounded: a
+                    // flooding server cannot fill the log).
                     let data =
                         m.pointer("/params/data").map_or(String::new(), |d| {
                             match d {
