@@ -1193,3 +1193,31 @@ fn daemon_interop_detached_task_lives_in_the_warm_server() {
     warm(dir, &["daemon", "stop"]).assert_exit(0);
     assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
 }
+
+/// `call --detach` on a stdio server needs the daemon to keep it warm:
+/// refused with the reason (exit 2) when no daemon runs or it is off for
+/// the invocation, before anything starts; `task` on a stdio server
+/// reaches only a warm server that holds the task, never a new one.
+#[test]
+fn daemon_detach_and_task_on_stdio_need_the_warm_server() {
+    let (dir, pids) = demo_with_pids("daemon_detach_refused", &[]);
+    let detach = ["call", "-y", "demo", "echo", "text=a", "--detach"];
+    let out = warm(&dir, &detach).assert_exit(2);
+    assert_contains(
+        &out.stderr,
+        "'demo' is a stdio server and no daemon runs",
+    );
+    assert_eq!(out.stdout, "");
+    let out = warm(&dir, &["task", "get", "demo", "t-1"]).assert_exit(4);
+    assert_contains(&out.stderr, "server 'demo'");
+    assert_contains(&out.stderr, "no daemon runs");
+    let _d = Daemon::start(&dir, &[]);
+    let mut off = detach.to_vec();
+    off.push("--no-daemon");
+    let out = warm(&dir, &off).assert_exit(2);
+    assert_contains(&out.stderr, "the daemon is off for this invocation");
+    let out = warm(&dir, &["task", "result", "demo", "t-1"]).assert_exit(4);
+    assert_contains(&out.stderr, "no warm server holds this task");
+    assert!(read_pids(&pids).is_empty(), "a server was started");
+    assert!(servers(&dir).is_empty());
+}
