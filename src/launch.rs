@@ -382,13 +382,48 @@ impl Context {
         self.config.predefined(name).or_else(|| (self.lookup)(name))
     }
 
-    /// Checks, starts and initializes a server.
+    /// Checks, starts and initializes a server (warm from the daemon
+    /// when one runs).
     pub(crate) fn start(&self, name: &str) -> Result<Session> {
+        match self.start_as(name, Want::Any)? {
+            Ok(s) => Ok(s),
+            Err(_) => unreachable!("any session will do"),
+        }
+    }
+
+    /// The same, never warm (a session that must end with this
+    /// invocation's, or one recorded for a detached task).
+    pub(crate) fn start_cold(&self, name: &str) -> Result<Session> {
+        match self.start_as(name, Want::Cold)? {
+            Ok(s) => Ok(s),
+            Err(_) => unreachable!("a cold session is always had"),
+        }
+    }
+
+    /// A stdio server's warm session from the daemon, never a cold one:
+    /// `Ok(Err(why))` when it cannot be had warm (no daemon runs, it is
+    /// off for this invocation, the server has a sandbox). With `task`
+    /// (a task's fingerprint), only the warm server that holds that task,
+    /// never a new one.
+    pub(crate) fn start_warm(
+        &self,
+        name: &str,
+        task: Option<&str>,
+    ) -> Result<std::result::Result<Session, &'static str>> {
+        self.start_as(name, Want::Warm(task))
+    }
+
+    fn start_as(
+        &self,
+        name: &str,
+        want: Want<'_>,
+    ) -> Result<std::result::Result<Session, &'static str>> {
         let server = self.startable(name)?;
         let startup =
             self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
         let deadline = Deadline::new(crate::mcp::method::INITIALIZE, startup);
-        let s = match self.transport(name, server, startup, true)? {
+        let s = match self.transport(name, server, startup, want)? {
+            Opened::Unwarmed(why) => return Ok(Err(why)),
             Opened::Warm(s) => *s,
             Opened::Cold(transport) => Session::open(
                 name,
@@ -399,7 +434,7 @@ impl Context {
                 std::sync::Arc::clone(&self.client),
             )?,
         };
-        Ok(filtered(s, server))
+        Ok(Ok(filtered(s, server)))
     }
 
     /// Takes up the session a detached task runs in (an HTTP server's,
@@ -415,7 +450,7 @@ impl Context {
             self.startup.or(server.startup_timeout).unwrap_or(DEFAULT_STARTUP);
         // Never a warm server: the detached session is the server's own.
         let Opened::Cold(transport) =
-            self.transport(name, server, startup, false)?
+            self.transport(name, server, startup, Want::Cold)?
         else {
             unreachable!("a transport asked cold is cold");
         };
@@ -439,14 +474,14 @@ impl Context {
     }
 
     /// The transport to a server: its process started, or its URL's
-    /// client made; or, when `warm` allows and a daemon runs, the warm
+    /// client made; or, when `want` allows and a daemon runs, the warm
     /// session it lends.
     fn transport(
         &self,
         name: &str,
         server: &Server,
         startup: Duration,
-        warm: bool,
+        want: Want<'_>,
     ) -> Result<Opened> {
         Ok(Opened::Cold(match &server.transport {
             Transport::Stdio(spec) => {
@@ -461,13 +496,42 @@ impl Context {
                 // A server with a sandbox block always starts cold, in its
                 // sandbox (or lifted by --no-sandbox for this run only):
                 // the daemon would keep it past this run.
-                if self.daemon
-                    && warm
-                    && spec.sandbox.is_none()
-                    && let Some(s) =
-                        self.warm(name, server, spec, &argv, &env, startup)?
-                {
-                    return Ok(Opened::Warm(Box::new(s)));
+                let task = match want {
+                    Want::Cold => None,
+                    Want::Any if !self.daemon || spec.sandbox.is_some() => {
+                        None
+                    }
+                    Want::Any => Some(None),
+                    Want::Warm(_) if !self.daemon => {
+                        return Ok(Opened::Unwarmed(
+                            "the daemon is off for this invocation \
+                             (--no-daemon or RIVUMI_MCP_DAEMON=off)",
+                        ));
+                    }
+                    Want::Warm(_) if spec.sandbox.is_some() => {
+                        return Ok(Opened::Unwarmed(
+                            "it has a sandbox, and a sandboxed server is \
+                             never kept warm",
+                        ));
+                    }
+                    Want::Warm(task) => Some(task),
+                };
+                if let Some(task) = task {
+                    let (launch, display) =
+                        Context::stdio_launch(spec, &argv, &env);
+                    let warm = self.borrow(
+                        name, server, launch, display, startup, task,
+                    )?;
+                    match (warm, want) {
+                        (Some(s), _) => return Ok(Opened::Warm(Box::new(s))),
+                        (None, Want::Warm(_)) => {
+                            return Ok(Opened::Unwarmed(
+                                "no daemon runs ('rivumi-mcp daemon start' \
+                                 keeps servers warm)",
+                            ));
+                        }
+                        (None, _) => {}
+                    }
                 }
                 Box::new(
                     StdioTransport::spawn(
@@ -489,17 +553,26 @@ impl Context {
                     let v = crate::auth::command::header(name, k, argv)?;
                     headers.push((k.to_ascii_lowercase(), v.expose().into()));
                 }
-                // Only a server without credentials is kept warm: the
-                // daemon never holds a token.
+                // Kept warm: a server without credentials, or with a
+                // bearer token from a variable that is set (its hash is in
+                // the key: a changed token is another server). Login
+                // tokens and credential commands stay in this process.
                 let plain = spec.oauth.is_none()
-                    && spec.bearer_token_env_var.is_none()
                     && spec.token_command.is_none()
                     && spec.headers_command.is_empty();
+                let bearer = match &spec.bearer_token_env_var {
+                    None => Some(None),
+                    Some(var) => (self.lookup)(var)
+                        .filter(|t| !t.is_empty())
+                        .map(|t| Some((var.clone(), t))),
+                };
                 if self.daemon
-                    && warm
+                    && want == Want::Any
                     && plain
-                    && let Some(s) =
-                        self.warm_http(name, server, spec, &headers, startup)?
+                    && let Some(bearer) = bearer
+                    && let Some(s) = self.warm_http(
+                        name, server, spec, &headers, bearer, startup,
+                    )?
                 {
                     return Ok(Opened::Warm(Box::new(s)));
                 }
@@ -524,10 +597,24 @@ impl Context {
 }
 
 /// What [`Context::transport`] opened: a warm session the daemon lends,
-/// or a transport to open a session on.
+/// or a transport to open a session on; or why the warm session asked
+/// for cannot be had.
 enum Opened {
     Warm(Box<Session>),
     Cold(Box<dyn crate::transport::Transport>),
+    Unwarmed(&'static str),
+}
+
+/// What session a command wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want<'a> {
+    /// Warm when a daemon runs, else cold.
+    Any,
+    /// Cold.
+    Cold,
+    /// Warm only (a stdio server that must outlive this invocation); with
+    /// a task's fingerprint, the warm server that holds it.
+    Warm(Option<&'a str>),
 }
 
 /// A session with the config's `tools` filter applied, warm or cold.
@@ -537,18 +624,14 @@ fn filtered(mut s: Session, server: &config::Server) -> Session {
 }
 
 impl Context {
-    /// The daemon's warm session for a stdio server, or `None` to start it
-    /// cold. The launch identity is everything that decides what runs and
-    /// how, after expansion; the daemon keys by its hash.
-    fn warm(
-        &self,
-        name: &str,
-        server: &Server,
+    /// The launch of a stdio server as the daemon keys it, and its
+    /// command line as shown: everything that decides what runs and how,
+    /// after expansion; the daemon keys by its hash.
+    fn stdio_launch(
         spec: &config::Stdio,
         argv: &(String, Vec<String>),
         env: &[(String, String)],
-        startup: Duration,
-    ) -> Result<Option<Session>> {
+    ) -> (serde_json::Value, Vec<String>) {
         let mut env_sorted = env.to_vec();
         env_sorted.sort();
         let launch = serde_json::json!({
@@ -561,17 +644,19 @@ impl Context {
             .chain(&spec.args)
             .cloned()
             .collect();
-        self.borrow(name, server, launch, display, startup)
+        (launch, display)
     }
 
-    /// The same for an HTTP server without credentials: the URL and the
-    /// headers (values included) are its launch.
+    /// The same for an HTTP server without credentials or with a bearer
+    /// token from a variable: the URL, the headers and the token (values
+    /// included) are its launch.
     fn warm_http(
         &self,
         name: &str,
         server: &Server,
         spec: &config::Http,
         headers: &[(String, String)],
+        bearer: Option<(String, String)>,
         startup: Duration,
     ) -> Result<Option<Session>> {
         let mut sorted = headers.to_vec();
@@ -580,8 +665,10 @@ impl Context {
             "transport": "http",
             "url": spec.url_text,
             "headers": sorted,
+            "bearer": bearer.map(|(k, v)| [k, v]),
         });
-        self.borrow(name, server, launch, vec![spec.url_text.clone()], startup)
+        let display = vec![spec.url_text.clone()];
+        self.borrow(name, server, launch, display, startup, None)
     }
 
     /// Completes a launch with what every transport shares (era choice,
@@ -593,6 +680,7 @@ impl Context {
         mut launch: serde_json::Value,
         display: Vec<String>,
         startup: Duration,
+        task: Option<&str>,
     ) -> Result<Option<Session>> {
         let choice = self.protocol.unwrap_or(server.protocol);
         let http = launch["transport"] == "http";
@@ -619,6 +707,7 @@ impl Context {
             startup,
             request_timeout: self.request_timeout(server),
             max_message: self.max_message,
+            task: task.map(str::to_string),
         };
         crate::daemon::client::session(
             plan,

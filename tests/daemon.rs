@@ -207,16 +207,21 @@ fn daemon_is_bypassed_by_no_daemon_and_the_variable() {
     assert_eq!(servers(&dir)[0]["calls"], calls);
 }
 
-#[test]
-fn daemon_ten_parallel_callers_each_get_their_own_answer() {
-    let (dir, pids) = demo_with_pids("daemon_parallel", &[]);
-    let _d = Daemon::start(&dir, &[]);
-    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
-    let children: Vec<(String, Child, TestCommand)> = (0..10)
+/// `n` invocations at once of `call SERVER echo KEY=caller-I`, each of
+/// which must end 0 and print `shown(caller-I)`, its own answer.
+fn parallel_echoes(
+    dir: &Dir,
+    server: &str,
+    key: &str,
+    n: usize,
+    shown: impl Fn(&str) -> String,
+) {
+    let children: Vec<(String, Child, TestCommand)> = (0..n)
         .map(|i| {
             let text = format!("caller-{i}");
-            let c =
-                warm(&dir, &["call", "demo", "echo", &format!("text={text}")]);
+            let arg = format!("{key}={text}");
+            let mut c = warm(dir, &["call", server, "echo", &arg]);
+            c.env("RIVUMI_MCP_ALLOWLIST", server);
             let child = c.spawn();
             (text, child, c)
         })
@@ -224,8 +229,16 @@ fn daemon_ten_parallel_callers_each_get_their_own_answer() {
     for (text, child, c) in children {
         let out = crate::util::wait_with_timeout(child, &c);
         assert_eq!(out.code, Some(0), "{}", out.all());
-        assert_eq!(out.stdout.trim(), text);
+        assert_eq!(out.stdout.trim(), shown(&text));
     }
+}
+
+#[test]
+fn daemon_ten_parallel_callers_each_get_their_own_answer() {
+    let (dir, pids) = demo_with_pids("daemon_parallel", &[]);
+    let _d = Daemon::start(&dir, &[]);
+    warm(&dir, &["call", "demo", "echo", "text=warm"]).assert_exit(0);
+    parallel_echoes(&dir, "demo", "text", 10, str::to_string);
     assert_eq!(read_pids(&pids).len(), 1, "one server for all");
     assert!(servers(&dir)[0]["calls"].as_u64().unwrap() >= 11);
 }
@@ -831,25 +844,380 @@ fn daemon_interop_http_server_warm_as_cold() {
             assert_eq!(hot.stdout, cold.stdout, "{args:?}");
         }
     }
-    let children: Vec<(String, Child, TestCommand)> = (0..5)
-        .map(|i| {
-            let text = format!("caller-{i}");
-            let mut c =
-                warm(dir, &["call", "ph", "echo", &format!("message={text}")]);
-            c.env("RIVUMI_MCP_ALLOWLIST", "ph");
-            let child = c.spawn();
-            (text, child, c)
-        })
-        .collect();
-    for (text, child, c) in children {
-        let out = crate::util::wait_with_timeout(child, &c);
-        assert_eq!(out.code, Some(0), "{}", out.all());
-        assert_eq!(out.stdout.trim(), format!("Echo: {text}"));
-    }
+    parallel_echoes(dir, "ph", "message", 5, |t| format!("Echo: {t}"));
     let st = servers(dir);
     let mut eras: Vec<&str> =
         st.iter().map(|v| v["era"].as_str().unwrap()).collect();
     eras.sort();
     assert_eq!(eras, ["2025-11-25", "2026-07-28"], "{st:?}");
     assert!(st.iter().all(|v| v["transport"] == "http" && v["pid"].is_null()));
+}
+
+// ---- requests tied to no call, concurrent HTTP, tokens, detached tasks --
+
+/// `tests/scripts/idle_asker.py` as a server entry, with `mode`
+/// (`--during` or `--after`) and its record file.
+fn idle_asker(mode: &str, rec: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scripts/idle_asker.py");
+    json!({"command": "/usr/bin/python3",
+           "args": [script.to_str().unwrap(), mode, rec.to_str().unwrap()]})
+}
+
+/// The answers an idle_asker recorded, one array a line.
+fn asker_answers(rec: &Path) -> Vec<Value> {
+    recorded(rec)
+}
+
+/// What a server asks while no call is in flight is answered by the
+/// daemon exactly as a cold invocation with default options and no
+/// terminal answers it during a call: ping, roots as declared (refused
+/// when none were), sampling refused (not declared), a form and a URL
+/// declined, an unknown method refused.
+#[test]
+fn daemon_requests_tied_to_no_call_are_answered_as_cold() {
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let dir = Dir::new("daemon_unattended");
+    let (during, after) = (dir.path("during.jsonl"), dir.path("after.jsonl"));
+    write_mcp_json(
+        &dir,
+        &[
+            ("cold", idle_asker("--during", &during)),
+            ("idle", idle_asker("--after", &after)),
+        ],
+    );
+    let root = dir.path("a root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.to_str().unwrap();
+    let allow = "cold,idle";
+    for extra in [&[][..], &["--root", root][..]] {
+        let mut args = vec!["call", "-y", "cold", "kick"];
+        args.extend_from_slice(extra);
+        let out = run_with(&dir, allow, &args, true);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+    }
+    let cold = asker_answers(&during);
+    assert_eq!(cold.len(), 2, "{cold:?}");
+    let _d = Daemon::start(&dir, &[]);
+    for (n, extra) in [&[][..], &["--root", root][..]].iter().enumerate() {
+        let mut args = vec!["call", "-y", "idle", "kick"];
+        args.extend_from_slice(extra);
+        let out = run_with(&dir, allow, &args, false);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), "kicked");
+        wait_for("the server records the daemon's answers", || {
+            asker_answers(&after).len() > n
+        });
+    }
+    let warm = asker_answers(&after);
+    assert_eq!(warm, cold, "the daemon answers as cold");
+    // What cold answers, for the record.
+    let first = &cold[0];
+    assert_eq!(first[0]["result"], json!({}));
+    assert_eq!(first[1]["error"]["code"], -32601);
+    assert_eq!(first[2]["error"]["code"], -32601);
+    assert_eq!(first[3]["result"]["action"], "decline");
+    assert_eq!(first[4]["result"]["action"], "decline");
+    assert_eq!(first[5]["error"]["code"], -32601);
+    assert_contains(
+        &cold[1][1]["result"]["roots"][0]["uri"].to_string(),
+        "a%20root",
+    );
+    assert_eq!(servers(&dir).len(), 2, "roots are part of the key");
+}
+
+/// Concurrent callers on one warm HTTP server run their requests at once
+/// (Streamable HTTP allows concurrent POSTs in one session): the server
+/// sees a `tools/call` begin while another is still running, all in the
+/// one session the daemon opened.
+#[test]
+fn daemon_http_callers_run_concurrently_in_one_session() {
+    use crate::util::http::{HttpFixture, McpScript};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let script = McpScript::new().sessions();
+    let (now, most) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (n2, m2) = (Arc::clone(&now), Arc::clone(&most));
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            let here = n2.fetch_add(1, Ordering::SeqCst) + 1;
+            m2.fetch_max(here, Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(2000));
+            n2.fetch_sub(1, Ordering::SeqCst);
+        }
+        script.handle(req, conn);
+    });
+    let dir = Dir::new("daemon_http_lanes");
+    write_mcp_json(&dir, &[("hx", json!({"url": fx.url()}))]);
+    let _d = Daemon::start(&dir, &[]);
+    let run = |args: &[&str]| run_with(&dir, "hx", args, false);
+    let first = run(&["call", "hx", "echo", "text=first"]);
+    assert_eq!(first.code, Some(0), "{}", first.all());
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    parallel_echoes(&dir, "hx", "text", 4, str::to_string);
+    let overlap = most.load(Ordering::SeqCst);
+    assert!(overlap >= 2, "the calls never overlapped ({overlap} at most)");
+    assert!(overlap <= 4, "more lanes than the bound: {overlap}");
+    assert_eq!(fx.posts_of("initialize").len(), 1, "{}", fx.summary());
+    let calls = fx.posts_of("tools/call");
+    assert_eq!(calls.len(), 5);
+    assert!(
+        calls.iter().all(|r| r.header("mcp-session-id") == Some("sess-1")),
+        "{}",
+        fx.summary()
+    );
+    let s = servers(&dir);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert!(s[0]["lanes"].as_u64().unwrap() >= 2, "{s:?}");
+    // The server ends the session: the first lane starts another (as
+    // cold does on a 404), and the other lanes follow it there.
+    end_session(fx.port(), "sess-1");
+    let again = run(&["call", "hx", "echo", "text=again"]);
+    assert_eq!(again.code, Some(0), "{}", again.all());
+    assert_eq!(again.stdout.trim(), "again");
+    most.store(0, Ordering::SeqCst);
+    parallel_echoes(&dir, "hx", "text", 4, str::to_string);
+    assert!(most.load(Ordering::SeqCst) >= 2, "no overlap in the new session");
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
+    let calls = fx.posts_of("tools/call");
+    assert_eq!(calls.len(), 10);
+    assert!(
+        calls[5..]
+            .iter()
+            .all(|r| r.header("mcp-session-id") == Some("sess-2")),
+        "{}",
+        fx.summary()
+    );
+    assert_eq!(servers(&dir).len(), 1, "the same warm server");
+}
+
+/// DELETEs the session `id` of the fixture at `port` (the server ending
+/// it), as a raw HTTP/1.1 request.
+fn end_session(port: u16, id: &str) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: {id}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// An HTTP server with a bearer token from a variable is kept warm,
+/// keyed by the token's hash: a changed token is another server; a
+/// refused token fails as cold; the daemon writes the token nowhere.
+#[test]
+fn daemon_http_bearer_from_env_is_warm_and_never_written() {
+    use crate::util::http::{HttpFixture, McpScript};
+    const GOOD: [&str; 2] = ["tok-AAAA-0123456789", "tok-BBBB-9876543210"];
+    let script = McpScript::new().sessions();
+    let fx = HttpFixture::start(move |req, conn| {
+        let ok = GOOD.iter().any(|t| {
+            req.header("authorization") == Some(&format!("Bearer {t}"))
+        });
+        if ok {
+            script.handle(req, conn);
+        } else {
+            conn.respond(
+                401,
+                &[("www-authenticate", "Bearer realm=\"x\"")],
+                b"no",
+            );
+        }
+    });
+    let dir = Dir::new("daemon_http_bearer");
+    write_mcp_json(
+        &dir,
+        &[(
+            "hb",
+            json!({"url": fx.url(), "bearer_token_env_var": "HB_TOKEN"}),
+        )],
+    );
+    let d = Daemon::start(&dir, &[]);
+    let run = |token: &str, cold: bool| {
+        let mut all = vec!["call", "hb", "echo", "text=hi"];
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(&dir, &all);
+        c.env("RIVUMI_MCP_ALLOWLIST", "hb");
+        c.env("HB_TOKEN", token);
+        c.run()
+    };
+    for _ in 0..2 {
+        let out = run(GOOD[0], false);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), "hi");
+    }
+    assert_eq!(fx.posts_of("initialize").len(), 1, "one warm session");
+    assert_eq!(servers(&dir).len(), 1);
+    let other = run(GOOD[1], false);
+    assert_eq!(other.code, Some(0), "{}", other.all());
+    let s = servers(&dir);
+    assert_eq!(s.len(), 2, "another token, another server: {s:?}");
+    assert_ne!(s[0]["fingerprint"], s[1]["fingerprint"]);
+    let (cold, hot) = (run("tok-wrong", true), run("tok-wrong", false));
+    assert_eq!(hot.code, cold.code, "{}\n{}", hot.all(), cold.all());
+    assert_eq!(hot.code, Some(6));
+    assert_contains(&hot.stderr, "the token in 'HB_TOKEN' was refused");
+    assert_eq!(servers(&dir).len(), 2, "a refused token keeps nothing");
+    let status = warm(&dir, &["daemon", "status", "--json"]).assert_exit(0);
+    let human = warm(&dir, &["daemon", "status"]).assert_exit(0);
+    for t in GOOD.iter().chain(&["tok-wrong"]) {
+        for (what, text) in [
+            ("status", &status.stdout),
+            ("human status", &human.stdout),
+            ("log", &d.log_text()),
+        ] {
+            assert!(!text.contains(t), "the token is in the {what}: {text}");
+        }
+    }
+}
+
+/// `call --detach` on a stdio server kept warm by the daemon: the task
+/// lives in the warm server, which the daemon does not retire while the
+/// task may be collected (even with `--idle 1`); `task get` and `task
+/// result` from later invocations reach it; once it is collected the
+/// server retires; a task whose server is gone fails clearly; without a
+/// daemon `--detach` is refused with the reason.
+#[test]
+fn daemon_interop_detached_task_lives_in_the_warm_server() {
+    use crate::util::interop::{Turn, assert_no_leftovers, installed};
+    let test = "daemon_interop_detached_task";
+    let Some(s) = installed(test, &[]) else { return };
+    let turn = Turn::take("interop", test);
+    let marker = turn.marker.clone();
+    write_mcp_json(
+        &turn.dir,
+        &[(
+            "ev",
+            json!({"command": s.node,
+                   "args": [s.everything_js, "stdio", &marker]}),
+        )],
+    );
+    let dir = &turn.dir;
+    let run = |args: &[&str]| run_with(dir, "ev", args, false);
+    let detach = [
+        "call",
+        "ev",
+        "simulate-research-query",
+        "topic=python",
+        "ambiguous:=true",
+        "-y",
+        "--detach",
+        "--journal",
+        "j.jsonl",
+    ];
+    // No daemon: refused, with the reason, before anything starts.
+    let out = run(&detach);
+    assert_eq!(out.code, Some(2), "{}", out.all());
+    assert_contains(&out.stderr, "--detach needs a server that outlives");
+    assert_contains(&out.stderr, "no daemon runs");
+    assert_eq!(out.stdout, "");
+    let mut d = Daemon::start(dir, &["--idle", "1"]);
+    let detached = || {
+        let out = run(&detach);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        let line = out.stdout.trim().to_string();
+        let id = line.strip_prefix("ev ").expect(&line).to_string();
+        assert!(!id.is_empty() && !id.contains(' '), "{line}");
+        id
+    };
+    let id = detached();
+    // Longer than --idle: the server holds a task, so it stays.
+    thread::sleep(Duration::from_millis(2500));
+    let st = servers(dir);
+    assert_eq!(st.len(), 1, "{st:?}");
+    assert_eq!(st[0]["tasks"], 1, "{st:?}");
+    let out = run(&["task", "get", "ev", &id, "--json"]);
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    let v = out.stdout_json();
+    assert_eq!(v["taskId"], json!(id));
+    assert!(
+        ["working", "input_required"].contains(&v["status"].as_str().unwrap()),
+        "{v}"
+    );
+    let out = run(&[
+        "task",
+        "result",
+        "ev",
+        &id,
+        "--answer",
+        "interpretation=comedy",
+        "--journal",
+        "j.jsonl",
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert_contains(&out.stdout, "# Research Report: python (comedy)");
+    let journal = std::fs::read_to_string(dir.path("j.jsonl")).unwrap();
+    assert_contains(&journal, "\"warm\":true");
+    assert!(!journal.contains(&id), "the task id is journaled: {journal}");
+    // Collected: nothing holds the server any more; it retires.
+    wait_for("the server retires once its task is collected", || {
+        servers(dir).is_empty()
+    });
+    let out = run(&["task", "get", "ev", &id]);
+    assert_eq!(out.code, Some(4), "{}", out.all());
+    assert_contains(&out.stderr, "no warm server holds this task");
+    // A task whose server the daemon ended is gone, said clearly.
+    let id = detached();
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    let out = run(&["task", "get", "ev", &id]);
+    assert_eq!(out.code, Some(4), "{}", out.all());
+    assert_contains(&out.stderr, "server 'ev'");
+    assert_contains(&out.stderr, "no daemon runs");
+    let d = Daemon::start(dir, &[]);
+    let out = run(&["task", "result", "ev", &id]);
+    assert_eq!(out.code, Some(4), "{}", out.all());
+    assert_contains(&out.stderr, "no warm server holds this task");
+    assert!(servers(dir).is_empty(), "no server was started for it");
+    // A warm server that crashed took its task with it.
+    let id = detached();
+    let pid = servers(dir)[0]["pid"].as_u64().unwrap();
+    send_signal(pid as u32, "KILL");
+    // (A `task` racing the crash fails with "server exited" instead.)
+    wait_for("the daemon notices the crash", || servers(dir).is_empty());
+    let out = run(&["task", "get", "ev", &id]);
+    assert_eq!(out.code, Some(4), "{}", out.all());
+    assert_contains(&out.stderr, "no warm server holds this task");
+    assert!(!d.log_text().contains(&id), "the daemon logged the task id");
+    warm(dir, &["daemon", "stop"]).assert_exit(0);
+    assert_no_leftovers(&marker, "daemon stop", "rivumi-mcp daemon stop");
+}
+
+/// `call --detach` on a stdio server needs the daemon to keep it warm:
+/// refused with the reason (exit 2) when no daemon runs or it is off for
+/// the invocation, before anything starts; `task` on a stdio server
+/// reaches only a warm server that holds the task, never a new one.
+#[test]
+fn daemon_detach_and_task_on_stdio_need_the_warm_server() {
+    let (dir, pids) = demo_with_pids("daemon_detach_refused", &[]);
+    let detach = ["call", "-y", "demo", "echo", "text=a", "--detach"];
+    let out = warm(&dir, &detach).assert_exit(2);
+    assert_contains(
+        &out.stderr,
+        "'demo' is a stdio server and no daemon runs",
+    );
+    assert_eq!(out.stdout, "");
+    let out = warm(&dir, &["task", "get", "demo", "t-1"]).assert_exit(4);
+    assert_contains(&out.stderr, "server 'demo'");
+    assert_contains(&out.stderr, "no daemon runs");
+    let _d = Daemon::start(&dir, &[]);
+    let mut off = detach.to_vec();
+    off.push("--no-daemon");
+    let out = warm(&dir, &off).assert_exit(2);
+    assert_contains(&out.stderr, "the daemon is off for this invocation");
+    let out = warm(&dir, &["task", "result", "demo", "t-1"]).assert_exit(4);
+    assert_contains(&out.stderr, "no warm server holds this task");
+    assert!(read_pids(&pids).is_empty(), "a server was started");
+    assert!(servers(&dir).is_empty());
 }

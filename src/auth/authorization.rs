@@ -99,6 +99,20 @@ impl Authorization {
         }
     }
 
+    /// The bearer token of the variable `var`, whose value the caller
+    /// read (the daemon reads no environment for a server); checked as
+    /// [`Authorization::resolve`] checks it.
+    pub(crate) fn env_value(
+        server: &str,
+        var: &str,
+        token: &str,
+    ) -> Result<Authorization> {
+        let mut a = Authorization::none(server);
+        a.source = Source::Env(var.to_string());
+        a.value = Some(env_bearer(var, &|_| Some(token.to_string()))?);
+        Ok(a)
+    }
+
     /// Decides a server's authorization from its entry: the bearer
     /// variable (which must be set), else the stored token of an `oauth`
     /// block (when it was obtained for this URL and has not expired),

@@ -450,7 +450,9 @@ work. It is printed only where you asked for it; the journal keeps a hash
 of it. Over the handshake-era HTTP wire a task lives in its session:
 call --detach leaves the session open and records it (mode 0600, beside
 the credential file), and task takes it up again until the task is
-collected or cancelled.",
+collected or cancelled. A stdio server's task lives in the server the
+daemon keeps warm (call --detach on one needs a running daemon), and task
+reaches that server, or says it is gone.",
                 ok: "done (wait, result: the tool succeeded)",
                 exits: &[&[(Kind::Negative, "the tool returned isError")], STARTS],
                 examples: &[

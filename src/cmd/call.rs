@@ -77,16 +77,26 @@ pub(crate) fn run(
         Target::Split { server, tool } => (server.clone(), tool.clone()),
     };
     let transport = ctx.transport_name(&server);
-    if as_task == AsTask::Detach && transport != "http" {
-        // A task lives in its server: this one ends with this invocation.
-        return Err(Error::usage(format!(
-            "--detach needs a server that outlives this invocation (HTTP); \
-             '{server}' is a {transport} server, which ends when the call \
-             returns: use --task to wait for it instead"
-        )));
-    }
     let base = args.map(read_args).transpose()?;
-    let mut s = ctx.start(&server)?;
+    let mut s = match (as_task, transport) {
+        // The session is left to the server and recorded (see
+        // crate::task::remember), never the daemon's.
+        (AsTask::Detach, "http") => ctx.start_cold(&server)?,
+        // A task lives in its server: a stdio server outlives this
+        // invocation only when the daemon keeps it warm.
+        (AsTask::Detach, _) => match ctx.start_warm(&server, None)? {
+            Ok(s) => s,
+            Err(why) => {
+                return Err(Error::usage(format!(
+                    "--detach needs a server that outlives this invocation \
+                     (HTTP, or a stdio server kept warm by the daemon); \
+                     '{server}' is a {transport} server and {why}: use \
+                     --task to wait for it instead"
+                )));
+            }
+        },
+        _ => ctx.start(&server)?,
+    };
     let listing = s.list_all(mcp::List::Tools)?;
     let tools = tool::tools(&server, &listing.items);
     let t = exec.resolve(&server, &tools, &tool)?;

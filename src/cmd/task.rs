@@ -4,7 +4,8 @@
 //! handshake-era HTTP wire it lives in a session, which `call --detach`
 //! left open and recorded (see `crate::task::remember`), and which is
 //! taken up again here and left open until the task is collected or
-//! cancelled.
+//! cancelled. A stdio server's task lives in the server the daemon keeps
+//! warm: the daemon lends the one that holds it, or says it is gone.
 
 use std::time::Instant;
 
@@ -100,9 +101,25 @@ pub(crate) fn run(
         _ => None,
     };
     let resumed = recorded.is_some();
-    let mut s = match recorded {
-        Some((session, v)) => ctx.resume(server, &session, v)?,
-        None => ctx.start(server)?,
+    let stdio = ctx.transport_name(server) == "stdio";
+    let mut s = match (recorded, id) {
+        (Some((session, v)), _) => ctx.resume(server, &session, v)?,
+        // A stdio server's task lives in the server the daemon keeps
+        // warm: that one (the daemon knows which holds the task), never a
+        // new one.
+        (None, Some(id)) if stdio => {
+            match ctx.start_warm(server, Some(&task::fingerprint(id)))? {
+                Ok(s) => s,
+                Err(why) => {
+                    return Err(Error::server(format!(
+                        "a stdio server's tasks live in the server the \
+                         daemon keeps warm, and {why}"
+                    ))
+                    .for_server(server));
+                }
+            }
+        }
+        (None, _) => ctx.start(server)?,
     };
     let mut ended = false;
     let r = act(&mut s, exec, sub, id, json, &mut ended);

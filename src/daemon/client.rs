@@ -91,6 +91,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) startup: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_message: usize,
+    /// The fingerprint of a task the warm server must hold (`task`
+    /// from another invocation); then no server is started.
+    pub(crate) task: Option<String>,
 }
 
 impl std::fmt::Debug for Plan<'_> {
@@ -116,6 +119,9 @@ pub(crate) fn session(
     req.insert("launch".into(), plan.launch);
     req.insert("display".into(), json!(plan.display));
     req.insert("startup_ms".into(), json!(plan.startup.as_millis() as u64));
+    if let Some(t) = &plan.task {
+        req.insert("task".into(), json!(t));
+    }
     let wait = plan.startup + Duration::from_secs(5);
     let (reply, reader) = match ask(&stream, &Value::Object(req), wait) {
         Ok(r) => r,

@@ -17,11 +17,13 @@
 //!
 //! The key is the SHA-256 of the complete launch identity as the
 //! invocation computed it after expansion ([`key_of`]): argv, directory,
-//! the whole environment handed to the server (values included), the
+//! the whole environment handed to the server (values included), or an
+//! HTTP server's URL, headers and bearer token (values included), the
 //! protocol choice, the client capabilities and roots declared, the log
 //! level, the message bound and the build. The daemon receives the values
-//! it needs to spawn, recomputes the key to check it, keeps them in
-//! memory only for the spawn, and prints or logs names, never values.
+//! it needs to spawn or connect, recomputes the key to check it, keeps
+//! them in memory only for the server's use, and prints or logs names,
+//! never values.
 
 pub(crate) mod client;
 pub(crate) mod pool;
@@ -398,6 +400,7 @@ fn render_status(s: &Value) -> String {
             "LAST USED",
             "CALLS",
             "IN FLIGHT",
+            "TASKS",
         ]
         .map(str::to_string),
     ];
@@ -412,9 +415,10 @@ fn render_status(s: &Value) -> String {
             ago(&v["last_used"]),
             v["calls"].to_string(),
             v["in_flight"].to_string(),
+            v["tasks"].as_u64().unwrap_or(0).to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..10)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     for r in rows {

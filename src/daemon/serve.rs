@@ -8,8 +8,11 @@
 //! transport: sanitised environment as the caller computed it, process
 //! group, registration before exec), does the handshake once with the
 //! caller's declared capabilities, and hands the connection to the warm
-//! server ([`super::warm`]); an HTTP server without credentials is
-//! connected to the same way (`HttpTransport::connect`, no credential). The daemon never reads a config file or the
+//! server ([`super::warm`]); an HTTP server is connected to the same way
+//! (`HttpTransport::connect`), with no credential or with the bearer
+//! token the caller read from `bearer_token_env_var` (kept in memory for
+//! the requests, part of the key through its hash, never written). The
+//! daemon never reads a config file, the environment of a server or the
 //! allowlist: the caller has already decided that the server may run.
 
 use std::io::BufReader;
@@ -23,11 +26,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::pool::{Pool, Pooled};
-use super::warm::{Caller, Facts, Warm};
+use super::warm::{Caller, Facts, MakeLane, Warm};
 use super::wire;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::session::{Client, ServerAsk, Session};
+use crate::transport::Transport;
 use crate::transport::http::{self, HttpTransport};
 use crate::transport::stdio::StdioTransport;
 use crate::{config, mcp, msg, sys};
@@ -239,28 +243,50 @@ impl Daemon {
             }
         };
         let key = launch.key.clone();
+        // `task`: the warm server that holds this task (a fingerprint),
+        // never a new one (a new server cannot know the task).
+        let task = req.get("task").and_then(Value::as_str);
+        let gone = || {
+            Error::server(
+                "no warm server holds this task: the daemon retired the \
+                 server or it exited (a stdio server's tasks end with it), \
+                 or the task was collected or cancelled",
+            )
+        };
         // A server that exits between the lookup and the attach is
         // replaced once, as the next cold run would start a new one.
         let mut attempt = 0;
         let (warm, fresh) = loop {
-            let (warm, fresh) =
-                match self.pool.get_or_start(&key, || launch.start()) {
-                    Ok(w) => w,
-                    Err(e) => {
-                        caller.send(&json!({"ok": false,
-                                            "kind": e.kind().name(),
-                                            "error": e.message()}));
-                        return;
-                    }
-                };
+            let got = self.pool.get_or_start(&key, || match task {
+                Some(_) => Err(gone()),
+                None => launch.start(),
+            });
+            let got = got.and_then(|(w, fresh)| match task {
+                Some(fp) if !w.holds(fp) => Err(gone()),
+                _ => Ok((w, fresh)),
+            });
+            let (warm, fresh) = match got {
+                Ok(w) => w,
+                Err(e) => {
+                    caller.send(&json!({"ok": false,
+                                        "kind": e.kind().name(),
+                                        "error": e.message()}));
+                    return;
+                }
+            };
             if warm.attach(caller) {
                 break (warm, fresh);
             }
             self.pool.retire(&key, &warm);
             attempt += 1;
-            if attempt == 2 {
+            if attempt == 2 || task.is_some() {
+                let e = if task.is_some() {
+                    gone()
+                } else {
+                    Error::server("the server exited")
+                };
                 caller.send(&json!({"ok": false, "kind": "server",
-                                    "error": "the server exited"}));
+                                    "error": e.message()}));
                 return;
             }
         };
@@ -298,7 +324,7 @@ impl Daemon {
             .entries()
             .into_iter()
             .map(|(key, w)| {
-                let (calls, in_flight, used) = w.counts();
+                let (calls, in_flight, tasks, used) = w.counts();
                 json!({
                     "name": w.facts.name,
                     "fingerprint": &key[..12],
@@ -309,6 +335,8 @@ impl Daemon {
                     "last_used": used.map(secs),
                     "calls": calls,
                     "in_flight": in_flight,
+                    "tasks": tasks,
+                    "lanes": (w.facts.transport == "http").then(|| w.lanes()),
                     "alive": w.alive(),
                 })
             })
@@ -341,6 +369,9 @@ struct Launch {
     cwd: Option<PathBuf>,
     /// stdio: the environment; HTTP: the headers (values are secret).
     env: Vec<(String, String)>,
+    /// HTTP: the variable `bearer_token_env_var` names and the token the
+    /// caller read from it (secret: in memory only, for the requests).
+    bearer: Option<(String, String)>,
     choice: mcp::Choice,
     caps: mcp::Capabilities,
     /// The declared roots (part of the key), answered as cold does.
@@ -405,6 +436,16 @@ impl Launch {
             })
             .collect::<Option<Vec<_>>>()
             .ok_or("a bad env pair")?;
+        let bearer = match l.get("bearer") {
+            None | Some(Value::Null) => None,
+            Some(b) => Some(
+                b.get(0)
+                    .and_then(Value::as_str)
+                    .zip(b.get(1).and_then(Value::as_str))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or("a bad bearer")?,
+            ),
+        };
         let choice = l
             .get("choice")
             .and_then(Value::as_str)
@@ -421,6 +462,7 @@ impl Launch {
             display,
             cwd: l.get("cwd").and_then(Value::as_str).map(PathBuf::from),
             env,
+            bearer,
             choice,
             caps: wire::caps_from_json(l.get("caps").unwrap_or(&Value::Null)),
             roots: l.pointer("/client/roots").cloned().unwrap_or(json!([])),
@@ -477,37 +519,65 @@ impl Launch {
             client,
         )?;
         self.keep(s, pid, |facts, info, roots, transport| {
-            Warm::run(facts, info, sender, roots, transport)
+            Warm::run(
+                facts,
+                wire::info_to_json(info),
+                sender,
+                roots,
+                transport,
+            )
         })
     }
 }
 
 impl Launch {
-    /// Connects to an HTTP server and opens the session (no credential:
-    /// only servers without `oauth` or a bearer variable come here).
-    fn connect(&self) -> Result<Arc<Warm>> {
+    /// The `Authorization` of an HTTP server's requests: the bearer token
+    /// the caller read, or none (servers with other credentials run
+    /// cold).
+    fn authorization(&self) -> Result<crate::auth::Authorization> {
+        match &self.bearer {
+            Some((var, token)) => {
+                crate::auth::Authorization::env_value(&self.name, var, token)
+            }
+            None => Ok(crate::auth::Authorization::none(&self.name)),
+        }
+    }
+
+    /// The entry an HTTP transport is made from.
+    fn http_spec(&self) -> Result<config::Http> {
         let text = self.url.clone().unwrap_or_default();
         let url = crate::urlcheck::Url::parse(&text).map_err(|e| {
             Error::refused(format!("url: {e}")).for_server(&self.name)
         })?;
-        let spec = config::Http {
+        Ok(config::Http {
             url,
             url_text: text,
             headers: vec![],
-            bearer_token_env_var: None,
+            bearer_token_env_var: self.bearer.as_ref().map(|b| b.0.clone()),
             oauth: None,
-            // Servers with credentials (commands included) run cold.
+            // Servers with other credentials (commands included) run
+            // cold.
             token_command: None,
             headers_command: vec![],
-        };
-        let t = HttpTransport::connect(
+        })
+    }
+
+    /// A transport to the HTTP server, not yet in a session.
+    fn http_transport(&self) -> Result<HttpTransport> {
+        HttpTransport::connect(
             &self.name,
-            &spec,
+            &self.http_spec()?,
             self.env.clone(),
-            crate::auth::Authorization::none(&self.name),
+            self.authorization()?,
             http::Limits::new(self.max_message),
         )
-        .map_err(|e| e.for_server(&self.name))?;
+        .map_err(|e| e.for_server(&self.name))
+    }
+
+    /// Connects to an HTTP server and opens the session; more lanes join
+    /// the session later, for concurrent callers.
+    fn connect(&self) -> Result<Arc<Warm>> {
+        let t = self.http_transport()?;
         let d = Deadline::new(mcp::method::INITIALIZE, self.startup);
         let s = Session::open(
             &self.name,
@@ -517,7 +587,52 @@ impl Launch {
             self.startup,
             self.opener(),
         )?;
-        self.keep(s, 0, Warm::run_http)
+        let me = Launch { key: self.key.clone(), ..self.clone_spec() };
+        self.keep(s, 0, move |facts, info, roots, mut transport| {
+            // The other lanes take up this session (its id, in the
+            // handshake era) or speak the sessionless 2026-07-28 wire; a
+            // handshake-era server without a session id gets one lane.
+            let modern = info.version.is_some_and(|v| v.is_modern());
+            let session = transport.detach();
+            if let Some(id) = &session {
+                transport.resume(id, &info.protocol);
+            }
+            let make: Option<MakeLane> =
+                (modern || session.is_some()).then(|| {
+                    Box::new(move || {
+                        Ok(Box::new(me.http_transport()?)
+                            as Box<dyn Transport>)
+                    }) as MakeLane
+                });
+            Warm::run_http(
+                facts,
+                wire::info_to_json(info),
+                roots,
+                transport,
+                session,
+                make,
+            )
+        })
+    }
+
+    /// What a lane needs of the launch to connect again.
+    fn clone_spec(&self) -> Launch {
+        Launch {
+            key: String::new(),
+            name: self.name.clone(),
+            url: self.url.clone(),
+            argv: vec![],
+            display: vec![],
+            cwd: None,
+            env: self.env.clone(),
+            bearer: self.bearer.clone(),
+            choice: self.choice,
+            caps: self.caps,
+            roots: Value::Null,
+            log_level: None,
+            startup: self.startup,
+            max_message: self.max_message,
+        }
     }
 
     /// Hands an opened session's transport to a warm server (`run`
@@ -528,9 +643,9 @@ impl Launch {
         pid: i32,
         run: impl FnOnce(
             Facts,
-            Value,
+            &crate::session::ServerInfo,
             Option<Value>,
-            Box<dyn crate::transport::Transport>,
+            Box<dyn Transport>,
         ) -> std::io::Result<Arc<Warm>>,
     ) -> Result<Arc<Warm>> {
         let (transport, info) = s.into_parts();
@@ -540,6 +655,7 @@ impl Launch {
             protocol: info.protocol.clone(),
             pid,
             started: SystemTime::now(),
+            caps: self.caps,
         };
         msg::line(&format!(
             "started server '{}' ({} pid {pid}, {}, key {})",
@@ -549,7 +665,7 @@ impl Launch {
             &self.key[..12]
         ));
         let roots = self.caps.roots.then(|| self.roots.clone());
-        run(facts, wire::info_to_json(&info), roots, transport)
+        run(facts, &info, roots, transport)
             .map_err(|e| Error::server(format!("daemon: {e}")))
     }
 
@@ -563,8 +679,8 @@ impl Launch {
 }
 
 /// The client of the daemon's own handshake: the caller's declared
-/// capabilities, roots and log level; it answers `ping` and `roots/list`
-/// and nothing else (no caller is there to answer).
+/// capabilities, roots and log level; what the server asks meanwhile is
+/// answered as when no call is in flight ([`super::warm::unattended`]).
 struct Opener {
     caps: mcp::Capabilities,
     roots: Value,
@@ -579,10 +695,6 @@ impl Client for Opener {
         self.log_level.as_deref()
     }
     fn serve(&self, q: &ServerAsk<'_>) -> std::result::Result<Value, String> {
-        match q.ask {
-            mcp::Ask::Ping => Ok(json!({})),
-            mcp::Ask::Roots => Ok(json!({"roots": self.roots})),
-            _ => Err("no invocation is waiting on this server yet".into()),
-        }
+        super::warm::unattended(&q.ask, &self.roots)
     }
 }

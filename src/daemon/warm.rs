@@ -1,29 +1,42 @@
 //! One warm server in the daemon: its transport, the callers attached to
 //! it, and the mapping of their request ids onto the server's.
 //!
-//! The transport belongs to one pump thread. Over stdio it only receives
-//! and callers send through the stdio writer queue ([`Sender`]); over
-//! HTTP, whose transport reads one request's stream at a time, the pump
-//! also sends what callers queue, one request after another
-//! ([`Outbox`]). Every request
+//! Over stdio one pump thread receives and callers send through the stdio
+//! writer queue ([`Sender`]). Over HTTP the server's requests are carried
+//! by up to [`MAX_LANES`] lanes: a lane is a thread with a transport of
+//! its own in the same session (the first is the transport of the
+//! opening; the others take up its session id, or speak the sessionless
+//! 2026-07-28 wire), reading one request's stream at a time, so that
+//! concurrent callers' requests run concurrently, as Streamable HTTP
+//! allows, and a request waits only when every lane is busy. Every request
 //! a caller sends gets a fresh id of the daemon's (its progress token is
 //! replaced the same way), and the answer goes back to that caller with
-//! its own id: two invocations may both use id 1. What the server asks
-//! (elicitation, sampling) goes to the one caller with a request in
-//! flight (`roots/list` the daemon answers with the declared roots, which
-//! are part of the key); when none or several are, it is answered with an error,
-//! as nothing could answer it right. Log messages reach the callers with
-//! a request in flight, `list_changed` every caller attached. A caller
-//! that goes away has its requests cancelled on the wire
-//! (`notifications/cancelled`) and its pending answers to the server
-//! refused; a server that exits fails the calls in flight, and the pool
-//! starts a new one for the next caller.
+//! its own id: two invocations may both use id 1.
+//!
+//! What the server asks (elicitation, sampling) goes to the one caller
+//! with a request in flight (`roots/list` the daemon answers with the
+//! declared roots, which are part of the key); when several are, it is
+//! refused, as nothing could answer it right; when none is, it is
+//! answered as a cold invocation with default options and no terminal
+//! answers it ([`unattended`]). Log messages reach the callers with a
+//! request in flight (with none, the daemon's `-v` log), `list_changed`
+//! every caller attached. A caller that goes away has its requests
+//! cancelled on the wire (`notifications/cancelled`) and its pending
+//! answers to the server refused; a server that exits fails the calls in
+//! flight, and the pool starts a new one for the next caller.
+//!
+//! A task a server created (a `CreateTaskResult` passing through) is
+//! held: until it is collected (`tasks/result`), cancelled, or its TTL has
+//! passed (at most [`MAX_HOLD`]; [`ENDED_HOLD`] once `tasks/get` finds it
+//! ended), the server is not retired for being idle, so that a detached
+//! task outlives the invocation that started it.
+//! The daemon keeps a task's fingerprint, never its id.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -39,38 +52,10 @@ use crate::transport::stdio::Sender;
 /// A message for the server and the 2026-07-28 headers it goes with.
 type Out = (Value, Option<Vec<(String, String)>>);
 
-/// How callers' messages reach the server: the stdio writer queue, or
-/// the HTTP pump's bounded channel (the pump sends them in order, one
-/// request at a time, since an HTTP transport serves one request's
-/// stream at once).
-#[derive(Debug)]
-pub(crate) enum Outbox {
-    Stdio(Sender),
-    Http(std::sync::mpsc::SyncSender<Out>),
-}
-
-impl Outbox {
-    fn send(
-        &self,
-        m: &Value,
-        headers: Option<Vec<(String, String)>>,
-        until: Instant,
-    ) -> Result<(), &'static str> {
-        match self {
-            Outbox::Stdio(s) => s.send(m, until),
-            Outbox::Http(tx) => {
-                tx.try_send((m.clone(), headers)).map_err(|e| match e {
-                    std::sync::mpsc::TrySendError::Full(_) => {
-                        "the server has too many messages waiting"
-                    }
-                    std::sync::mpsc::TrySendError::Disconnected(_) => {
-                        "the server is gone"
-                    }
-                })
-            }
-        }
-    }
-}
+/// Makes the transport of one more HTTP lane, in the session the first
+/// one opened.
+pub(crate) type MakeLane =
+    Box<dyn Fn() -> crate::error::Result<Box<dyn Transport>> + Send + Sync>;
 
 /// How long a caller that does not read may hold up a message for it
 /// before it is dropped.
@@ -79,7 +64,7 @@ const CALLER_WRITE: Duration = Duration::from_secs(2);
 const SERVER_WRITE: Duration = Duration::from_secs(10);
 /// How often the pump looks up from waiting to see whether to stop.
 const PUMP_TICK: Duration = Duration::from_millis(200);
-/// How often the HTTP pump, waiting for an answer, looks for messages of
+/// How often an HTTP lane, waiting for an answer, looks for messages of
 /// callers to send meanwhile (answers to what the server asked).
 const HTTP_TICK: Duration = Duration::from_millis(5);
 /// The first id the daemon gives requests (the handshake used a few).
@@ -87,6 +72,23 @@ const FIRST_ID: u64 = 1000;
 /// At most this many requests in flight on one server, and as many of
 /// its own requests waiting for a caller's answer.
 pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+/// At most this many requests of one HTTP server run at once (lanes).
+pub(crate) const MAX_LANES: usize = 4;
+/// At most this many lanes are made in a server's life (a lane that
+/// failed is replaced, up to this).
+const MAX_MADE_LANES: usize = 2 * MAX_LANES;
+/// At most this many tasks held on one server (the soonest to expire
+/// makes room).
+const MAX_HOLDS: usize = 256;
+/// How long a task holds its server when it names no TTL.
+const DEFAULT_HOLD: Duration = crate::task::TTL;
+/// At most this many log messages and requests of one server with no
+/// caller to show them to are noted in the daemon's `-v` log.
+const MAX_UNHEARD: u64 = 1000;
+/// How long a task that `tasks/get` found ended still holds its server.
+const ENDED_HOLD: Duration = Duration::from_secs(600);
+/// The longest a task holds its server, whatever its TTL.
+pub(crate) const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
 /// The daemon's end of one caller's connection: writes are bounded in
 /// time, and a caller that cannot take a message in that time is cut off.
@@ -122,27 +124,72 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Whether `m` is a request (an answer is awaited).
+fn is_request(m: &Value) -> bool {
+    m.get("method").is_some() && m.get("id").is_some_and(|i| !i.is_null())
+}
+
+/// How the server answers what it asks when no invocation can: as a cold
+/// invocation with default options and no terminal answers it (forms and
+/// URLs declined, sampling refused for want of an approval, roots as
+/// declared). `ask` is of a declared kind ([`mcp::ask`]).
+pub(crate) fn unattended(
+    ask: &mcp::Ask,
+    roots: &Value,
+) -> std::result::Result<Value, String> {
+    match ask {
+        mcp::Ask::Ping => Ok(json!({})),
+        mcp::Ask::Roots => Ok(json!({"roots": roots})),
+        mcp::Ask::Form | mcp::Ask::Url => Ok(json!({"action": "decline"})),
+        mcp::Ask::Sampling => Err("sampling needs approval, but no \
+                                   invocation is waiting on this server \
+                                   to ask"
+            .into()),
+    }
+}
+
+/// A task request in flight: which, and the task's fingerprint.
+struct TaskAsk {
+    method: &'static str,
+    fingerprint: String,
+}
+
 /// A request in flight: whose it is and what it was called.
 struct Pending {
     caller: Arc<Caller>,
     id: Value,
     token: Option<Value>,
+    /// The HTTP lane it went out on (0 over stdio).
+    lane: usize,
+    task: Option<TaskAsk>,
 }
 
 #[derive(Default)]
 struct State {
     next_id: u64,
     pending: HashMap<u64, Pending>,
-    /// The server's own requests, by id text, and who is to answer them.
-    asks: HashMap<String, Arc<Caller>>,
+    /// The server's own requests, by id text: who is to answer them, and
+    /// the lane they came on.
+    asks: HashMap<String, (Arc<Caller>, usize)>,
     attached: Vec<Arc<Caller>>,
     last_used: Option<Instant>,
     used_at: Option<SystemTime>,
     calls: u64,
     dead: Option<String>,
+    /// Tasks the server holds for someone, by fingerprint: until when.
+    holds: HashMap<String, Instant>,
 }
 
-/// What `status` shows of a warm server.
+impl State {
+    /// Drops the holds whose time has passed; how many are left.
+    fn live_holds(&mut self) -> usize {
+        let now = Instant::now();
+        self.holds.retain(|_, until| *until > now);
+        self.holds.len()
+    }
+}
+
+/// What `status` shows of a warm server, and what it declared.
 #[derive(Debug)]
 pub(crate) struct Facts {
     pub(crate) name: String,
@@ -150,20 +197,59 @@ pub(crate) struct Facts {
     pub(crate) protocol: String,
     pub(crate) pid: i32,
     pub(crate) started: SystemTime,
+    /// The client capabilities the callers declared (part of the key).
+    pub(crate) caps: mcp::Capabilities,
+}
+
+/// An HTTP lane's transport: closed when the lane ends (or is never
+/// started); only the first lane's ends the session (a DELETE), the
+/// others leave it.
+struct LaneTransport {
+    t: Box<dyn Transport>,
+    ends_session: bool,
+}
+
+impl Drop for LaneTransport {
+    fn drop(&mut self) {
+        if !self.ends_session {
+            let _ = self.t.detach();
+        }
+        self.t.close();
+    }
+}
+
+/// One HTTP lane: its queue and how many requests it carries or holds.
+struct Lane {
+    tx: std::sync::mpsc::SyncSender<Out>,
+    load: Arc<AtomicUsize>,
+    /// False once it failed: no request is given to it any more.
+    open: AtomicBool,
 }
 
 pub(crate) struct Warm {
     pub(crate) facts: Facts,
     /// What the opening found, as the wire carries it.
     pub(crate) info: Value,
-    sender: Outbox,
+    /// stdio: the writer queue; `None` over HTTP (the lanes send).
+    stdio: Option<Sender>,
+    /// HTTP: the lanes, the first made from the opened transport.
+    lanes: Mutex<Vec<Lane>>,
+    /// HTTP: how to make another lane (`None`: one lane only).
+    make: Option<MakeLane>,
+    /// HTTP, handshake era: the session id the lanes share, as the first
+    /// lane has it now (a session the server expired is started again
+    /// there, and the others follow).
+    session: Mutex<Option<String>>,
     /// The roots the callers declared (they are part of the key), to
     /// answer `roots/list` as cold does; `None` when roots are not
     /// declared.
     roots: Option<Value>,
     state: Mutex<State>,
     stop: AtomicBool,
-    pump: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pumps: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    me: Weak<Warm>,
+    /// Log messages and requests seen with no caller to show them to.
+    unheard: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Warm {
@@ -174,7 +260,44 @@ impl std::fmt::Debug for Warm {
     }
 }
 
+fn spawn_pump(
+    f: impl FnOnce() + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("pump".into())
+        .stack_size(256 << 10)
+        .spawn(f)
+}
+
 impl Warm {
+    fn new(
+        facts: Facts,
+        info: Value,
+        stdio: Option<Sender>,
+        make: Option<MakeLane>,
+        roots: Option<Value>,
+    ) -> Arc<Warm> {
+        Arc::new_cyclic(|me| Warm {
+            facts,
+            info,
+            stdio,
+            lanes: Mutex::new(vec![]),
+            make,
+            session: Mutex::new(None),
+            roots,
+            state: Mutex::new(State {
+                next_id: FIRST_ID,
+                last_used: Some(Instant::now()),
+                used_at: Some(SystemTime::now()),
+                ..State::default()
+            }),
+            stop: AtomicBool::new(false),
+            pumps: Mutex::new(vec![]),
+            me: me.clone(),
+            unheard: Default::default(),
+        })
+    }
+
     /// Takes over an opened stdio server: `transport` goes to a pump
     /// thread; callers send through `sender`.
     pub(crate) fn run(
@@ -184,69 +307,151 @@ impl Warm {
         roots: Option<Value>,
         transport: Box<dyn Transport>,
     ) -> std::io::Result<Arc<Warm>> {
-        Warm::launch(facts, info, Outbox::Stdio(sender), roots, move |w| {
-            w.pump(transport);
-        })
+        let w = Warm::new(facts, info, Some(sender), None, roots);
+        let me = Arc::clone(&w);
+        let h = spawn_pump(move || me.pump(transport))?;
+        lock(&w.pumps).push(h);
+        Ok(w)
     }
 
-    /// Takes over an opened HTTP server: its pump sends what callers
-    /// queue, one request at a time, and receives the answers.
+    /// Takes over an opened HTTP server: `transport` is its first lane,
+    /// in `session` (handshake era); `make` makes more (not yet in the
+    /// session: a lane takes it up itself), up to [`MAX_LANES`].
     pub(crate) fn run_http(
         facts: Facts,
         info: Value,
         roots: Option<Value>,
         transport: Box<dyn Transport>,
+        session: Option<String>,
+        make: Option<MakeLane>,
     ) -> std::io::Result<Arc<Warm>> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
-        Warm::launch(facts, info, Outbox::Http(tx), roots, move |w| {
-            w.pump_http(transport, &rx);
-        })
+        let w = Warm::new(facts, info, None, make, roots);
+        *lock(&w.session) = session;
+        w.add_lane(transport)?;
+        Ok(w)
     }
 
-    fn launch(
-        facts: Facts,
-        info: Value,
-        sender: Outbox,
-        roots: Option<Value>,
-        pump: impl FnOnce(&Warm) + Send + 'static,
-    ) -> std::io::Result<Arc<Warm>> {
-        let w = Arc::new(Warm {
-            facts,
-            info,
-            sender,
-            roots,
-            state: Mutex::new(State {
-                next_id: FIRST_ID,
-                last_used: Some(Instant::now()),
-                used_at: Some(SystemTime::now()),
-                ..State::default()
-            }),
-            stop: AtomicBool::new(false),
-            pump: Mutex::new(None),
+    /// Starts a lane with `t`; its index. Every lane but the first leaves
+    /// the session to the first when it ends, however it ends.
+    fn add_lane(&self, t: Box<dyn Transport>) -> std::io::Result<usize> {
+        let mut lanes = lock(&self.lanes);
+        let n = lanes.len();
+        let t = LaneTransport { t, ends_session: n == 0 };
+        let Some(me) = self.me.upgrade() else {
+            return Err(std::io::Error::other("the server is closing"));
+        };
+        if n >= MAX_MADE_LANES {
+            return Err(std::io::Error::other("as many lanes as the bound"));
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
+        let load = Arc::new(AtomicUsize::new(0));
+        let l = Arc::clone(&load);
+        let h = spawn_pump(move || me.pump_lane(n, t, &rx, &l))?;
+        lanes.push(Lane { tx, load, open: AtomicBool::new(true) });
+        lock(&self.pumps).push(h);
+        Ok(n)
+    }
+
+    /// The lane for a new request: an idle one, else a new one while
+    /// there may be more, else the least busy; counted as busier.
+    fn pick_lane(&self) -> usize {
+        let (idle, count) = {
+            let lanes = lock(&self.lanes);
+            let open = |l: &&Lane| l.open.load(Ordering::SeqCst);
+            let idle = lanes
+                .iter()
+                .position(|l| open(&l) && l.load.load(Ordering::SeqCst) == 0);
+            (idle, lanes.iter().filter(open).count())
+        };
+        let mut pick = idle;
+        if pick.is_none()
+            && count < MAX_LANES
+            && !self.stop.load(Ordering::SeqCst)
+            && let Some(make) = &self.make
+        {
+            let made = make()
+                .map_err(|e| e.message().to_string())
+                .and_then(|t| self.add_lane(t).map_err(|e| e.to_string()));
+            match made {
+                Ok(n) => {
+                    crate::msg::debug(&format!(
+                        "server '{}': lane {} opened",
+                        self.facts.name,
+                        n + 1
+                    ));
+                    pick = Some(n);
+                }
+                Err(why) => crate::msg::debug(&format!(
+                    "server '{}': no other lane: {why}",
+                    self.facts.name
+                )),
+            }
+        }
+        let lanes = lock(&self.lanes);
+        let n = pick.unwrap_or_else(|| {
+            (0..lanes.len())
+                .filter(|i| lanes[*i].open.load(Ordering::SeqCst))
+                .min_by_key(|i| lanes[*i].load.load(Ordering::SeqCst))
+                .unwrap_or(0)
         });
-        let me = Arc::clone(&w);
-        let h = std::thread::Builder::new()
-            .name("pump".into())
-            .stack_size(256 << 10)
-            .spawn(move || pump(&me))?;
-        *lock(&w.pump) = Some(h);
-        Ok(w)
+        if let Some(l) = lanes.get(n) {
+            l.load.fetch_add(1, Ordering::SeqCst);
+        }
+        n
+    }
+
+    /// Sends `m` to the server: over stdio through its writer queue, over
+    /// HTTP through lane `lane`.
+    fn send(
+        &self,
+        m: &Value,
+        headers: Option<Vec<(String, String)>>,
+        lane: usize,
+    ) -> Result<(), &'static str> {
+        if let Some(s) = &self.stdio {
+            return s.send(m, Instant::now() + SERVER_WRITE);
+        }
+        let lanes = lock(&self.lanes);
+        let l =
+            lanes.get(lane).or(lanes.first()).ok_or("the server is gone")?;
+        l.tx.try_send((m.clone(), headers)).map_err(|e| match e {
+            std::sync::mpsc::TrySendError::Full(_) => {
+                "the server has too many messages waiting"
+            }
+            std::sync::mpsc::TrySendError::Disconnected(_) => {
+                "the server is gone"
+            }
+        })
     }
 
     fn is_pending(&self, id: &Value) -> bool {
         id.as_u64().is_some_and(|n| lock(&self.state).pending.contains_key(&n))
     }
 
-    /// The HTTP pump: sends the queued messages in order, holding back a
+    /// One HTTP lane: sends its queued messages in order, holding back a
     /// request while another is unanswered, and receives only while a
     /// request is in flight (the transport reads one request's stream).
-    fn pump_http(
+    /// The first lane failing is the server failing; another lane failing
+    /// fails the request it carried and hands what it still holds to the
+    /// first.
+    fn pump_lane(
         &self,
-        mut t: Box<dyn Transport>,
+        lane: usize,
+        mut lt: LaneTransport,
         rx: &std::sync::mpsc::Receiver<Out>,
+        load: &AtomicUsize,
     ) {
+        let t = &mut lt.t;
+        let done = || {
+            let _ =
+                load.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    n.checked_sub(1)
+                });
+        };
         let mut queue: std::collections::VecDeque<Out> = Default::default();
         let mut awaiting: Option<Value> = None;
+        // The session id this lane's transport carries.
+        let mut mine: Option<String> = None;
         'run: while !self.stop.load(Ordering::SeqCst) {
             if awaiting.is_none() && queue.is_empty() {
                 match rx.recv_timeout(PUMP_TICK) {
@@ -261,8 +466,7 @@ impl Warm {
                 queue.push_back(o);
             }
             while let Some((m, _)) = queue.front() {
-                let request = m.get("method").is_some()
-                    && m.get("id").is_some_and(|i| !i.is_null());
+                let request = is_request(m);
                 if request && awaiting.is_some() {
                     break;
                 }
@@ -271,9 +475,13 @@ impl Warm {
                     // Its caller may have left while it waited.
                     let id = m.get("id").cloned().unwrap_or(Value::Null);
                     if !self.is_pending(&id) {
+                        done();
                         continue;
                     }
                     awaiting = Some(id);
+                    if lane > 0 {
+                        self.follow_session(t.as_mut(), &mut mine);
+                    }
                 }
                 let d = Deadline::new("the daemon's send", SERVER_WRITE);
                 let sent = match &h {
@@ -281,7 +489,7 @@ impl Warm {
                     None => t.send(&m, &d),
                 };
                 if let Err(e) = sent {
-                    self.fail(e.message());
+                    self.lane_broke(lane, e.message(), awaiting, queue, rx);
                     break 'run;
                 }
             }
@@ -289,42 +497,127 @@ impl Warm {
             if !self.is_pending(&want) {
                 // Cancelled: no answer is expected any more.
                 awaiting = None;
+                done();
                 continue;
             }
             let d = Deadline::new("the daemon's wait", HTTP_TICK);
-            if !self.receive(t.as_mut(), &d) {
+            if let Err(why) = self.receive(t.as_mut(), &d, lane) {
+                self.lane_broke(lane, &why, awaiting, queue, rx);
                 break;
             }
             if !self.is_pending(&want) {
                 awaiting = None;
+                done();
+                if lane == 0 {
+                    self.note_session(t.as_mut());
+                }
             }
         }
-        t.close();
+        drop(lt);
     }
 
-    /// Receives what the server sends before `d` and routes it; false
-    /// when the server failed (the calls in flight are failed too).
-    fn receive(&self, t: &mut dyn Transport, d: &Deadline) -> bool {
+    /// The first lane, after a request: notes its session id now (a
+    /// session the server expired was started again on its request).
+    fn note_session(&self, t: &mut dyn Transport) {
+        let mut shared = lock(&self.session);
+        if shared.is_none() {
+            return;
+        }
+        if let Some(id) = t.detach() {
+            t.resume(&id, &self.facts.protocol);
+            *shared = Some(id);
+        }
+    }
+
+    /// Another lane, before a request: takes up the session the first
+    /// lane has now, if it is not the one it carries.
+    fn follow_session(
+        &self,
+        t: &mut dyn Transport,
+        mine: &mut Option<String>,
+    ) {
+        let now = lock(&self.session).clone();
+        if now != *mine {
+            if let Some(id) = &now {
+                t.resume(id, &self.facts.protocol);
+            }
+            *mine = now;
+        }
+    }
+
+    /// Lane `lane` failed with `why`: the first is the server failing;
+    /// another is closed, the request it carried fails with `why`, and
+    /// what it had not sent goes to the first lane.
+    fn lane_broke(
+        &self,
+        lane: usize,
+        why: &str,
+        awaiting: Option<Value>,
+        mut queue: std::collections::VecDeque<Out>,
+        rx: &std::sync::mpsc::Receiver<Out>,
+    ) {
+        if lane == 0 {
+            self.fail(why);
+            return;
+        }
+        if let Some(l) = lock(&self.lanes).get(lane) {
+            l.open.store(false, Ordering::SeqCst);
+        }
+        crate::msg::debug(&format!(
+            "server '{}': lane {} failed ({why}); the first carries on",
+            self.facts.name,
+            lane + 1
+        ));
+        let owner = awaiting.as_ref().and_then(Value::as_u64).and_then(|n| {
+            lock(&self.state).pending.remove(&n).map(|p| p.caller)
+        });
+        if let Some(c) = owner {
+            c.send(&json!({"gone": why}));
+        }
+        while let Ok(o) = rx.try_recv() {
+            queue.push_back(o);
+        }
+        for (m, h) in queue {
+            if is_request(&m) {
+                if let Some(l) = lock(&self.lanes).first() {
+                    l.load.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Some(n) = m.get("id").and_then(Value::as_u64)
+                    && let Some(p) = lock(&self.state).pending.get_mut(&n)
+                {
+                    p.lane = 0;
+                }
+            }
+            let _ = self.send(&m, h, 0);
+        }
+    }
+
+    /// Receives what the server sends before `d` and routes it; `Err`
+    /// when the transport failed.
+    fn receive(
+        &self,
+        t: &mut dyn Transport,
+        d: &Deadline,
+        lane: usize,
+    ) -> Result<(), String> {
         match t.recv(d) {
             Ok(Value::Array(batch)) => {
                 for m in batch {
-                    self.on_server(m);
+                    self.on_server(m, lane);
                 }
             }
-            Ok(m) => self.on_server(m),
+            Ok(m) => self.on_server(m, lane),
             Err(e) if e.kind() == Kind::Timeout => {}
-            Err(e) => {
-                self.fail(e.message());
-                return false;
-            }
+            Err(e) => return Err(e.message().to_string()),
         }
-        true
+        Ok(())
     }
 
     fn pump(&self, mut t: Box<dyn Transport>) {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
-            if !self.receive(t.as_mut(), &d) {
+            if let Err(why) = self.receive(t.as_mut(), &d, 0) {
+                self.fail(&why);
                 break;
             }
         }
@@ -353,16 +646,12 @@ impl Warm {
         }
     }
 
-    fn to_server(&self, m: &Value) -> Result<(), &'static str> {
-        self.sender.send(m, None, Instant::now() + SERVER_WRITE)
-    }
-
-    fn on_server(&self, mut m: Value) {
+    fn on_server(&self, mut m: Value, lane: usize) {
         let method =
             m.get("method").and_then(Value::as_str).map(str::to_string);
         let has_id = m.get("id").is_some_and(|i| !i.is_null());
         match (method, has_id) {
-            (Some(method), true) => self.server_asks(&method, m),
+            (Some(method), true) => self.server_asks(&method, m, lane),
             (Some(method), false) => self.server_notifies(&method, m),
             (None, true) => {
                 let n = m.get("id").and_then(Value::as_u64);
@@ -372,6 +661,7 @@ impl Warm {
                     s.pending.remove(&n)
                 });
                 if let Some(p) = p {
+                    self.follow_task(&p, &m);
                     m["id"] = p.id;
                     p.caller.send(&json!({"m": m}));
                 }
@@ -380,44 +670,150 @@ impl Warm {
         }
     }
 
-    fn server_asks(&self, method: &str, m: Value) {
+    /// Holds a task the answer created; lets go of one that a
+    /// `tasks/result` or `tasks/cancel` ended (or a `tasks/get` found
+    /// cancelled).
+    fn follow_task(&self, p: &Pending, answer: &Value) {
+        let result = answer.get("result");
+        // A `tasks/*` answer describes a task; only another request's
+        // answer creates one.
+        let created = match &p.task {
+            None => result.and_then(mcp::tasks::created),
+            Some(_) => None,
+        };
+        if let Some(Ok(t)) = created {
+            let ttl = t
+                .ttl_ms
+                .map_or(DEFAULT_HOLD, Duration::from_millis)
+                .min(MAX_HOLD);
+            let fp = crate::task::fingerprint(&t.id);
+            let mut s = lock(&self.state);
+            if s.live_holds() >= MAX_HOLDS {
+                let soonest = s
+                    .holds
+                    .iter()
+                    .min_by_key(|(_, until)| **until)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = soonest {
+                    s.holds.remove(&k);
+                }
+            }
+            s.holds.insert(fp, Instant::now() + ttl);
+            return;
+        }
+        let Some(ask) = &p.task else { return };
+        let mut s = lock(&self.state);
+        match ask.method {
+            method::TASKS_RESULT | method::TASKS_CANCEL => {
+                s.holds.remove(&ask.fingerprint);
+            }
+            _ => {
+                // Ended (collected with it, in the 2026-07-28 era, or not
+                // at all): held a little longer for a `task result`.
+                let ended = result
+                    .and_then(|r| mcp::tasks::from_result(r).ok())
+                    .is_some_and(|t| t.status.terminal());
+                let soon = Instant::now() + ENDED_HOLD;
+                if let Some(until) = s.holds.get_mut(&ask.fingerprint)
+                    && ended
+                {
+                    *until = (*until).min(soon);
+                }
+            }
+        }
+    }
+
+    /// Whether the server holds the task of this fingerprint.
+    pub(crate) fn holds(&self, fingerprint: &str) -> bool {
+        let mut s = lock(&self.state);
+        s.live_holds();
+        s.holds.contains_key(fingerprint)
+    }
+
+    fn server_asks(&self, method: &str, m: Value, lane: usize) {
         let id = m.get("id").cloned().unwrap_or(Value::Null);
         if method == method::PING {
-            let _ = self.to_server(&mcp::response(id, json!({})));
+            let _ = self.send(&mcp::response(id, json!({})), None, lane);
             return;
         }
         if let (method::ROOTS_LIST, Some(roots)) = (method, &self.roots) {
             let r = json!({"roots": roots});
-            let _ = self.to_server(&mcp::response(id, r));
+            let _ = self.send(&mcp::response(id, r), None, lane);
             return;
         }
-        let target = {
+        let (target, anyone) = {
             let mut s = lock(&self.state);
             let mut owners = s.pending.values().map(|p| &p.caller);
             let first = owners.next().cloned();
+            let anyone = first.is_some();
             let unique = first
                 .filter(|f| owners.all(|c| c.id == f.id))
                 .filter(|_| s.asks.len() < MAX_IN_FLIGHT);
             if let Some(c) = &unique {
-                s.asks.insert(id.to_string(), Arc::clone(c));
+                s.asks.insert(id.to_string(), (Arc::clone(c), lane));
             }
-            unique
+            (unique, anyone)
         };
-        match target {
+        let reply = match target {
             Some(c) => {
                 if !c.send(&json!({"m": m})) {
                     lock(&self.state).asks.remove(&id.to_string());
                 }
+                return;
             }
-            None => {
-                let _ = self.to_server(&mcp::error_response(
-                    id,
-                    mcp::code::INTERNAL_ERROR,
-                    "no single invocation is waiting on this server to \
-                     answer this request",
-                ));
+            None if !anyone => self.answer_unattended(method, &m, id),
+            None => mcp::error_response(
+                id,
+                mcp::code::INTERNAL_ERROR,
+                "no single invocation is waiting on this server to answer \
+                 this request",
+            ),
+        };
+        let _ = self.send(&reply, None, lane);
+    }
+
+    /// The answer to a request tied to no call: as cold answers it
+    /// ([`unattended`]), refused as cold refuses what was not declared.
+    fn answer_unattended(&self, method: &str, m: &Value, id: Value) -> Value {
+        let params = m.get("params").cloned().unwrap_or(Value::Null);
+        let line = crate::term::line(method);
+        let shown = crate::term::clip(&line, 100);
+        let (reply, said) = match mcp::ask(method, &params, self.facts.caps) {
+            Err(why) => (
+                mcp::error_response(id, mcp::code::METHOD_NOT_FOUND, &why),
+                "refused".to_string(),
+            ),
+            Ok(ask) => {
+                let none = json!([]);
+                let roots = self.roots.as_ref().unwrap_or(&none);
+                match unattended(&ask, roots) {
+                    Ok(r) => {
+                        let what = r
+                            .get("action")
+                            .and_then(Value::as_str)
+                            .unwrap_or("answered")
+                            .to_string();
+                        (mcp::response(id, r), what)
+                    }
+                    Err(why) => (
+                        mcp::error_response(
+                            id,
+                            mcp::code::INTERNAL_ERROR,
+                            &why,
+                        ),
+                        "refused".to_string(),
+                    ),
+                }
             }
+        };
+        if self.unheard.fetch_add(1, Ordering::SeqCst) < MAX_UNHEARD {
+            crate::msg::debug(&format!(
+                "server '{}': its request '{shown}' came with no call in \
+                 flight: {said}",
+                self.facts.name
+            ));
         }
+        reply
     }
 
     fn server_notifies(&self, method: &str, mut m: Value) {
@@ -441,6 +837,26 @@ impl Warm {
                     if !v.iter().any(|c| c.id == p.caller.id) {
                         v.push(Arc::clone(&p.caller));
                     }
+                }
+                if v.is_empty()
+                    && self.unheard.fetch_add(1, Ordering::SeqCst)
+                        < MAX_UNHEARD
+                {
+                    // Nobody to show it to: the daemon's -v log, as a
+                    // cold invocation shows it with -v (bounded: a
+                    // flooding server cannot fill the log).
+                    let data =
+                        m.pointer("/params/data").map_or(String::new(), |d| {
+                            match d {
+                                Value::String(s) => s.clone(),
+                                v => v.to_string(),
+                            }
+                        });
+                    crate::msg::debug(&format!(
+                        "[{}] {}",
+                        self.facts.name,
+                        crate::term::clip(&crate::term::line(&data), 500)
+                    ));
                 }
                 v
             } else if mcp::is_list_changed(method) {
@@ -476,17 +892,33 @@ impl Warm {
             m.get("method").and_then(Value::as_str).map(str::to_string);
         let id = m.get("id").cloned().filter(|i| !i.is_null());
         match (method, id) {
-            (Some(_), Some(id)) => {
+            (Some(method), Some(id)) => {
+                let lane =
+                    if self.stdio.is_some() { 0 } else { self.pick_lane() };
+                let task = [
+                    method::TASKS_GET,
+                    method::TASKS_RESULT,
+                    method::TASKS_CANCEL,
+                ]
+                .into_iter()
+                .find(|t| *t == method)
+                .zip(m.pointer("/params/taskId").and_then(Value::as_str))
+                .map(|(method, id)| TaskAsk {
+                    method,
+                    fingerprint: crate::task::fingerprint(id),
+                });
                 let n = {
                     let mut s = lock(&self.state);
                     if let Some(why) = &s.dead {
                         let why = why.clone();
                         drop(s);
+                        self.unload(lane);
                         c.send(&json!({"gone": why}));
                         return;
                     }
                     if s.pending.len() >= MAX_IN_FLIGHT {
                         drop(s);
+                        self.unload(lane);
                         c.send(&json!({"m": mcp::error_response(
                             id,
                             mcp::code::INTERNAL_ERROR,
@@ -504,7 +936,13 @@ impl Warm {
                     }
                     s.pending.insert(
                         n,
-                        Pending { caller: Arc::clone(c), id, token },
+                        Pending {
+                            caller: Arc::clone(c),
+                            id,
+                            token,
+                            lane,
+                            task,
+                        },
                     );
                     s.calls += 1;
                     s.last_used = Some(Instant::now());
@@ -512,21 +950,23 @@ impl Warm {
                     n
                 };
                 m["id"] = json!(n);
-                let until = Instant::now() + SERVER_WRITE;
-                if let Err(why) = self.sender.send(&m, headers, until) {
+                if let Err(why) = self.send(&m, headers, lane) {
                     lock(&self.state).pending.remove(&n);
+                    self.unload(lane);
                     c.send(&json!({"gone": why}));
                 }
             }
             (None, Some(id)) => {
                 let owner = lock(&self.state).asks.remove(&id.to_string());
-                if owner.is_some_and(|o| o.id == c.id) {
-                    let _ = self.to_server(&m);
+                if let Some((o, lane)) = owner
+                    && o.id == c.id
+                {
+                    let _ = self.send(&m, None, lane);
                 }
             }
             (Some(method), None) if method == method::CANCELLED => {
                 let want = m.pointer("/params/requestId").cloned();
-                let n = {
+                let found = {
                     let mut s = lock(&self.state);
                     let n = s
                         .pending
@@ -535,19 +975,29 @@ impl Warm {
                             p.caller.id == c.id && Some(&p.id) == want.as_ref()
                         })
                         .map(|(n, _)| *n);
-                    if let Some(n) = n {
-                        s.pending.remove(&n);
-                    }
-                    n
+                    n.and_then(|n| s.pending.remove(&n).map(|p| (n, p.lane)))
                 };
-                if let Some(n) = n {
+                if let Some((n, lane)) = found {
                     m["params"]["requestId"] = json!(n);
-                    let _ = self.to_server(&m);
+                    let _ = self.send(&m, None, lane);
                 }
             }
             _ => {}
         }
         self.touch();
+    }
+
+    /// A request picked lane `lane` and did not go out on it.
+    fn unload(&self, lane: usize) {
+        if self.stdio.is_some() {
+            return;
+        }
+        if let Some(l) = lock(&self.lanes).get(lane) {
+            let _ =
+                l.load.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    n.checked_sub(1)
+                });
+        }
     }
 
     /// Marks the server used now.
@@ -560,49 +1010,58 @@ impl Warm {
     pub(crate) fn detach(&self, c: &Arc<Caller>) {
         let (ns, asks) = {
             let mut s = lock(&self.state);
-            let ns: Vec<u64> = s
+            let ns: Vec<(u64, usize)> = s
                 .pending
                 .iter()
                 .filter(|(_, p)| p.caller.id == c.id)
-                .map(|(n, _)| *n)
+                .map(|(n, p)| (*n, p.lane))
                 .collect();
-            for n in &ns {
+            for (n, _) in &ns {
                 s.pending.remove(n);
             }
-            let asks: Vec<String> = s
+            let asks: Vec<(String, usize)> = s
                 .asks
                 .iter()
-                .filter(|(_, o)| o.id == c.id)
-                .map(|(k, _)| k.clone())
+                .filter(|(_, (o, _))| o.id == c.id)
+                .map(|(k, (_, lane))| (k.clone(), *lane))
                 .collect();
-            for k in &asks {
+            for (k, _) in &asks {
                 s.asks.remove(k);
             }
             s.attached.retain(|a| a.id != c.id);
             (ns, asks)
         };
-        for n in ns {
+        for (n, lane) in ns {
             crate::msg::debug(&format!(
                 "server '{}': the caller left; request {n} cancelled",
                 self.facts.name
             ));
-            let _ = self.to_server(&mcp::cancelled(n, "the invocation ended"));
+            let m = mcp::cancelled(n, "the invocation ended");
+            let _ = self.send(&m, None, lane);
         }
-        for k in asks {
+        for (k, lane) in asks {
             let id: Value = serde_json::from_str(&k).unwrap_or(Value::Null);
-            let _ = self.to_server(&mcp::error_response(
+            let m = mcp::error_response(
                 id,
                 mcp::code::INTERNAL_ERROR,
                 "the invocation that was to answer has ended",
-            ));
+            );
+            let _ = self.send(&m, None, lane);
         }
         self.touch();
     }
 
-    /// Calls served, calls in flight, and when it was last used.
-    pub(crate) fn counts(&self) -> (u64, usize, Option<SystemTime>) {
-        let s = lock(&self.state);
-        (s.calls, s.pending.len(), s.used_at)
+    /// Calls served, calls in flight, tasks held, and when it was last
+    /// used.
+    pub(crate) fn counts(&self) -> (u64, usize, usize, Option<SystemTime>) {
+        let mut s = lock(&self.state);
+        let held = s.live_holds();
+        (s.calls, s.pending.len(), held, s.used_at)
+    }
+
+    /// How many HTTP lanes it has opened (0 over stdio).
+    pub(crate) fn lanes(&self) -> usize {
+        lock(&self.lanes).len()
     }
 }
 
@@ -613,9 +1072,11 @@ impl Pooled for Warm {
 
     fn idle_since(&self) -> Option<Instant> {
         // In use while an invocation holds it, even between its requests
-        // (a hook or an approval prompt may take long).
-        let s = lock(&self.state);
-        if s.pending.is_empty() && s.attached.is_empty() {
+        // (a hook or an approval prompt may take long), and while it
+        // holds a task someone may still collect.
+        let mut s = lock(&self.state);
+        let held = s.live_holds();
+        if s.pending.is_empty() && s.attached.is_empty() && held == 0 {
             s.last_used
         } else {
             None
@@ -627,9 +1088,83 @@ impl Pooled for Warm {
         if lock(&self.state).dead.is_none() {
             self.fail("the daemon retired the server");
         }
-        let h = lock(&self.pump).take();
-        if let Some(h) = h {
+        let hs: Vec<_> = lock(&self.pumps).drain(..).collect();
+        for h in hs {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warm() -> Arc<Warm> {
+        let facts = Facts {
+            name: "t".into(),
+            transport: "http",
+            protocol: "2025-11-25".into(),
+            pid: 0,
+            started: SystemTime::now(),
+            caps: mcp::Capabilities::default(),
+        };
+        Warm::new(facts, json!({}), None, None, None)
+    }
+
+    fn pending(task: Option<(&'static str, &str)>) -> Pending {
+        let (a, _) = UnixStream::pair().unwrap();
+        Pending {
+            caller: Arc::new(Caller::new(1, a)),
+            id: json!(1),
+            token: None,
+            lane: 0,
+            task: task.map(|(method, fp)| TaskAsk {
+                method,
+                fingerprint: fp.to_string(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_created_task_holds_its_server_until_it_is_collected() {
+        let w = warm();
+        assert!(w.idle_since().is_some());
+        let fp = crate::task::fingerprint("t-1");
+        let created = json!({"result": {"task": {"taskId": "t-1",
+                             "status": "working", "ttl": 3_600_000}}});
+        w.follow_task(&pending(None), &created);
+        assert!(w.holds(&fp) && w.idle_since().is_none());
+        assert_eq!(w.counts().2, 1);
+        // A tasks/get answer describes the task: it creates nothing, and
+        // one that finds it ended shortens the hold.
+        let get = pending(Some((method::TASKS_GET, &fp)));
+        let ended = json!({"result": {"task": {"taskId": "t-1",
+                           "status": "completed"}}});
+        w.follow_task(&get, &ended);
+        let until = lock(&w.state).holds[&fp];
+        assert!(until <= Instant::now() + ENDED_HOLD);
+        assert!(w.holds(&fp));
+        let collected = pending(Some((method::TASKS_RESULT, &fp)));
+        w.follow_task(&collected, &json!({"result": {"content": []}}));
+        assert!(!w.holds(&fp) && w.idle_since().is_some());
+    }
+
+    #[test]
+    fn unattended_answers_decline_and_refuse_as_cold_without_a_terminal() {
+        let roots = json!([{"uri": "file:///r"}]);
+        assert_eq!(unattended(&mcp::Ask::Ping, &roots).unwrap(), json!({}));
+        assert_eq!(
+            unattended(&mcp::Ask::Form, &roots).unwrap(),
+            json!({"action": "decline"})
+        );
+        assert_eq!(
+            unattended(&mcp::Ask::Url, &roots).unwrap(),
+            json!({"action": "decline"})
+        );
+        assert_eq!(
+            unattended(&mcp::Ask::Roots, &roots).unwrap()["roots"],
+            roots
+        );
+        assert!(unattended(&mcp::Ask::Sampling, &roots).is_err());
     }
 }
