@@ -76,7 +76,7 @@ pub(crate) struct Listing {
 }
 
 /// A request's answer: its result, or the server's JSON-RPC error.
-type Answer = std::result::Result<Value, RpcError>;
+pub(crate) type Answer = std::result::Result<Value, RpcError>;
 
 /// One thing a server asks of the client, of a kind it declared.
 #[derive(Debug)]
@@ -540,6 +540,22 @@ impl Session {
         let d = Deadline::new(method, self.request_timeout);
         self.extension = Some(id);
         let r = self.request_with(method, params, &[], &d);
+        self.extension = None;
+        r.map_err(|e| e.for_server(&self.name))
+    }
+
+    /// [`Self::extension_request`] with the server's JSON-RPC error apart,
+    /// so that a caller can tell one code from another (`skills/get`
+    /// answers -32602 for a skill the server does not serve).
+    pub(crate) fn extension_answer(
+        &mut self,
+        id: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<Answer> {
+        let d = Deadline::new(method, self.request_timeout);
+        self.extension = Some(id);
+        let r = self.answer_with(method, params, &[], &d);
         self.extension = None;
         r.map_err(|e| e.for_server(&self.name))
     }
