@@ -11,7 +11,7 @@
 //! (digest, size, frontmatter) refused with exit 9 after one `skills/get`
 //! that gives the same entry, nothing else read; a skill edited between
 //! the listing and the read recovered through `skills/get`, as the SEP
-//! says.
+//! says; two skills of one name told apart only by their URIs.
 
 use std::path::PathBuf;
 
@@ -205,6 +205,7 @@ fn interop_skills_tampered_refused_with_exit_9() {
         let out = get(&dir, "pdf-processing", &["--save", "out", "--json"])
             .assert_exit(9);
         assert_contains(&out.stderr, why);
+        assert_contains(&out.stderr, "skills/get gave no newer entry");
         assert_contains(&out.stderr, "\"code\":\"integrity\"");
         assert_eq!(out.stdout, "", "{tamper}: something was printed");
         assert!(!dir.path("out").exists(), "{tamper}: something was saved");
@@ -220,6 +221,24 @@ fn interop_skills_tampered_refused_with_exit_9() {
         assert_eq!(out.stdout, "", "{tamper}");
         assert!(!log(&dir).contains(FORMS_URI), "{tamper}: {}", log(&dir));
     }
+}
+
+/// Updated and tampered at once: `skills/get` gives a newer entry, the
+/// skill is read again, and its `SKILL.md` fails that entry too: exit 9,
+/// after exactly one refresh.
+#[test]
+fn interop_skills_tampered_after_a_refresh_refused_with_exit_9() {
+    let test = "interop_skills_tampered_refreshed";
+    let args = ["--edit-after-list", "--tamper", "digest"];
+    let Some(dir) = setup(test, &args, "auto", false) else { return };
+    let out = get(&dir, "pdf-processing", &["--save", "out"]).assert_exit(9);
+    assert_contains(&out.stderr, "skills/get gave a newer entry");
+    assert_contains(&out.stderr, "against the newer entry too");
+    assert!(!dir.path("out").exists(), "something was saved");
+    assert_eq!(
+        log(&dir),
+        format!("list\nread {MD_URI}\nget {MD_URI}\nread {MD_URI}\n")
+    );
 }
 
 /// The skill changes on the server between the listing and the read: the
@@ -243,4 +262,38 @@ fn interop_skills_stale_entry_refreshed_by_skills_get() {
              {FORMS_URI}\n"
         )
     );
+}
+
+/// Names are labels: the SDK catalog serves two skills named `refunds`
+/// under different prefixes; by name the fetch is refused with both URIs
+/// (exit 2), by URI each is fetched.
+#[test]
+fn interop_skills_same_name_told_apart_by_uri() {
+    let test = "interop_skills_same_name";
+    let Some(dir) = setup(test, &["--catalog"], "auto", false) else {
+        return;
+    };
+    for (prefix, body) in [("acme", "Billing"), ("support", "Support")] {
+        dir.write(
+            format!("root/{prefix}/refunds/SKILL.md"),
+            format!(
+                "---\nname: refunds\ndescription: {body} refunds\n---\n\n\
+                 {body} body.\n"
+            ),
+        );
+    }
+    let out = run_allowed(&dir, "sk", &["skills"]).assert_exit(0);
+    assert_contains(&out.stdout, "Billing refunds");
+    assert_contains(&out.stdout, "Support refunds");
+
+    let out = get(&dir, "refunds", &[]).assert_exit(2);
+    assert_contains(&out.stderr, "lists 2 skills named 'refunds'");
+    assert_contains(&out.stderr, "skill://acme/refunds/SKILL.md");
+    assert_contains(&out.stderr, "skill://support/refunds/SKILL.md");
+    assert_eq!(out.stdout, "");
+
+    let out =
+        get(&dir, "skill://support/refunds/SKILL.md", &[]).assert_exit(0);
+    assert_contains(&out.stdout, "Support body.");
+    assert!(!out.stdout.contains("Billing"), "{}", out.stdout);
 }

@@ -273,7 +273,8 @@ fn fetch(
             Ok(files) => return Ok((skill, files)),
             Err(failed) => failed,
         };
-        let fresh = if refreshed { None } else { refresh(s, &skill) };
+        let again = refreshed;
+        let fresh = if again { None } else { refresh(s, &skill) };
         refreshed = true;
         if let Some(fresh) = fresh {
             msg::warn(&format!(
@@ -299,10 +300,15 @@ fn fetch(
         return Err(Error::new(
             Kind::Integrity,
             format!(
-                "skill '{}': {} failed verification ({why}); nothing of the \
-                 skill was used",
+                "skill '{}': {} failed verification ({why}) {}; nothing of \
+                 the skill was used",
                 skill.name,
-                term::clip(&term::line(&uri), 100)
+                term::clip(&term::line(&uri), 100),
+                if again {
+                    "against the newer entry too".to_string()
+                } else {
+                    format!("and {} gave no newer entry", method::SKILLS_GET)
+                }
             ),
         )
         .for_server(&server));
