@@ -282,9 +282,13 @@ fn interop_skills_same_name_told_apart_by_uri() {
             ),
         );
     }
+    // Listed apart: a shared name is shown as the URIs.
     let out = run_allowed(&dir, "sk", &["skills"]).assert_exit(0);
     assert_contains(&out.stdout, "Billing refunds");
     assert_contains(&out.stdout, "Support refunds");
+    assert_contains(&out.stdout, "skill://acme/refunds/SKILL.md");
+    assert_contains(&out.stdout, "skill://support/refunds/SKILL.md");
+    assert_contains(&out.stdout, "pdf-processing ");
 
     let out = get(&dir, "refunds", &[]).assert_exit(2);
     assert_contains(&out.stderr, "lists 2 skills named 'refunds'");

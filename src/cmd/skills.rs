@@ -99,9 +99,12 @@ pub(crate) fn list(
             continue;
         }
         for k in &found {
+            // Names are labels: one shared by two entries is shown as the
+            // URIs that tell them apart.
+            let shared = found.iter().filter(|o| o.name == k.name).count() > 1;
             rows.push(vec![
                 name.clone(),
-                k.name.clone(),
+                if shared { k.uri.clone() } else { k.name.clone() },
                 k.version.clone().unwrap_or_else(|| "-".into()),
                 k.digest().map_or("dynamic".into(), short),
                 term::clip(&term::line(&k.description), 60).into_owned(),
