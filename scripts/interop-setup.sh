@@ -256,3 +256,26 @@ else
   echo "$tasks_stamp" >"$TASKS_VENV/.stamp"
 fi
 "$TASKS_VENV/bin/python" -c 'import fastmcp_tasks' || die "fastmcp_tasks not importable in .interop/tasks-venv"
+
+# ---- skills: the TypeScript SDK v2's Skills extension (SEP-2640) in .interop/skills-node ------------
+# @modelcontextprotocol/server 2.4.0 (ext/skills), pinned exactly in fixtures/interop/skills-node
+# (package.json + package-lock.json); fixtures/skills/ts_skills_server.mjs runs it for
+# tests/interop_skills.rs. npm ci runs in the directory itself, as for clients-node.
+SKILLS_NODE="$DEST/skills-node"
+SKILLS_TS_VERSION="2.4.0"
+skills_stamp="$(hash_of "$FIX/skills-node/package.json" "$FIX/skills-node/package-lock.json")"
+if [ "$(cat "$SKILLS_NODE/.stamp" 2>/dev/null)" = "$skills_stamp" ] &&
+  [ -f "$SKILLS_NODE/node_modules/@modelcontextprotocol/server/package.json" ]; then
+  step "skills-node: @modelcontextprotocol/server $SKILLS_TS_VERSION already installed, skipping"
+else
+  step "skills-node: installing @modelcontextprotocol/server $SKILLS_TS_VERSION (npm ci, locked tree)"
+  mkdir -p "$SKILLS_NODE"
+  rm -f "$SKILLS_NODE/.stamp"
+  cp "$FIX/skills-node/package.json" "$FIX/skills-node/package-lock.json" "$SKILLS_NODE/"
+  # No package in the tree has install scripts.
+  (cd "$SKILLS_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  got="$(node -p "require('$SKILLS_NODE/node_modules/@modelcontextprotocol/server/package.json').version")"
+  [ "$got" = "$SKILLS_TS_VERSION" ] || die "npm installed @modelcontextprotocol/server $got in .interop/skills-node"
+  echo "$skills_stamp" >"$SKILLS_NODE/.stamp"
+fi
+step "ok: skills-node (@modelcontextprotocol/server $SKILLS_TS_VERSION, ext/skills)"

@@ -76,7 +76,7 @@ pub(crate) struct Listing {
 }
 
 /// A request's answer: its result, or the server's JSON-RPC error.
-type Answer = std::result::Result<Value, RpcError>;
+pub(crate) type Answer = std::result::Result<Value, RpcError>;
 
 /// One thing a server asks of the client, of a kind it declared.
 #[derive(Debug)]
@@ -537,9 +537,23 @@ impl Session {
         method: &str,
         params: Value,
     ) -> Result<Value> {
+        let modern = self.modern();
+        let answer = self.extension_answer(id, method, params)?;
+        answer.map_err(|e| rpc_failure(&e, modern).for_server(&self.name))
+    }
+
+    /// [`Self::extension_request`] with the server's JSON-RPC error apart,
+    /// so that a caller can tell one code from another (`skills/get`
+    /// answers -32602 for a skill the server does not serve).
+    pub(crate) fn extension_answer(
+        &mut self,
+        id: &'static str,
+        method: &str,
+        params: Value,
+    ) -> Result<Answer> {
         let d = Deadline::new(method, self.request_timeout);
         self.extension = Some(id);
-        let r = self.request_with(method, params, &[], &d);
+        let r = self.answer_with(method, params, &[], &d);
         self.extension = None;
         r.map_err(|e| e.for_server(&self.name))
     }
@@ -620,17 +634,8 @@ impl Session {
         d: &Deadline,
     ) -> Result<Value> {
         let modern = self.modern();
-        self.answer_with(method, params, headers, d)?.map_err(|e| {
-            let mut text = e.describe();
-            if modern && e.wants_handshake_era() {
-                text.push_str(
-                    "; in the handshake era the server can ask this while \
-                     the call runs: try --protocol legacy (or \"protocol\": \
-                     \"legacy\" in the server's entry)",
-                );
-            }
-            Error::server(text)
-        })
+        self.answer_with(method, params, headers, d)?
+            .map_err(|e| rpc_failure(&e, modern))
     }
 
     /// [`Self::request_with`], with the server's JSON-RPC error apart so
@@ -1142,6 +1147,20 @@ impl Session {
         self.closed = Some(c);
         c
     }
+}
+
+/// A server's JSON-RPC error as ours (`Kind::Server`); in 2026-07-28, with
+/// the hint when the handshake era would serve the request.
+fn rpc_failure(e: &RpcError, modern: bool) -> Error {
+    let mut text = e.describe();
+    if modern && e.wants_handshake_era() {
+        text.push_str(
+            "; in the handshake era the server can ask this while the call \
+             runs: try --protocol legacy (or \"protocol\": \"legacy\" in the \
+             server's entry)",
+        );
+    }
+    Error::server(text)
 }
 
 /// Whether a `-32022` lists 2026-07-28 among the server's versions.

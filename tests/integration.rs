@@ -93,3 +93,5 @@ mod serve;
 mod interop_serve;
 // Skills (SEP-2640): list, get verified, refusals (exit 9), lock pins.
 mod skills;
+// Skills against the TypeScript SDK v2's skills extension: list, get, --save, tampering refused, stale entry refreshed.
+mod interop_skills;

@@ -88,6 +88,19 @@ fn skills_are_listed_without_fetching_and_fetched_verified() {
     let out = run_allowed(&dir, "sk", &["skill", "get", "sk", "nope"])
         .assert_exit(2);
     assert_contains(&out.stderr, "lists no skill 'nope'");
+
+    // By URI: skills/get gives the entry; a URI not served is its -32602.
+    let uri = "skill://pdf-processing/SKILL.md";
+    let out =
+        run_allowed(&dir, "sk", &["skill", "get", "sk", uri]).assert_exit(0);
+    assert_contains(&out.stdout, "Skill body, edition 1.");
+    let out = run_allowed(
+        &dir,
+        "sk",
+        &["skill", "get", "sk", "skill://nope/SKILL.md"],
+    )
+    .assert_exit(2);
+    assert_contains(&out.stderr, "serves no skill at skill://nope/SKILL.md");
 }
 
 #[test]
@@ -205,6 +218,14 @@ fn interop_skills_and_apps_with_fastmcp() {
             .unwrap(),
         skill_md
     );
+    // By URI, through fastmcp's skills/get.
+    let out = run_allowed(
+        &dir,
+        "fm",
+        &["skill", "get", "fm", "skill://pdf-processing/SKILL.md"],
+    )
+    .assert_exit(0);
+    assert_eq!(out.stdout.trim_end(), skill_md.trim_end());
     assert_eq!(
         std::fs::read_to_string(
             dir.path("out/pdf-processing/references/FORMS.md")

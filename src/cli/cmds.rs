@@ -473,16 +473,19 @@ no file of any skill is fetched.",
                 examples: &["rivumi-mcp skills", "rivumi-mcp skills srv --json"],
             },
             Cmd::Skill => Doc {
-                usage: &["skill get <SERVER> <NAME> [--save DIR] [--json]"],
+                usage: &["skill get <SERVER> <NAME|URI> [--save DIR] [--json]"],
                 about: "\
-Fetches one skill's files with resources/read, SKILL.md first, and
-verifies each against the server's own entry before anything is printed
-or written: its size, its SHA-256 digest and, for SKILL.md, its YAML
-frontmatter field by field. The first mismatch stops it: no further file
-is read, nothing is printed or saved, and the exit code is 9. A skill
-whose files are listed as dynamic is refused so too. Without --save,
-SKILL.md is printed; with --save DIR, every file is written under
-DIR/NAME/, never overwriting.",
+Takes one skill's entry from skills/list (by NAME; two skills of one
+name are refused, give the URI) or from skills/get (by the URI of its
+SKILL.md, listed or not), reads its files with resources/read, SKILL.md
+first, and verifies each against the entry before anything is printed or
+written: its size, its SHA-256 digest and, for SKILL.md, its YAML
+frontmatter field by field. The first mismatch stops the reading, and
+skills/get is asked once for the current entry: a newer one is verified
+afresh; otherwise nothing is printed or saved, and the exit code is 9. A
+skill whose files are listed as dynamic is refused so too. Without
+--save, SKILL.md is printed; with --save DIR, every file is written
+under DIR/NAME/, never overwriting.",
                 ok: "verified (and printed or saved)",
                 exits: &[
                     &[(Kind::Integrity, "a file failed verification")],
@@ -492,6 +495,7 @@ DIR/NAME/, never overwriting.",
                 examples: &[
                     "rivumi-mcp skill get srv pdf-processing",
                     "rivumi-mcp skill get srv pdf-processing --save skills",
+                    "rivumi-mcp skill get srv skill://acme/refunds/SKILL.md",
                 ],
             },
             Cmd::Resources => Doc {

@@ -2,13 +2,19 @@
 //! [--save DIR]`: the Skills extension (`mcp::skills`, SEP-2640).
 //!
 //! Listing reads only `skills/list`: no file of any skill is fetched ahead
-//! of need. `skill get` reads the skill's files with `resources/read`
-//! (through the executor, journaled like any read), `SKILL.md` first, and
-//! verifies each against the server's own entry before anything is
-//! printed or written: its size, then its SHA-256 digest, then (for
+//! of need. `skill get` takes the skill's entry from the listing (by name;
+//! two entries of one name are refused, not guessed between) or, given the
+//! URI of its `SKILL.md`, from `skills/get` (which a server answers for
+//! every skill it serves, listed or not). It then reads the files with
+//! `resources/read` (through the executor, journaled like any read),
+//! `SKILL.md` first, and verifies each against the entry before anything
+//! is printed or written: its size, then its SHA-256 digest, then (for
 //! `SKILL.md`) its frontmatter, field by field. The first mismatch stops
-//! everything, no further file is read, and the exit code is 9
-//! (`Kind::Integrity`).
+//! the reading. As the SEP says for a stale entry, `skills/get` is then
+//! asked once for the skill's current entry: a different one is verified
+//! afresh from the start; the same one (or none) leaves the mismatch
+//! standing, and the exit code is 9 (`Kind::Integrity`) with nothing of
+//! the skill used.
 
 use std::path::Path;
 
@@ -93,9 +99,12 @@ pub(crate) fn list(
             continue;
         }
         for k in &found {
+            // Names are labels: one shared by two entries is shown as the
+            // URIs that tell them apart.
+            let shared = found.iter().filter(|o| o.name == k.name).count() > 1;
             rows.push(vec![
                 name.clone(),
-                k.name.clone(),
+                if shared { k.uri.clone() } else { k.name.clone() },
                 k.version.clone().unwrap_or_else(|| "-".into()),
                 k.digest().map_or("dynamic".into(), short),
                 term::clip(&term::line(&k.description), 60).into_owned(),
@@ -218,8 +227,11 @@ pub(crate) fn get(
     out::print_untrusted(&text)
 }
 
-/// Finds the skill, reads its files (`SKILL.md` first) and verifies each;
-/// the first mismatch ends it with `Kind::Integrity`.
+/// Finds the skill's entry, reads its files (`SKILL.md` first) and
+/// verifies each; the first mismatch ends it with `Kind::Integrity`,
+/// unless `skills/get` then gives a newer entry (the content read was
+/// stale, not tampered with: the SEP's recovery), which is verified
+/// afresh, once.
 fn fetch(
     ctx: &Context,
     exec: &Executor,
@@ -227,32 +239,188 @@ fn fetch(
     name: &str,
 ) -> Result<(Skill, Vec<Fetched>)> {
     let server = s.name().to_string();
-    let found = list_all(s)?.ok_or_else(|| {
-        Error::usage(format!(
+    if !skills::declared(&s.server.capabilities) {
+        return Err(Error::usage(format!(
             "server '{server}' does not declare the skills extension ({})",
             skills::EXTENSION
-        ))
-    })?;
-    let skill = found
-        .into_iter()
-        .find(|k| k.name == name || k.uri == name)
-        .ok_or_else(|| {
+        )));
+    }
+    let mut skill = if name.contains("://") {
+        // A URI alone is enough: the server answers skills/get for every
+        // skill it serves, listed or not.
+        get_entry(s, name)?.ok_or_else(|| {
             Error::usage(format!(
-                "server '{server}' lists no skill '{}'",
-                term::clip(&term::line(name), 64)
+                "server '{server}' serves no skill at {} ({} answered \
+                 -32602)",
+                term::clip(&term::line(name), 100),
+                method::SKILLS_GET
             ))
-        })?;
-    let Some(list) = skill.files.clone() else {
+        })?
+    } else {
+        find_listed(s, name)?
+    };
+    let mut refreshed = false;
+    loop {
+        let Some(list) = skill.files.clone() else {
+            return Err(Error::new(
+                Kind::Integrity,
+                format!(
+                    "skill '{}' lists its files as dynamic: nothing to \
+                     verify them against, so they are not fetched",
+                    skill.name
+                ),
+            )
+            .for_server(&server));
+        };
+        let (uri, why) = match read_verified(ctx, exec, s, &skill, &list)? {
+            Ok(files) => return Ok((skill, files)),
+            Err(failed) => failed,
+        };
+        let again = refreshed;
+        let fresh = if again { None } else { refresh(s, &skill) };
+        refreshed = true;
+        if let Some(fresh) = fresh {
+            msg::warn(&format!(
+                "server '{server}': skill '{}': {} failed verification \
+                 ({why}); {} gave a newer entry, verifying that one",
+                skill.name,
+                term::clip(&term::line(&uri), 100),
+                method::SKILLS_GET
+            ));
+            crate::journal::event(
+                "skill_refreshed",
+                json!({"server": server, "skill": skill.name, "uri": uri,
+                       "why": why.to_string()}),
+            );
+            skill = fresh;
+            continue;
+        }
+        crate::journal::event(
+            "skill_refused",
+            json!({"server": server, "skill": skill.name, "uri": uri,
+                   "why": why.to_string()}),
+        );
         return Err(Error::new(
             Kind::Integrity,
             format!(
-                "skill '{}' lists its files as dynamic: nothing to verify them \
-                 against, so they are not fetched",
-                skill.name
+                "skill '{}': {} failed verification ({why}) {}; nothing of \
+                 the skill was used",
+                skill.name,
+                term::clip(&term::line(&uri), 100),
+                if again {
+                    "against the newer entry too".to_string()
+                } else {
+                    format!("and {} gave no newer entry", method::SKILLS_GET)
+                }
             ),
         )
         .for_server(&server));
+    }
+}
+
+/// The listed skill named `name` (or with that URI). Names are labels:
+/// two entries of one name are not told apart by guessing, the operator
+/// gives the URI.
+fn find_listed(s: &mut Session, name: &str) -> Result<Skill> {
+    let server = s.name().to_string();
+    let found = list_all(s)?.unwrap_or_default();
+    let mut hits: Vec<Skill> = found
+        .into_iter()
+        .filter(|k| k.name == name || k.uri == name)
+        .collect();
+    if hits.len() > 1 {
+        let uris: Vec<String> = hits
+            .iter()
+            .map(|k| term::clip(&term::line(&k.uri), 100).into_owned())
+            .collect();
+        return Err(Error::usage(format!(
+            "server '{server}' lists {} skills named '{}' ({}): give the \
+             URI of the one to fetch",
+            hits.len(),
+            term::clip(&term::line(name), 64),
+            uris.join(", ")
+        )));
+    }
+    hits.pop().ok_or_else(|| {
+        Error::usage(format!(
+            "server '{server}' lists no skill '{}' (a listing may be \
+             partial: a skill it does not list is fetched by the URI of its \
+             {})",
+            term::clip(&term::line(name), 64),
+            skills::SKILL_MD
+        ))
+    })
+}
+
+/// The entry `skills/get` gives for `uri`; `None` when the server serves
+/// no skill there (-32602).
+fn get_entry(s: &mut Session, uri: &str) -> Result<Option<Skill>> {
+    let server = s.name().to_string();
+    let answer = s.extension_answer(
+        skills::EXTENSION,
+        method::SKILLS_GET,
+        json!({"uri": uri}),
+    )?;
+    let result = match answer {
+        Ok(r) => r,
+        Err(e) if e.code == Some(crate::mcp::code::INVALID_PARAMS) => {
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(Error::server(format!(
+                "{}: {}",
+                method::SKILLS_GET,
+                e.describe()
+            ))
+            .for_server(&server));
+        }
     };
+    skills::get_result(&result, uri).map(Some).map_err(|why| {
+        Error::server(format!("{}: {why}", method::SKILLS_GET))
+            .for_server(&server)
+    })
+}
+
+/// After a mismatch: the skill's current entry from `skills/get`, when it
+/// differs from the one held (then the content read was stale). The same
+/// entry, an error or a malformed answer leave the mismatch standing.
+fn refresh(s: &mut Session, held: &Skill) -> Option<Skill> {
+    match get_entry(s, &held.uri) {
+        Ok(Some(fresh)) if !skills::same_content(&fresh, held) => Some(fresh),
+        Ok(Some(_)) => {
+            msg::debug(&format!(
+                "{}: the same entry: the content is not merely stale",
+                method::SKILLS_GET
+            ));
+            None
+        }
+        Ok(None) => {
+            msg::debug(&format!(
+                "{}: the server no longer serves the skill",
+                method::SKILLS_GET
+            ));
+            None
+        }
+        Err(e) => {
+            msg::debug(&format!("no newer entry: {e}"));
+            None
+        }
+    }
+}
+
+/// A file that failed verification: its URI and why.
+type Failed = (String, Mismatch);
+
+/// Reads `list` (`SKILL.md` first) and verifies each file against the
+/// entry; stops at the first that fails, before any other is read.
+fn read_verified(
+    ctx: &Context,
+    exec: &Executor,
+    s: &mut Session,
+    skill: &Skill,
+    list: &[File],
+) -> Result<std::result::Result<Vec<Fetched>, Failed>> {
+    let server = s.name().to_string();
     // SKILL.md first: nothing else is read unless it verifies.
     let mut order: Vec<&File> =
         list.iter().filter(|f| f.uri == skill.uri).collect();
@@ -275,25 +443,11 @@ fn fetch(
             checked = skills::check_frontmatter(&text, &skill.frontmatter);
         }
         if let Err(why) = checked {
-            crate::journal::event(
-                "skill_refused",
-                json!({"server": server, "skill": skill.name, "uri": f.uri,
-                       "why": why.to_string()}),
-            );
-            return Err(Error::new(
-                Kind::Integrity,
-                format!(
-                    "skill '{}': {} failed verification ({why}); nothing of \
-                     the skill was used",
-                    skill.name,
-                    term::clip(&term::line(&f.uri), 100)
-                ),
-            )
-            .for_server(&server));
+            return Ok(Err((f.uri.clone(), why)));
         }
         files.push((f.uri.clone(), bytes));
     }
-    Ok((skill, files))
+    Ok(Ok(files))
 }
 
 /// Writes every verified file under `DIR/<name>/`, never overwriting;

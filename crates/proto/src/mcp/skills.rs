@@ -240,6 +240,33 @@ pub fn list_page(
     Ok((skills, next))
 }
 
+/// The entry of a `skills/get` result for `uri`: `result.skill`, read as
+/// a listing entry is, and for that very URI (a server answering for
+/// another skill is an error).
+pub fn get_result(result: &Value, uri: &str) -> Result<Skill, String> {
+    let entry = result
+        .get("skill")
+        .filter(|v| v.is_object())
+        .ok_or("the result has no 'skill' object")?;
+    let skill = parse(entry)?;
+    if skill.uri != uri {
+        return Err(format!(
+            "it answered with the skill {} for {}",
+            term::clip(&term::line(&skill.uri), 100),
+            term::clip(&term::line(uri), 100)
+        ));
+    }
+    Ok(skill)
+}
+
+/// Whether two entries of one skill describe the same content: the same
+/// `SKILL.md` URI, frontmatter and files (a fresh entry that differs is a
+/// newer version of the skill; the same one means the content read is not
+/// merely stale).
+pub fn same_content(a: &Skill, b: &Skill) -> bool {
+    a.uri == b.uri && a.frontmatter == b.frontmatter && a.files == b.files
+}
+
 /// Why a file failed verification.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mismatch {
@@ -465,6 +492,22 @@ mod tests {
                   "digest": format!("sha256:{}", "a".repeat(64)), "size": 10},
                  {"uri": "skill://pdf-processing/references/FORMS.md",
                   "digest": format!("sha256:{}", "b".repeat(64)), "size": 5}]})
+    }
+
+    #[test]
+    fn a_get_result_is_the_entry_for_its_uri() {
+        let uri = "skill://pdf-processing/SKILL.md";
+        let got = get_result(&json!({"skill": entry()}), uri).unwrap();
+        assert_eq!(got, parse(&entry()).unwrap());
+        assert!(same_content(&got, &parse(&entry()).unwrap()));
+        let err = get_result(&json!({"skill": entry()}), "skill://x/SKILL.md")
+            .unwrap_err();
+        assert!(err.contains("answered with the skill"), "{err}");
+        assert!(get_result(&json!({}), uri).is_err());
+        assert!(get_result(&json!({"skill": "no"}), uri).is_err());
+        let mut newer = entry();
+        newer["resources"][0]["size"] = json!(11);
+        assert!(!same_content(&got, &parse(&newer).unwrap()));
     }
 
     #[test]
