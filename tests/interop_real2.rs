@@ -25,7 +25,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::util::interop::{Turn, assert_no_leftovers, installed_at};
+use crate::util::interop::{
+    ServerProcess, Turn, assert_no_leftovers, installed_at,
+};
 use crate::util::{Output, assert_absent, assert_contains, bin, repo_root};
 
 const SHELL_SERVER: &str = ".interop/real2-venv/bin/mcp-shell-server";
@@ -88,7 +90,13 @@ fn interop_shell_server_runs_an_allowed_command() {
     assert_contains(&out.stdout, "(command: string[], directory?: string");
     let out = run(&t, "shell", &["list", "shell", "shell_execute"], 0, limit);
     let d = &out.stdout;
-    assert_contains(d, "Allowed commands: cat, echo");
+    // The server lists them from a Python set: in any order.
+    let allowed =
+        d.lines().find_map(|l| l.trim().strip_prefix("Allowed commands: "));
+    let mut allowed: Vec<&str> =
+        allowed.unwrap_or_default().split(", ").collect();
+    allowed.sort_unstable();
+    assert_eq!(allowed, ["cat", "echo"], "{d}");
     assert_contains(d, "  command: string[]  (required)\n");
     assert_contains(d, "--approve mcp__shell__shell_execute\n");
     let approve = ["--approve", "mcp__shell__shell_execute"];
@@ -280,7 +288,63 @@ fn interop_server_pdf_lists_and_reads_a_local_pdf() {
     assert_eq!(v["bytes"], "JVBERi0xLjQ=", "{v:#}"); // "%PDF-1.4"
     assert_eq!(v["totalBytes"], pdf.len(), "{v:#}");
     assert_eq!(v["hasMore"], true, "{v:#}");
+    // Built on the TS SDK v2 2.0.0, it speaks only the handshake era:
+    // `--protocol modern` names the request it refused and what works.
+    let args = ["--protocol", "modern", "list", "pdf"];
+    let out = run(&t, "pdf", &args, 4, limit);
+    assert_contains(
+        &out.stderr,
+        "server 'pdf': server/discover: server error",
+    );
+    assert_contains(&out.stderr, "try --protocol auto");
     assert_no_leftovers(&t.marker, "the pdf calls", test);
+}
+
+#[test]
+fn interop_server_pdf_over_http_with_protocol_auto() {
+    let test = "interop_server_pdf_over_http";
+    let Some(server) = node_server(test, SERVER_PDF) else { return };
+    let t = Turn::take("interop", test);
+    let pdfs = t.dir.create_dir(format!("pdfs-{}", t.marker));
+    t.dir.write(pdfs.join("hello.pdf"), tiny_pdf("Hello over HTTP"));
+    // As shipped it binds 0.0.0.0 on $PORT: the preload binds 127.0.0.1
+    // and prints the port it got.
+    let mut cmd = t.dir.program("node");
+    cmd.arg("--require")
+        .arg(repo_root().join("fixtures/interop/loopback-only.cjs"))
+        .arg(&server)
+        .arg(&pdfs)
+        .env("PORT", "0");
+    let mut process = ServerProcess::spawn(&cmd, &t.marker, "server-pdf");
+    let mut port = String::new();
+    let waited = process.wait_for(NODE_LIMIT, |line| {
+        let Some(rest) =
+            line.strip_prefix("loopback-only: listening on 127.0.0.1:")
+        else {
+            return false;
+        };
+        port = rest.trim().to_string();
+        true
+    });
+    assert!(waited.is_ok(), "{waited:?}: {}", process.stderr());
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    config(&t, "pdf", json!({"url": url, "protocol": "auto"}));
+    let limit = NODE_LIMIT;
+    // Its 400 to the 2026-07-28 probe means: the handshake era.
+    let out = run(&t, "pdf", &["-v", "list", "pdf"], 0, limit);
+    assert_contains(&out.stdout, "(protocol 2025-11-25)");
+    assert_contains(&out.stderr, "server/discover refused: HTTP 400");
+    let args =
+        ["call", "pdf", "list_pdfs", "--approve", "mcp__pdf__list_pdfs"];
+    let out = run(&t, "pdf", &args, 0, limit);
+    assert_contains(&out.stdout, "hello.pdf");
+    // Chosen modern, the same 400 names the request and what works.
+    let args = ["--protocol", "modern", "list", "pdf"];
+    let out = run(&t, "pdf", &args, 4, limit);
+    assert_contains(&out.stderr, "server/discover: HTTP 400");
+    assert_contains(&out.stderr, "Unsupported protocol version");
+    assert_contains(&out.stderr, "try --protocol auto");
+    process.stop("the pdf server over HTTP");
 }
 
 #[test]
