@@ -470,7 +470,10 @@ fn interop_readme_quick_start() {
     let cache = repo_root().join(".interop/npx-cache");
     t.dir.write(
         ".home/.npmrc",
-        format!("cache={}\noffline=true\n", cache.display()),
+        format!(
+            "cache={}\noffline=true\nupdate-notifier=false\n",
+            cache.display()
+        ),
     );
     // One shell runs the commands in order (the quick start's `export`s
     // carry over); a line before and after each says which and how it
