@@ -260,8 +260,32 @@ fn interop_server_pdf_lists_and_reads_a_local_pdf() {
     let out = run(&t, "pdf", &["list", "pdf"], 0, limit);
     assert_contains(&out.stdout, "mcp__pdf__list_pdfs ");
     assert_contains(&out.stdout, "ui: ui://pdf-viewer/mcp-app.html (MCP App)");
+    // Most of its tools are its viewer's (`_meta.ui.visibility: ["app"]`).
+    let l = &out.stdout;
+    let tail = |tool: &str| {
+        let at = l.find(&format!("mcp__pdf__{tool} ")).unwrap();
+        let end =
+            l[at + 1..].find("\n  mcp__").map_or(l.len(), |e| at + 1 + e);
+        l[at..end].to_string()
+    };
+    const APP_ONLY: &str = "app only: for the server's MCP App to call";
+    assert_contains(&tail("read_pdf_bytes"), APP_ONLY);
+    assert_contains(&tail("save_pdf"), APP_ONLY);
+    assert_absent(&tail("list_pdfs"), APP_ONLY);
+    assert_absent(&tail("display_pdf"), APP_ONLY);
+    let out = run(&t, "pdf", &["list", "--json", "pdf"], 0, limit);
+    let tools = out.stdout_json()["servers"][0]["tools"].clone();
+    let app_only: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["app_only"] == true)
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(app_only.len(), 6, "{app_only:?}");
     let out = run(&t, "pdf", &["list", "pdf", "read_pdf_bytes"], 0, limit);
     let d = &out.stdout;
+    assert_contains(d, &format!("\n  {APP_ONLY}, not for a model\n"));
     assert_contains(d, "  url: string  (required)\n");
     assert_contains(d, "--approve mcp__pdf__read_pdf_bytes\n");
     // None of its tools is marked read-only: approved by name.

@@ -205,6 +205,10 @@ fn describe(v: &Value) -> String {
     crate::render::description_line(d)
 }
 
+/// Under a tool whose `_meta.ui.visibility` is the app's alone.
+pub(crate) const APP_ONLY: &str =
+    "app only: for the server's MCP App to call, not for a model";
+
 /// The widest a parameter line of `list` gets, in characters.
 const SIGNATURE_WIDTH: usize = 100;
 
@@ -234,6 +238,9 @@ fn details(server: &str, tool: &Tool) -> String {
     if let Some(ui) = crate::mcp::ui_resource(&tool.def) {
         // MCP Apps: shown, never rendered; `read --save` writes it.
         text.push_str(&format!("      ui: {} (MCP App)\n", out::shown(ui)));
+    }
+    if crate::mcp::app_only(&tool.def) {
+        text.push_str(&format!("      {APP_ONLY}\n"));
     }
     if tool.qualified != format!("mcp__{server}__{}", tool.name) {
         text.push_str(&format!("      name: {}\n", out::shown(&tool.name)));
@@ -405,6 +412,9 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
                     m.insert("classification".into(), json!(t.class.label()));
                     if let Some(ui) = crate::mcp::ui_resource(&t.def) {
                         m.insert("ui_resource".into(), json!(ui));
+                    }
+                    if crate::mcp::app_only(&t.def) {
+                        m.insert("app_only".into(), json!(true));
                     }
                     m.insert("server".into(), json!(l.name));
                     if t.listed_twice {
