@@ -290,7 +290,9 @@ done
 # Python: mcp-shell-server 1.1.14 (on mcp 1.30.0), every package pinned in
 # fixtures/interop/real2-venv/constraints.txt.
 SHELL_SERVER_VERSION="1.1.14"
-REAL2_VENV="$DEST/real2-venv"
+# By its real path: the venv's scripts name their python by absolute path, and .interop is
+# often a symlink shared by several checkouts (the path through one of them would break with it).
+REAL2_VENV="$(cd "$DEST" && pwd -P)/real2-venv"
 real2_venv_stamp="$(printf '%s %s\n' "$SHELL_SERVER_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
   cat - "$FIX/real2-venv/constraints.txt" | sha256sum | cut -d' ' -f1)"
 if [ -x "$REAL2_VENV/bin/mcp-shell-server" ] && [ "$(cat "$REAL2_VENV/.stamp" 2>/dev/null)" = "$real2_venv_stamp" ]; then
