@@ -81,7 +81,9 @@ fn interop_shell_server_runs_an_allowed_command() {
         json!({
             "command": server.to_str().unwrap(),
             "args": [t.marker],
-            "env": {"ALLOW_COMMANDS": "cat,echo"},
+            // Its description lists the commands from a Python set: a
+            // fixed hash seed keeps the order, and so the lock, stable.
+            "env": {"ALLOW_COMMANDS": "cat,echo", "PYTHONHASHSEED": "0"},
         }),
     );
     let limit = NODE_LIMIT;
@@ -90,7 +92,7 @@ fn interop_shell_server_runs_an_allowed_command() {
     assert_contains(&out.stdout, "(command: string[], directory?: string");
     let out = run(&t, "shell", &["list", "shell", "shell_execute"], 0, limit);
     let d = &out.stdout;
-    // The server lists them from a Python set: in any order.
+    // In the order of a Python set.
     let allowed =
         d.lines().find_map(|l| l.trim().strip_prefix("Allowed commands: "));
     let mut allowed: Vec<&str> =
@@ -99,6 +101,9 @@ fn interop_shell_server_runs_an_allowed_command() {
     assert_eq!(allowed, ["cat", "echo"], "{d}");
     assert_contains(d, "  command: string[]  (required)\n");
     assert_contains(d, "--approve mcp__shell__shell_execute\n");
+    // Pinned: the calls below run under the lock.
+    run(&t, "shell", &["lock"], 0, limit);
+    run(&t, "shell", &["lock", "--check"], 0, limit);
     let approve = ["--approve", "mcp__shell__shell_execute"];
     // The call: an allowed command, in the server's directory (the test's).
     let mut args = vec!["call", "shell", "shell_execute"];
