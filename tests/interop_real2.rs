@@ -317,6 +317,15 @@ fn interop_server_pdf_lists_and_reads_a_local_pdf() {
     assert_eq!(v["bytes"], "JVBERi0xLjQ=", "{v:#}"); // "%PDF-1.4"
     assert_eq!(v["totalBytes"], pdf.len(), "{v:#}");
     assert_eq!(v["hasMore"], true, "{v:#}");
+    // Its MCP App is 4.3 MB of HTML, past the default --max-output (1 MiB):
+    // saved, it is written whole, and nothing printed is cut (exit 0).
+    let ui = "ui://pdf-viewer/mcp-app.html";
+    let out = run(&t, "pdf", &["read", "pdf", ui, "--save", "ui"], 0, limit);
+    assert_contains(&out.stdout, "saved to ui/mcp-app.html]");
+    assert_eq!(out.stderr, "");
+    let html = std::fs::read(t.dir.path("ui/mcp-app.html")).unwrap();
+    assert!(html.len() > 1 << 20, "{} bytes", html.len());
+    assert!(html.trim_ascii_end().ends_with(b"</html>"));
     // Built on the TS SDK v2 2.0.0, it speaks only the handshake era:
     // `--protocol modern` names the request it refused and what works.
     let args = ["--protocol", "modern", "list", "pdf"];
