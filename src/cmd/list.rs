@@ -104,7 +104,7 @@ pub(crate) fn run(
     for (name, r) in names.iter().zip(results) {
         match r {
             Ok(l) if json => json_servers.push(to_json(&l, lock)),
-            Ok(l) => text.push_str(&human(&l, show, lock)),
+            Ok(l) => text.push_str(&human(&l, show, lock, grep)),
             Err(e) => {
                 if json {
                     json_servers.push(json!({
@@ -264,7 +264,18 @@ fn mark(
 /// (calls to it are refused).
 const TWICE: &str = "[listed twice, differently: not callable] ";
 
-fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
+fn human(
+    l: &ServerListing,
+    show: Show,
+    lock: Option<&Lock>,
+    grep: Option<&str>,
+) -> String {
+    // Under --grep, an empty kind says that nothing matched, not that the
+    // server has none.
+    let none = |what: &str| match grep {
+        Some(p) => format!("  (no {what} match '{}')\n", out::shown(p)),
+        None => format!("  (no {what})\n"),
+    };
     let marked = |kind, def: &Value| {
         format!("{}{}", mark(lock, &l.name, kind, def), describe(def))
     };
@@ -308,7 +319,7 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
             text.push_str(&details(&l.name, tool));
         }
         if t.items.is_empty() {
-            text.push_str("  (no tools)\n");
+            text.push_str(&none("tools"));
         }
     }
     let field = |v: &Value, k: &str| {
@@ -335,11 +346,11 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
                 out::shown(&marked(ItemKind::Template, item)).into_owned(),
             ]);
         }
-        let none = |x: &Option<crate::session::Listing>| {
+        let empty = |x: &Option<crate::session::Listing>| {
             x.as_ref().is_none_or(|x| x.items.is_empty())
         };
-        if none(&l.resources) && none(&l.templates) {
-            text.push_str("  (no resources)\n");
+        if empty(&l.resources) && empty(&l.templates) {
+            text.push_str(&none("resources"));
         }
     }
     text.push_str(&out::table(&std::mem::take(&mut rows)));
@@ -373,7 +384,7 @@ fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
     if let (true, Some(p)) = (show.prompts, &l.prompts)
         && p.items.is_empty()
     {
-        text.push_str("  (no prompts)\n");
+        text.push_str(&none("prompts"));
     }
     text.push_str(&out::table(&rows));
     for (what, listing) in [
@@ -473,7 +484,10 @@ mod tests {
             prompts: None,
         };
         let show = Show { tools: false, resources: false, prompts: false };
-        assert_eq!(human(&l, show, None), "s: srv (protocol 2025-11-25)\n");
+        assert_eq!(
+            human(&l, show, None, None),
+            "s: srv (protocol 2025-11-25)\n"
+        );
     }
 
     #[test]
