@@ -7,6 +7,8 @@
 #   .interop/real-venv  the reference mcp-server-sqlite (PyPI) on the `mcp` 1.x it needs
 #   .interop/git-node   @cyanheads/git-mcp-server (npm), for interop_wild and interop_trial
 #   .interop/real-fetch-venv  mcp-server-fetch (PyPI)
+#   .interop/real2-node  desktop-commander, server-pdf, @eslint/mcp (npm); .interop/real2-venv  mcp-shell-server (PyPI)
+#   .interop/npx-cache   an npm cache holding the README quick start's server, for interop_readme_quick_start
 # Idempotent: a step whose pinned install is already in place is skipped.
 # Needs: node >= 20 with npm, python3 >= 3.10 with the venv module; reaches only the package registries.
 # How to start the servers: fixtures/interop/README.md.
@@ -279,3 +281,69 @@ else
   echo "$skills_stamp" >"$SKILLS_NODE/.stamp"
 fi
 step "ok: skills-node (@modelcontextprotocol/server $SKILLS_TS_VERSION, ext/skills)"
+
+# ---- real2: the second trial's other servers (issue 21, round two; tests/interop_real2.rs) ------
+# Node, pinned with the full tree in fixtures/interop/real2-node/package.json + package-lock.json:
+#   @wonderwhy-er/desktop-commander 0.2.52, @modelcontextprotocol/server-pdf 2.0.4 (TS SDK v2 2.0.0),
+#   @eslint/mcp 0.3.13. Install scripts are NOT run: desktop-commander's postinstall reports the
+#   install over the network, @vscode/ripgrep's and puppeteer's download binaries from outside the
+#   registries. None of the three needs them to serve what the tests call.
+REAL2_NODE="$DEST/real2-node"
+real2_node_stamp="$(hash_of "$FIX/real2-node/package.json" "$FIX/real2-node/package-lock.json")"
+real2_files=(
+  "@wonderwhy-er/desktop-commander/dist/index.js"
+  "@modelcontextprotocol/server-pdf/dist/index.js"
+  "@eslint/mcp/src/mcp-cli.js"
+)
+if [ "$(cat "$REAL2_NODE/.stamp" 2>/dev/null)" = "$real2_node_stamp" ]; then
+  step "real2-node: already installed, skipping"
+else
+  step "real2-node: installing desktop-commander, server-pdf, @eslint/mcp (npm ci, locked tree)"
+  mkdir -p "$REAL2_NODE"
+  rm -f "$REAL2_NODE/.stamp"
+  cp "$FIX/real2-node/package.json" "$FIX/real2-node/package-lock.json" "$REAL2_NODE/"
+  (cd "$REAL2_NODE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$real2_node_stamp" >"$REAL2_NODE/.stamp"
+  step "real2-node: installed"
+fi
+for f in "${real2_files[@]}"; do
+  [ -f "$REAL2_NODE/node_modules/$f" ] || die "real2-node: $f missing"
+done
+
+# Python: mcp-shell-server 1.1.14 (on mcp 1.30.0), every package pinned in
+# fixtures/interop/real2-venv/constraints.txt.
+SHELL_SERVER_VERSION="1.1.14"
+# By its real path: the venv's scripts name their python by absolute path, and .interop is
+# often a symlink shared by several checkouts (the path through one of them would break with it).
+REAL2_VENV="$(cd "$DEST" && pwd -P)/real2-venv"
+real2_venv_stamp="$(printf '%s %s\n' "$SHELL_SERVER_VERSION" "$(python3 -c 'import sys; print(sys.version)')" |
+  cat - "$FIX/real2-venv/constraints.txt" | sha256sum | cut -d' ' -f1)"
+if [ -x "$REAL2_VENV/bin/mcp-shell-server" ] && [ "$(cat "$REAL2_VENV/.stamp" 2>/dev/null)" = "$real2_venv_stamp" ]; then
+  step "python: mcp-shell-server $SHELL_SERVER_VERSION already installed in .interop/real2-venv, skipping"
+else
+  step "python: installing mcp-shell-server $SHELL_SERVER_VERSION into .interop/real2-venv"
+  rm -rf "$REAL2_VENV"
+  python3 -m venv "$REAL2_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$REAL2_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    -c "$FIX/real2-venv/constraints.txt" "mcp-shell-server==$SHELL_SERVER_VERSION"
+  echo "$real2_venv_stamp" >"$REAL2_VENV/.stamp"
+  step "python: installed mcp-shell-server $SHELL_SERVER_VERSION"
+fi
+"$REAL2_VENV/bin/python" -c 'import mcp_shell_server.server' || die "mcp_shell_server does not import"
+
+# The README quick start's server, in an npm cache of its own (.interop/npx-cache), so that
+# interop_readme_quick_start runs the quick start's `npx -y PACKAGE@VERSION` offline. The version
+# must be the one README.md names (the test checks). Install scripts are not run (the tree has none).
+QUICK_START_PACKAGE="@modelcontextprotocol/server-filesystem@2026.8.31"
+NPX_CACHE="$DEST/npx-cache"
+if [ "$(cat "$NPX_CACHE/.stamp" 2>/dev/null)" = "$QUICK_START_PACKAGE" ]; then
+  step "npx-cache: $QUICK_START_PACKAGE already cached, skipping"
+else
+  step "npx-cache: caching $QUICK_START_PACKAGE in .interop/npx-cache"
+  rm -rf "$NPX_CACHE"
+  mkdir -p "$NPX_CACHE"
+  (cd "$NPX_CACHE" && npm_config_cache="$NPX_CACHE" npm_config_ignore_scripts=true \
+    npm exec --yes --no-audit --no-fund --loglevel=error --package="$QUICK_START_PACKAGE" -- node -e 0)
+  echo "$QUICK_START_PACKAGE" >"$NPX_CACHE/.stamp"
+  step "npx-cache: cached $QUICK_START_PACKAGE"
+fi

@@ -197,6 +197,12 @@ impl Error {
         self
     }
 
+    /// Appends what the user can do about it (`; ...`).
+    pub(crate) fn hint(mut self, what: impl fmt::Display) -> Error {
+        self.msg = format!("{}; {what}", self.msg);
+        self
+    }
+
     /// Prefixes the message with what was being done, ripgrep-style.
     pub(crate) fn context(mut self, what: impl fmt::Display) -> Error {
         self.msg = format!("{what}: {}", self.msg);

@@ -170,6 +170,9 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Why a session speaks 2026-07-28 when `--protocol modern` chose it.
+const CONFIGURED: &str = "configured";
+
 impl Session {
     /// Opens the session in the era `choice` allows, within `startup`.
     pub(crate) fn open(
@@ -189,7 +192,7 @@ impl Session {
         );
         let opened = match (choice, s.transport.wire()) {
             (Choice::Legacy, _) => s.handshake(startup, false),
-            (Choice::Modern, _) => s.discover(startup, "configured"),
+            (Choice::Modern, _) => s.discover(startup, CONFIGURED),
             (Choice::Auto, Wire::Stdio) => s.handshake(startup, true),
             (Choice::Auto, Wire::Http) => s.probe(startup),
         };
@@ -370,16 +373,40 @@ impl Session {
     /// `-32022` that lists 2026-07-28 (a server may refuse the first
     /// request of a connection that way).
     fn discover(&mut self, d: &Deadline, why: &str) -> Result<()> {
+        // Chosen, not found: a refusal the server answered (a JSON-RPC
+        // error, an HTTP 4xx or 5xx, versions without 2026-07-28) is most
+        // likely a 2025 server's, which the handshake era would reach.
+        let hint = |e: Error| {
+            if why != CONFIGURED {
+                return e;
+            }
+            e.hint(
+                "the server may speak only the handshake era (2025): try \
+                 --protocol auto (or \"protocol\": \"auto\" in the \
+                 server's entry)",
+            )
+        };
+        let answered = |e: Error| {
+            if e.http_status().is_some() {
+                hint(e.context(method::SERVER_DISCOVER))
+            } else {
+                e
+            }
+        };
         self.server.version = Some(Version::MODERN);
-        let mut answer = self.discover_once(d)?;
+        let mut answer = self.discover_once(d).map_err(answered)?;
         if let Err(e) = &answer
             && lists_modern(e)
         {
-            answer = self.discover_once(d)?;
+            answer = self.discover_once(d).map_err(answered)?;
         }
         match answer {
-            Ok(r) => self.accept_discovered(&r, why),
-            Err(e) => Err(Error::server(e.describe())),
+            Ok(r) => self.accept_discovered(&r, why).map_err(hint),
+            Err(e) => Err(hint(Error::server(format!(
+                "{}: {}",
+                method::SERVER_DISCOVER,
+                e.describe()
+            )))),
         }
     }
 
@@ -1920,6 +1947,17 @@ mod tests {
         let sent = sent(&seen);
         assert_eq!(sent.len(), 1);
         assert_eq!(mcp::method_of(&sent[0]), Some(method::SERVER_DISCOVER));
+    }
+
+    #[test]
+    fn modern_by_choice_to_a_2025_server_names_the_request_and_auto() {
+        // server-pdf (TS SDK v2 2.0.0) answers server/discover -32601.
+        let script = server("2025-11-25", |_, id, _| vec![error(id, -32601)]);
+        let (s, seen) = start_on(Wire::Stdio, Choice::Modern, script);
+        let e = s.unwrap_err().to_string();
+        assert!(e.contains("server/discover: server error -32601"), "{e}");
+        assert!(e.contains("try --protocol auto"), "{e}");
+        assert_eq!(sent(&seen).len(), 1);
     }
 
     #[test]

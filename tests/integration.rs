@@ -22,6 +22,10 @@ mod interop;
 // (no resources/templates/list), git-mcp-server (text with nulls),
 // mcp-server-fetch (the one-tool view, a call to a loopback page).
 mod interop_trial;
+// The second trial's other servers (mcp-shell-server, desktop-commander,
+// server-pdf, @eslint/mcp) used as a newcomer would, and the README's quick
+// start run verbatim in a pipe.
+mod interop_real2;
 // The same real servers over Streamable HTTP, started on 127.0.0.1.
 mod interop_http;
 // OAuth login against the TypeScript SDK's OAuth demo, on 127.0.0.1.

@@ -14,33 +14,16 @@
 
 use std::path::PathBuf;
 
-use crate::util::interop::{SKIP_VAR, Turn, assert_no_leftovers};
-use crate::util::{assert_absent, assert_contains, repo_root};
+use crate::util::interop::{Turn, assert_no_leftovers, installed_at};
+use crate::util::{assert_absent, assert_contains};
 
 const SQLITE: &str = ".interop/real-venv/bin/mcp-server-sqlite";
 const GIT_SERVER: &str =
     ".interop/git-node/node_modules/@cyanheads/git-mcp-server/dist/index.js";
 
-/// The server's path, or `None` when it is missing and [`SKIP_VAR`] is 1.
+/// The server's path, or `None` when it is missing (see [`installed_at`]).
 fn sqlite(test: &str) -> Option<PathBuf> {
     installed_at(test, SQLITE)
-}
-
-/// `rel` under the repository root, or `None` when it is missing and
-/// [`SKIP_VAR`] is 1 (else a panic saying how to install it).
-fn installed_at(test: &str, rel: &str) -> Option<PathBuf> {
-    let path = repo_root().join(rel);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
-        eprintln!("{test}: SKIPPED ({SKIP_VAR}=1): {rel} missing");
-        return None;
-    }
-    panic!(
-        "{test}: {rel} is not installed. Run scripts/interop-setup.sh \
-         first; set {SKIP_VAR}=1 to skip the interop tests."
-    );
 }
 
 #[test]

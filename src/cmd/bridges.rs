@@ -49,8 +49,11 @@ pub(crate) fn read(
                 .for_server(server)
         })?;
     let mut saver = Saver::new(save, format!("{server}-resource"));
-    // --save writes whole contents, whatever --max-output cut.
+    // --save writes whole contents, whatever --max-output cut; stdout
+    // then holds only the lines naming the files, and nothing is missing.
     let whole = obs.whole().get("contents").and_then(Value::as_array);
+    let all_saved =
+        saver.saves() && whole.is_some_and(|w| w.len() == contents.len());
     let mut text = String::new();
     for (i, c) in contents.iter().enumerate() {
         let c = match whole.and_then(|w| w.get(i)) {
@@ -60,6 +63,9 @@ pub(crate) fn read(
         text.push_str(&render::resource_contents(c, &mut saver, true)?);
     }
     render::print(&text)?;
+    if all_saved {
+        return Ok(());
+    }
     obs.check_whole(saved).map_err(|e| e.for_server(server))
 }
 

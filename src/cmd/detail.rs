@@ -83,6 +83,12 @@ fn text(server: &str, t: &Tool, adhoc: Option<&str>) -> String {
     if let Some(title) = field("title") {
         s.push_str(&format!("  title: {}\n", out::shown(title)));
     }
+    if let Some(ui) = crate::mcp::ui_resource(def) {
+        s.push_str(&format!("  ui: {} (MCP App)\n", out::shown(ui)));
+    }
+    if crate::mcp::app_only(def) {
+        s.push_str(&format!("  {}\n", super::list::APP_ONLY));
+    }
     if let Some(d) = field("description").filter(|d| !d.trim().is_empty()) {
         s.push('\n');
         s.push_str(&block(d.trim(), "  "));

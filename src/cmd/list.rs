@@ -104,7 +104,7 @@ pub(crate) fn run(
     for (name, r) in names.iter().zip(results) {
         match r {
             Ok(l) if json => json_servers.push(to_json(&l, lock)),
-            Ok(l) => text.push_str(&human(&l, show, lock)),
+            Ok(l) => text.push_str(&human(&l, show, lock, grep)),
             Err(e) => {
                 if json {
                     json_servers.push(json!({
@@ -205,6 +205,10 @@ fn describe(v: &Value) -> String {
     crate::render::description_line(d)
 }
 
+/// Under a tool whose `_meta.ui.visibility` is the app's alone.
+pub(crate) const APP_ONLY: &str =
+    "app only: for the server's MCP App to call, not for a model";
+
 /// The widest a parameter line of `list` gets, in characters.
 const SIGNATURE_WIDTH: usize = 100;
 
@@ -235,6 +239,9 @@ fn details(server: &str, tool: &Tool) -> String {
         // MCP Apps: shown, never rendered; `read --save` writes it.
         text.push_str(&format!("      ui: {} (MCP App)\n", out::shown(ui)));
     }
+    if crate::mcp::app_only(&tool.def) {
+        text.push_str(&format!("      {APP_ONLY}\n"));
+    }
     if tool.qualified != format!("mcp__{server}__{}", tool.name) {
         text.push_str(&format!("      name: {}\n", out::shown(&tool.name)));
     }
@@ -257,25 +264,39 @@ fn mark(
 /// (calls to it are refused).
 const TWICE: &str = "[listed twice, differently: not callable] ";
 
-fn human(l: &ServerListing, show: Show, lock: Option<&Lock>) -> String {
+fn human(
+    l: &ServerListing,
+    show: Show,
+    lock: Option<&Lock>,
+    grep: Option<&str>,
+) -> String {
+    // Under --grep, an empty kind says that nothing matched, not that the
+    // server has none.
+    let none = |what: &str| match grep {
+        Some(p) => format!("  (no {what} match '{}')\n", out::shown(p)),
+        None => format!("  (no {what})\n"),
+    };
     let mut text = heading(l);
     if let (true, Some(t)) = (show.tools, &l.tools) {
         text.push_str(&tool_lines(l, &t.items, lock));
+        if t.items.is_empty() {
+            text.push_str(&none("tools"));
+        }
     }
     if let (true, Some(_)) = (show.resources, &l.resources) {
         let rows = resource_rows(l, lock);
-        let none = |x: &Option<crate::session::Listing>| {
+        let empty = |x: &Option<crate::session::Listing>| {
             x.as_ref().is_none_or(|x| x.items.is_empty())
         };
-        if none(&l.resources) && none(&l.templates) {
-            text.push_str("  (no resources)\n");
+        if empty(&l.resources) && empty(&l.templates) {
+            text.push_str(&none("resources"));
         }
         text.push_str(&out::table(&rows));
     }
     if let (true, Some(p)) = (show.prompts, &l.prompts) {
         let rows = prompt_rows(l, &p.items, lock);
         if p.items.is_empty() {
-            text.push_str("  (no prompts)\n");
+            text.push_str(&none("prompts"));
         }
         text.push_str(&out::table(&rows));
     }
@@ -355,9 +376,6 @@ fn tool_lines(
         text.push_str(line);
         text.push('\n');
         text.push_str(&details(&l.name, tool));
-    }
-    if items.is_empty() {
-        text.push_str("  (no tools)\n");
     }
     text
 }
@@ -449,6 +467,9 @@ fn to_json(l: &ServerListing, lock: Option<&Lock>) -> Value {
                     if let Some(ui) = crate::mcp::ui_resource(&t.def) {
                         m.insert("ui_resource".into(), json!(ui));
                     }
+                    if crate::mcp::app_only(&t.def) {
+                        m.insert("app_only".into(), json!(true));
+                    }
                     m.insert("server".into(), json!(l.name));
                     if t.listed_twice {
                         m.insert("listed_twice".into(), json!(true));
@@ -506,7 +527,10 @@ mod tests {
             prompts: None,
         };
         let show = Show { tools: false, resources: false, prompts: false };
-        assert_eq!(human(&l, show, None), "s: srv (protocol 2025-11-25)\n");
+        assert_eq!(
+            human(&l, show, None, None),
+            "s: srv (protocol 2025-11-25)\n"
+        );
     }
 
     #[test]

@@ -158,6 +158,23 @@ pub fn node_and(test: &str, files: &[PathBuf]) -> Option<PathBuf> {
     );
 }
 
+/// `rel` under the repository root, or `None` when it is missing and
+/// [`SKIP_VAR`] is 1 (else a panic saying how to install it).
+pub fn installed_at(test: &str, rel: &str) -> Option<PathBuf> {
+    let path = repo_root().join(rel);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os(SKIP_VAR).is_some_and(|v| v == "1") {
+        eprintln!("{test}: SKIPPED ({SKIP_VAR}=1): {rel} missing");
+        return None;
+    }
+    panic!(
+        "{test}: {rel} is not installed. Run scripts/interop-setup.sh \
+         first; set {SKIP_VAR}=1 to skip the interop tests."
+    );
+}
+
 // ---- one test's turn ------------------------------------------------------
 
 /// One interop test's turn: the shared lock (let go when this drops), the

@@ -520,6 +520,16 @@ pub fn ui_resource(tool: &Value) -> Option<&str> {
         .filter(|u| u.starts_with("ui://"))
 }
 
+/// MCP Apps: a tool whose `_meta.ui.visibility` names `"app"` and not
+/// `"model"` is there for the server's own interface to call (server-pdf's
+/// `read_pdf_bytes`, `save_pdf`, ...), not for a model. A command-line
+/// client says so and still calls it when asked.
+pub fn app_only(tool: &Value) -> bool {
+    tool.pointer("/_meta/ui/visibility").and_then(Value::as_array).is_some_and(
+        |v| v.iter().any(|x| x == "app") && !v.iter().any(|x| x == "model"),
+    )
+}
+
 /// Declares the extension `id` in a 2026-07-28 request's client
 /// capabilities (`_meta`, already filled in): `extensions: {id: {}}`.
 pub fn declare_extension(params: &mut Value, id: &str) {
@@ -1102,6 +1112,17 @@ pub fn is_list_changed(method: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tool_for_the_app_only() {
+        let v = |v: Value| json!({"_meta": {"ui": {"visibility": v}}});
+        assert!(app_only(&v(json!(["app"]))));
+        assert!(!app_only(&v(json!(["model", "app"]))));
+        assert!(!app_only(&v(json!(["model"]))));
+        assert!(!app_only(&v(json!([]))));
+        assert!(!app_only(&v(json!("app"))));
+        assert!(!app_only(&json!({})));
+    }
+
     #[test]
     fn a_tool_names_its_ui_resource() {
         let t = json!({"_meta": {"ui": {"resourceUri": "ui://a/b.html"}}});
