@@ -1,88 +1,221 @@
 #!/usr/bin/env bash
 # `make bench`: what rivumi-mcp adds on top of a server's own time.
 #
-# Runs each case N times (default 30) and prints the median wall time:
-#   server alone   the fixture server answering initialize + tools/list
-#                  from a pipe, then exiting on EOF
-#   list           `rivumi-mcp list` against the same server (spawn,
-#                  initialize, every tools/list page, shutdown)
-# The difference is rivumi-mcp's overhead. Peak RSS comes from
-# /usr/bin/time when it is installed.
-#
-# Then CALLS (default 1000) calls of the fixture's `echo` (a read tool,
-# so no approval is involved):
-#   batch          all CALLS as JSON Lines through one `rivumi-mcp batch`
-#                  (one server process); the time per call is total/CALLS
-#   call one-shot  ONESHOT_N (default CALLS) separate `rivumi-mcp call`
-#                  invocations, each starting its own server; the median
-# Set ONESHOT_N lower on a slow machine to keep `make bench` short.
-#
-# Then SERVE_CALLS (default 500) echo calls from one host session, one at
-# a time, each timed from request to response:
+# First, side by side in one run (every case once per round, N rounds,
+# default 30; medians, so that a machine shared with other work drifts
+# alike for all of them), each against the fixture server:
+#   cold list      `rivumi-mcp --no-daemon list` (spawn, initialize, every
+#                  tools/list page, shutdown) against the server alone
+#                  answering the same messages from a file, then exiting
+#                  on EOF: the server's own time
+#   cold call      the same for `call` of the fixture's `echo` (initialize,
+#                  the tools/list pages, the call)
+#   warm list      `list` through a running daemon (`daemon start`) against
+#   warm call      the server's own time for the same requests on a warm
+#                  server: the fixture, already running, asked them one
+#                  at a time over its pipes by this script (goal for both:
+#                  at most 3 ms added)
+#   sandboxed list (Linux) the cold list with the server confined
+#                  (Landlock, a network namespace, no_new_privs) against
+#                  the cold list: what starting a sandboxed server costs
+# Processes are started with posix_spawn and timed from spawn to exit.
+# Then SERVE_CALLS (default 500) echo calls, one at a time, each timed from
+# request to response, alternating between two host sessions:
 #   direct         the host speaks to the fixture server itself
 #   through serve  the host speaks to `rivumi-mcp serve`, whose upstream
 #                  is the same fixture, warm (started by a first call)
-# The difference of the medians is what serve adds to a call (goal: at
-# most 2 ms).
+# (goal: the medians differ by at most 2 ms). Peak RSS comes from
+# /usr/bin/time when it is installed.
+#
+# Then CALLS (default 1000) calls of `echo` (a read tool, so no approval
+# is involved) as JSON Lines through one `rivumi-mcp batch` (one server
+# process); the time per call is total/CALLS, against the cold call.
+#
+# BENCH_BIN names another directory holding rivumi-mcp and
+# rivumi-mcp-fixture (an older build, to compare); default target/release.
+# On a machine shared with other work, BENCH_RT=PRIORITY (root) runs the
+# daemon and the side-by-side cases under `chrt -f PRIORITY`, so that
+# they are measured as on an idle machine; the rest runs as usual.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N="${N:-30}"
 CALLS="${CALLS:-1000}"
-ONESHOT_N="${ONESHOT_N:-$CALLS}"
-BIN="$PWD/target/release"
+SERVE_CALLS="${SERVE_CALLS:-500}"
+BIN="${BENCH_BIN:-$PWD/target/release}"
 export PATH="$BIN:$PATH" RIVUMI_MCP_ALLOWLIST=demo
 CONFIG=fixtures/demo.mcp.json
 
-init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}'
-inited='{"jsonrpc":"2.0","method":"notifications/initialized"}'
-pages=""
-for c in "" page-2 page-3; do
-  if [ -z "$c" ]; then p='{}'; else p="{\"cursor\":\"$c\"}"; fi
-  pages+="{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":$p}"$'\n'
-done
-input="$init"$'\n'"$inited"$'\n'"$pages"
-
 now_ns() { date +%s%N; }
 
-# median_ms NAME COMMAND...: runs the command N times (RUNS times when
-# set), prints the median.
-median_ms() {
-  local name="$1"; shift
-  local runs="${RUNS:-$N}"
-  local times=()
-  for _ in $(seq "$runs"); do
-    local t0 t1
-    t0=$(now_ns); "$@" >/dev/null; t1=$(now_ns)
-    times+=($(( (t1 - t0) / 1000 )))
-  done
-  local med
-  med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  printf '%-28s %8.2f ms (median of %d)\n' "$name" "$(awk "BEGIN {print $med / 1000}")" "$runs"
-  echo "$med" > "/tmp/rivumi-bench-$name"
-}
+work=$(mktemp -d)
+requests="$work/requests"
+replies="$work/replies"
+trap 'rivumi-mcp daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+mkdir -m 700 "$work/run"
+export XDG_RUNTIME_DIR="$work/run"
 
-alone() { printf '%s' "$input" | rivumi-mcp-fixture --page-size 5; }
-list() { rivumi-mcp -c "$CONFIG" list; }
-
-echo "rivumi-mcp bench: $(rivumi-mcp --version), N=$N, $(nproc) cores"
-median_ms server-alone alone
-median_ms rivumi-list list
-a=$(cat /tmp/rivumi-bench-server-alone); b=$(cat /tmp/rivumi-bench-rivumi-list)
-printf '%-28s %8.2f ms\n' "overhead (list - alone)" "$(awk "BEGIN {print ($b - $a) / 1000}")"
-if [ -x /usr/bin/time ]; then
-  rss=$(/usr/bin/time -f '%M' rivumi-mcp -c "$CONFIG" list 2>&1 >/dev/null | tail -1)
-  printf '%-28s %8s KiB (largest of rivumi-mcp and its server)\n' "peak RSS" "$rss"
+rt=()
+if [ -n "${BENCH_RT:-}" ]; then rt=(chrt -f "$BENCH_RT"); fi
+echo "rivumi-mcp bench: $(rivumi-mcp --version), N=$N, $(nproc) cores${BENCH_RT:+, real-time priority $BENCH_RT}"
+"${rt[@]}" rivumi-mcp daemon start --idle 600 >/dev/null
+# The warm cases must be warm: the first call starts the server in the
+# daemon, the second must be served by it.
+rivumi-mcp -c "$CONFIG" call mcp__demo__echo text=hi >/dev/null
+if ! rivumi-mcp -c "$CONFIG" -v call mcp__demo__echo text=hi 2>&1 >/dev/null |
+  grep -q 'warm from the daemon'; then
+  echo "bench: the daemon did not serve the warm call" >&2
+  exit 1
+fi
+sbx=""
+if [ "$(uname -s)" = Linux ]; then
+  sbx="$work/sandbox.mcp.json"
+  printf '{"mcpServers": {"demo": {"command": "rivumi-mcp-fixture", "args": ["--page-size", "5"], "sandbox": {"network": "none"}}}}\n' > "$sbx"
 fi
 
-# CALLS echo calls: one batch against one-shot calls.
-requests=$(mktemp)
-replies=$(mktemp)
-trap 'rm -f "$requests" "$replies"' EXIT
+N="$N" SERVE_CALLS="$SERVE_CALLS" "${rt[@]}" python3 - "$CONFIG" "$work" "$sbx" <<'PY'
+import json, os, shutil, statistics, subprocess, sys, time
+
+n = int(os.environ["N"])
+serve_calls = int(os.environ["SERVE_CALLS"])
+config, work, sbx = sys.argv[1], sys.argv[2], sys.argv[3]
+rivumi = shutil.which("rivumi-mcp")
+fixture = shutil.which("rivumi-mcp-fixture")
+
+def msg(i, method, params):
+    m = {"jsonrpc": "2.0", "method": method, "params": params}
+    if i is not None:
+        m["id"] = i
+    return m
+
+init = msg(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "bench", "version": "0"}})
+inited = msg(None, "notifications/initialized", {})
+pages = [("tools/list", {})] + [("tools/list", {"cursor": c}) for c in ("page-2", "page-3")]
+call = ("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+
+def script(name, reqs):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        for m in [init, inited] + [msg(i + 2, *r) for i, r in enumerate(reqs)]:
+            f.write(json.dumps(m) + "\n")
+    return path
+
+list_in = script("list.in", pages)
+call_in = script("call.in", pages + [call])
+
+def spawned(argv, stdin=os.devnull):
+    """Wall time of one process from posix_spawn to its exit, in ns."""
+    fa = [(os.POSIX_SPAWN_OPEN, 0, stdin, os.O_RDONLY, 0),
+          (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+          (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=fa)
+    _, status = os.waitpid(pid, 0)
+    t = time.perf_counter_ns() - t0
+    if status != 0:
+        sys.exit(f"bench: {' '.join(argv)} failed ({status})")
+    return t
+
+class Host:
+    """One MCP session over a child's pipes, a request at a time."""
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.next = 0
+        self.ask("initialize", init["params"])
+        self.p.stdin.write(json.dumps(inited) + "\n")
+    def ask(self, method, params):
+        self.next += 1
+        i = self.next
+        self.p.stdin.write(json.dumps(msg(i, method, params)) + "\n")
+        self.p.stdin.flush()
+        while True:
+            m = json.loads(self.p.stdout.readline())
+            if m.get("id") == i and "method" not in m:
+                if "result" not in m:
+                    sys.exit(f"bench: {method}: {m}")
+                return m["result"]
+    def timed(self, reqs):
+        t0 = time.perf_counter_ns()
+        for r in reqs:
+            self.ask(*r)
+        return time.perf_counter_ns() - t0
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+warm_server = Host([fixture, "--page-size", "5"])
+cold = [rivumi, "-c", config, "--no-daemon"]
+warm = [rivumi, "-c", config]
+echo = ["call", "mcp__demo__echo", "text=hi"]
+# In this order each round: every direct exchange follows a warm
+# invocation, so it finds the machine as the warm case it is compared to.
+cases = {
+    "alone-list": lambda: spawned([fixture, "--page-size", "5"], list_in),
+    "cold-list": lambda: spawned(cold + ["list"]),
+    "warm-list": lambda: spawned(warm + ["list"]),
+    "direct-list": lambda: warm_server.timed(pages),
+    "alone-call": lambda: spawned([fixture, "--page-size", "5"], call_in),
+    "cold-call": lambda: spawned(cold + echo),
+    "warm-call": lambda: spawned(warm + echo),
+    "direct-call": lambda: warm_server.timed(pages + [call]),
+}
+if sbx:
+    cases["boxed-list"] = lambda: spawned([rivumi, "-c", sbx, "--no-daemon", "list"])
+times = {k: [] for k in cases}
+for f in cases.values():
+    f()
+for _ in range(n):
+    for k, f in cases.items():
+        times[k].append(f())
+warm_server.close()
+med = {k: statistics.median(v) / 1e6 for k, v in times.items()}
+
+# Calls through serve and direct, alternating, each timed on its own.
+direct = Host([fixture])
+served = Host([rivumi, "-c", config, "--no-daemon", "serve"])
+for h, tool in ((direct, "echo"), (served, "demo__echo")):
+    h.ask("tools/call", {"name": tool, "arguments": {"text": "warm"}})
+st = {"direct": [], "serve": []}
+for _ in range(serve_calls):
+    for key, h, tool in (("direct", direct, "echo"), ("serve", served, "demo__echo")):
+        t0 = time.perf_counter_ns()
+        r = h.ask("tools/call", {"name": tool, "arguments": {"text": "hi"}})
+        st[key].append(time.perf_counter_ns() - t0)
+        assert r["content"][0]["text"] == "hi", r
+direct.close()
+served.close()
+sd, ss = (statistics.median(st[k]) / 1e6 for k in ("direct", "serve"))
+
+print(f"{'':<22} {'rivumi-mcp':>10} {'server own':>10} {'added':>8}   (medians, ms)")
+def row(name, ours, own, goal=""):
+    print(f"{name:<22} {ours:10.2f} {own:10.2f} {ours - own:8.2f}   {goal}")
+row("cold list", med["cold-list"], med["alone-list"])
+row("cold call", med["cold-call"], med["alone-call"])
+row("warm list (daemon)", med["warm-list"], med["direct-list"], "goal: <= 3 ms")
+row("warm call (daemon)", med["warm-call"], med["direct-call"], "goal: <= 3 ms")
+print(f"{'call through serve':<22} {ss:10.3f} {sd:10.3f} {ss - sd:8.3f}   goal: <= 2 ms"
+      f" (per call, {serve_calls} calls)")
+if sbx:
+    print(f"{'sandboxed list':<22} {med['boxed-list']:10.2f} {med['cold-list']:10.2f}"
+          f" {med['boxed-list'] - med['cold-list']:8.2f}   (against the cold list)")
+print(f"({n} rounds; 'server own' is the fixture alone reading the same messages from a file"
+      " (cold), or a warm fixture asked directly (warm, serve))")
+with open(os.path.join(work, "cold-call-us"), "w") as f:
+    f.write(str(int(med["cold-call"] * 1000)))
+PY
+
+if [ -x /usr/bin/time ]; then
+  rss=$(/usr/bin/time -f '%M' rivumi-mcp -c "$CONFIG" --no-daemon list 2>&1 >/dev/null | tail -1)
+  printf '%-28s %8s KiB (largest of rivumi-mcp and its server)\n' "peak RSS, cold list" "$rss"
+fi
+
+# CALLS echo calls through one batch, against the cold one-shot call.
 for i in $(seq "$CALLS"); do
   printf '{"id":%d,"tool":"mcp__demo__echo","arguments":{"text":"hi %d"}}\n' "$i" "$i"
 done > "$requests"
 t0=$(now_ns)
-rivumi-mcp -c "$CONFIG" batch < "$requests" > "$replies"
+rivumi-mcp -c "$CONFIG" --no-daemon batch < "$requests" > "$replies"
 t1=$(now_ns)
 ok=$(grep -c '"ok":true' "$replies" || true)
 if [ "$ok" -ne "$CALLS" ]; then
@@ -93,28 +226,20 @@ batch_us=$(( (t1 - t0) / 1000 ))
 printf '%-28s %8.2f ms total, %.3f ms per call\n' "batch, $CALLS calls" \
   "$(awk "BEGIN {print $batch_us / 1000}")" \
   "$(awk "BEGIN {print $batch_us / 1000 / $CALLS}")"
-call() { rivumi-mcp -c "$CONFIG" call mcp__demo__echo text=hi; }
-RUNS="$ONESHOT_N" median_ms call-one-shot call
-c=$(cat /tmp/rivumi-bench-call-one-shot)
-printf '%-28s %8.1fx\n' "one-shot / batch per call" \
+c=$(cat "$work/cold-call-us")
+printf '%-28s %8.1fx\n' "cold call / batch per call" \
   "$(awk "BEGIN {print $c * $CALLS / $batch_us}")"
 
 # ---- The daemon: warm servers between invocations --------------------------
-# DAEMON_N (default N) warm `call`s and `list`s against the running
-# daemon, then LOOP (default 100) sequential `call`s from a shell loop
-# against a server that takes 1 s to start (`--slow-start 1000`): warm
-# through the daemon, as one `batch`, and through mcporter's keep-alive
-# daemon (MCPORTER_LOOP, default LOOP; pinned in
-# fixtures/interop/bench-node, installed into .interop/bench-node here and
-# only here; set MCPORTER=0 to skip it). Last, the daemon's own peak RSS
-# with 10 warm servers (servers not counted).
-DAEMON_N="${DAEMON_N:-$N}"
+# LOOP (default 100) sequential `call`s from a shell loop against a server
+# that takes 1 s to start (`--slow-start 1000`): warm through the daemon,
+# as one `batch`, and through mcporter's keep-alive daemon (MCPORTER_LOOP,
+# default LOOP; pinned in fixtures/interop/bench-node, installed into
+# .interop/bench-node here and only here; set MCPORTER=0 to skip it).
+# Last, the daemon's own peak RSS with 10 warm servers (servers not
+# counted).
 LOOP="${LOOP:-100}"
 MCPORTER_LOOP="${MCPORTER_LOOP:-$LOOP}"
-work=$(mktemp -d)
-trap 'rivumi-mcp daemon stop >/dev/null 2>&1 || true; rm -rf "$work" "$requests" "$replies"' EXIT
-mkdir -m 700 "$work/run"
-export XDG_RUNTIME_DIR="$work/run"
 fixture="$BIN/rivumi-mcp-fixture"
 {
   printf '{"mcpServers": {\n'
@@ -127,17 +252,7 @@ fixture="$BIN/rivumi-mcp-fixture"
 SLOW="$work/.mcp.json"
 
 echo
-echo "daemon: warm servers (rivumi-mcp daemon start)"
-rivumi-mcp daemon start --idle 600 >/dev/null
-warm_call() { rivumi-mcp -c "$CONFIG" call mcp__demo__echo text=hi; }
-warm_list() { rivumi-mcp -c "$CONFIG" list; }
-warm_call >/dev/null
-RUNS="$DAEMON_N" median_ms warm-call warm_call
-RUNS="$DAEMON_N" median_ms warm-list warm_list
-c=$(cat /tmp/rivumi-bench-call-one-shot)
-w=$(cat /tmp/rivumi-bench-warm-call)
-printf '%-28s %8.2f ms saved per call\n' "one-shot - warm call" "$(awk "BEGIN {print ($c - $w) / 1000}")"
-
+echo "daemon: a loop of calls, warm (rivumi-mcp daemon start)"
 export RIVUMI_MCP_ALLOWLIST="slow,w0,w1,w2,w3,w4,w5,w6,w7,w8,w9"
 loop_warm() {
   for i in $(seq "$LOOP"); do rivumi-mcp -c "$SLOW" call slow echo "text=hi $i" >/dev/null; done
@@ -189,55 +304,3 @@ printf '%-28s %8s KiB peak, %s KiB now (%s servers warm; servers not counted)\n'
   "$(printf '%s' "$status" | sed 's/.*"rss_kib":\([0-9]*\).*/\1/')" \
   "$(printf '%s' "$status" | grep -o '"fingerprint"' | wc -l)"
 rivumi-mcp daemon stop >/dev/null
-
-# The sandbox (Linux): the same `list` with the demo server confined
-# (Landlock, a network namespace, no_new_privs); the difference is what
-# starting a sandboxed server costs.
-if [ "$(uname -s)" = Linux ]; then
-  sbx=$(mktemp -d)
-  printf '{"mcpServers": {"demo": {"command": "rivumi-mcp-fixture", "args": ["--page-size", "5"], "sandbox": {"network": "none"}}}}\n' > "$sbx/.mcp.json"
-  boxed() { RIVUMI_MCP_ALLOWLIST=demo rivumi-mcp -c "$sbx/.mcp.json" --no-daemon list; }
-  median_ms sandboxed-list boxed
-  s=$(cat /tmp/rivumi-bench-sandboxed-list)
-  printf '%-28s %8.2f ms\n' "sandbox (boxed - list)" "$(awk "BEGIN {print ($s - $b) / 1000}")"
-  rm -rf "$sbx"
-fi
-
-# SERVE_CALLS echo calls from one host: direct, then through serve.
-RIVUMI_MCP_ALLOWLIST=demo SERVE_CALLS="${SERVE_CALLS:-500}" python3 - "$CONFIG" <<'PY'
-import json, os, statistics, subprocess, sys, time
-
-calls = int(os.environ["SERVE_CALLS"])
-config = sys.argv[1]
-
-def run(argv, tool):
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    def ask(i, method, params):
-        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
-                                  "params": params}) + "\n")
-        p.stdin.flush()
-        while True:
-            m = json.loads(p.stdout.readline())
-            if m.get("id") == i and "method" not in m:
-                return m
-    ask(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                          "clientInfo": {"name": "bench", "version": "0"}})
-    p.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    ask(1, "tools/call", {"name": tool, "arguments": {"text": "warm"}})
-    times = []
-    for i in range(calls):
-        t0 = time.perf_counter_ns()
-        r = ask(i + 2, "tools/call", {"name": tool, "arguments": {"text": "hi"}})
-        times.append(time.perf_counter_ns() - t0)
-        assert r["result"]["content"][0]["text"] == "hi", r
-    p.stdin.close()
-    p.wait()
-    return statistics.median(times) / 1e6
-
-direct = run(["rivumi-mcp-fixture"], "echo")
-served = run(["rivumi-mcp", "-c", config, "--no-daemon", "serve"], "demo__echo")
-print(f"{'call, direct':<28} {direct:8.3f} ms (median of {calls})")
-print(f"{'call, through serve':<28} {served:8.3f} ms (median of {calls})")
-print(f"{'overhead (serve - direct)':<28} {served - direct:8.3f} ms (goal: <= 2 ms)")
-PY

@@ -113,6 +113,37 @@ pub(crate) fn wait_exited_nowait(pid: i32) {
     }
 }
 
+/// Waits until process `pid` (our child, not yet reaped) has exited or
+/// `limit` has passed, whichever comes first, without reaping it: on
+/// Linux on a pidfd (woken by the exit itself), elsewhere (or when no
+/// pidfd can be had) by sleeping at most 2 ms, a step of the caller's
+/// polling loop.
+pub(crate) fn await_exit(pid: i32, limit: Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: pidfd_open takes two integers and returns a new
+        // descriptor (closed below) or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if let Ok(fd) = i32::try_from(fd)
+            && fd >= 0
+        {
+            let mut pfd =
+                libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let ms = i32::try_from(limit.as_micros().div_ceil(1000))
+                .unwrap_or(i32::MAX);
+            // SAFETY: poll on one pollfd we own, for a bounded time; then
+            // the descriptor pidfd_open gave us is closed, once.
+            unsafe {
+                libc::poll(&mut pfd, 1, ms);
+                libc::close(fd);
+            }
+            return;
+        }
+    }
+    let _ = pid;
+    std::thread::sleep(limit.min(Duration::from_millis(2)));
+}
+
 /// Sends `sig` to every process of group `pgid`. False when no process
 /// of the group is left (or the group is not ours to signal).
 pub(crate) fn kill_group(pgid: i32, sig: i32) -> bool {
@@ -211,20 +242,6 @@ pub(crate) fn kill_and_reap(pid: i32, limit: Duration) {
     }
 }
 
-/// The process group and session of a process, from the text of
-/// `/proc/PID/stat` (`pid (comm) state ppid pgrp session ...`; the command
-/// name may itself hold spaces and parentheses, so fields are counted
-/// from the last `)`).
-pub(crate) fn parse_stat(stat: &str) -> Option<(i32, i32)> {
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    let mut fields = rest.split_ascii_whitespace();
-    let _state = fields.next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    let session = fields.next()?.parse().ok()?;
-    Some((pgrp, session))
-}
-
 /// The processes (other than this one) whose session is `sid`: on Linux
 /// from `/proc`; elsewhere none are found. Never our own session.
 pub(crate) fn session_members(sid: i32) -> Vec<i32> {
@@ -235,56 +252,106 @@ pub(crate) fn session_members(sid: i32) -> Vec<i32> {
     }
     // Every member of a server's session descends from the server (a
     // process joins a session only by being forked into it), and as the
-    // subreaper we inherit the orphans: walking our own descendants finds
-    // them without reading every process of the machine. Where the kernel
-    // does not list children (no CONFIG_PROC_CHILDREN), every process.
-    let candidates = match descendants() {
-        Some(pids) => pids
-            .into_iter()
-            .map(|pid| (pid, std::path::PathBuf::from(format!("/proc/{pid}"))))
-            .collect(),
-        None => other_processes(),
+    // subreaper we inherit the orphans: so every member is one of our
+    // descendants. With no child at all (the common close: the server
+    // exited, was reaped and left nothing) there is none; otherwise our
+    // descendants are walked where the kernel lists children. Not the
+    // subreaper (or no lists): every process.
+    let candidates = if is_subreaper() {
+        if childless() {
+            return vec![];
+        }
+        descendants()
+    } else {
+        None
     };
+    let candidates = candidates.unwrap_or_else(|| {
+        other_processes().into_iter().map(|(pid, _)| pid).collect()
+    });
     candidates
         .into_iter()
-        .filter(|(_, dir)| {
-            std::fs::read_to_string(dir.join("stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|(_, session)| session == sid)
-        })
-        .map(|(pid, _)| pid)
+        .filter(|&pid| session_of(pid) == Some(sid))
         .collect()
+}
+
+/// The session of process `pid`; `None` when it is gone.
+fn session_of(pid: i32) -> Option<i32> {
+    // SAFETY: getsid takes an integer and reads no memory of ours.
+    let sid = unsafe { libc::getsid(pid) };
+    (sid > 0).then_some(sid)
+}
+
+/// Whether this process is the reaper of its orphaned descendants
+/// ([`become_subreaper`]; Linux).
+fn is_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let mut on: libc::c_int = 0;
+        // SAFETY: prctl(PR_GET_CHILD_SUBREAPER) writes one int we own.
+        let r = unsafe {
+            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut on, 0, 0, 0)
+        };
+        r == 0 && on != 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// Whether this process has no child at all, running or waiting to be
+/// reaped (`waitid` answers ECHILD). Reaps nothing; any other answer is
+/// taken as "some".
+fn childless() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: waitid writes one siginfo_t we own; WNOHANG returns at
+        // once and WNOWAIT leaves any exited child waitable. __WALL counts
+        // children whatever signal they report their exit with.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+            )
+        };
+        r < 0
+            && std::io::Error::last_os_error().raw_os_error()
+                == Some(libc::ECHILD)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }
 
 /// The processes that descend from this one, from the `children` lists of
 /// `/proc/PID/task/TID/` (Linux); `None` when the kernel does not keep
-/// them. Bounded: at most 4,096 processes are walked.
+/// them (the calling thread has no list). A task that exits while it is
+/// read is skipped. Bounded: at most 4,096 processes are walked.
 fn descendants() -> Option<Vec<i32>> {
-    let children = |pid: u32| -> Option<Vec<i32>> {
-        let mut out = vec![];
-        for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-            let Ok(t) = t else { continue };
-            let text = std::fs::read_to_string(t.path().join("children"));
-            match text {
-                Ok(s) => out.extend(
+    std::fs::symlink_metadata("/proc/thread-self/children").ok()?;
+    let children = |pid: i32, out: &mut Vec<i32>| {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(
                     s.split_ascii_whitespace()
                         .filter_map(|w| w.parse::<i32>().ok()),
-                ),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return None;
-                }
-                Err(_) => {}
+                );
             }
         }
-        Some(out)
     };
-    let mut found = children(std::process::id())?;
+    let mut found = vec![];
+    children(std::process::id() as i32, &mut found);
     let mut i = 0;
     while i < found.len() && found.len() < 4096 {
-        if let Some(more) = children(found[i] as u32) {
-            found.extend(more);
-        }
+        let pid = found[i];
+        children(pid, &mut found);
         i += 1;
     }
     Some(found)
@@ -704,13 +771,31 @@ mod tests {
         let _ = child.wait();
     }
 
+    /// A child of ours, running or exited and not yet reaped, means we
+    /// are not childless (the shortcut that skips the look for a
+    /// server's session members must never fire then).
     #[test]
-    fn stat_fields_are_counted_from_the_last_parenthesis() {
-        let stat = "4242 (a) b (c) S 1 4243 4244 0 -1 4194560 113 0 0";
-        assert_eq!(parse_stat(stat), Some((4243, 4244)));
-        assert_eq!(parse_stat("1 (x) S 0 1 1 0"), Some((1, 1)));
-        assert_eq!(parse_stat("1 (x) S 0"), None);
-        assert_eq!(parse_stat("garbage"), None);
+    fn a_child_running_or_unreaped_is_seen() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        assert!(!childless());
+        wait_exited_nowait(child.id() as i32);
+        assert!(!childless(), "an exited child not yet reaped");
+        let _ = child.wait();
+    }
+
+    /// `await_exit` returns when the child exits, well before its limit,
+    /// and leaves it to be reaped.
+    #[test]
+    fn await_exit_returns_at_the_exit() {
+        let mut child =
+            std::process::Command::new("sleep").arg("0.05").spawn().unwrap();
+        let start = Instant::now();
+        let pid = child.id() as i32;
+        while !matches!(child.try_wait(), Ok(Some(_))) {
+            assert!(start.elapsed() < Duration::from_secs(20), "never exited");
+            await_exit(pid, Duration::from_secs(30));
+        }
+        assert!(start.elapsed() < Duration::from_secs(20));
     }
 
     /// Our own session is never a target, nor the init session.

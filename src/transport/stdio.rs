@@ -346,10 +346,11 @@ impl StdioTransport {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return true;
             }
-            if start.elapsed() >= grace {
+            let left = grace.saturating_sub(start.elapsed());
+            if left.is_zero() {
                 return false;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            sys::await_exit(self.pgid, left);
         }
     }
 }
