@@ -101,6 +101,8 @@ fn interop_shell_server_runs_an_allowed_command() {
     assert_eq!(allowed, ["cat", "echo"], "{d}");
     assert_contains(d, "  command: string[]  (required)\n");
     assert_contains(d, "--approve mcp__shell__shell_execute\n");
+    // A required list's example holds one item (an empty one is refused).
+    assert_contains(d, "shell_execute 'command:=[\"text\"]' --approve");
     // Pinned: the calls below run under the lock.
     run(&t, "shell", &["lock"], 0, limit);
     run(&t, "shell", &["lock", "--check"], 0, limit);

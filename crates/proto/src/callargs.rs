@@ -459,7 +459,8 @@ pub struct Param {
     /// The values an `enum` or `const` (in any branch) allows.
     pub choices: Vec<Value>,
     /// A value that fits: the default, else the first choice, else one of
-    /// the first declared type (`text`, `1`, `true`, `[]`, `{}`).
+    /// the first declared type (`text`, `1`, `true`, `{}`; a list holds one
+    /// item of its `items` type, or none).
     pub example: Value,
 }
 
@@ -500,27 +501,22 @@ pub fn parameters(schema: Option<&Value>) -> Vec<Param> {
                 Leaf::Type(t) if *t != "null" => Some(*t),
                 _ => None,
             });
-            let format = text("format").unwrap_or("");
             let example = default
                 .cloned()
                 .or_else(|| choices.first().cloned())
-                .unwrap_or_else(|| match typed.unwrap_or("string") {
-                    // The least the schema allows, else 1.
-                    "integer" | "number" => decl
-                        .get("minimum")
-                        .filter(|m| m.is_number())
-                        .cloned()
-                        .unwrap_or(Value::from(1)),
-                    "boolean" => Value::Bool(true),
-                    "array" => Value::Array(vec![]),
-                    "object" => Value::Object(Map::new()),
-                    _ => Value::from(match format {
-                        "uri" | "url" | "iri" => "https://example.com/",
-                        "email" => "user@example.com",
-                        "date" => "2026-01-01",
-                        "date-time" => "2026-01-01T00:00:00Z",
-                        _ => "text",
-                    }),
+                .unwrap_or_else(|| {
+                    let item = || {
+                        let items = decl.get("items")?;
+                        let items = deref(root, items, 0).unwrap_or(items);
+                        let t = items.get("type").and_then(Value::as_str)?;
+                        Some(example_of(t, items))
+                    };
+                    match typed.unwrap_or("string") {
+                        // One item of the declared item type: an empty
+                        // list is seldom what a required list may be.
+                        "array" => Value::Array(item().into_iter().collect()),
+                        t => example_of(t, decl),
+                    }
                 });
             Param {
                 name: name.clone(),
@@ -535,6 +531,31 @@ pub fn parameters(schema: Option<&Value>) -> Vec<Param> {
             }
         })
         .collect()
+}
+
+/// An example value of JSON Schema type `t` for declaration `decl`: the
+/// least it allows for a number (else 1), `true`, `{}`, `[]`, or a string
+/// that fits its `format`.
+fn example_of(t: &str, decl: &Value) -> Value {
+    match t {
+        "integer" | "number" => decl
+            .get("minimum")
+            .filter(|m| m.is_number())
+            .cloned()
+            .unwrap_or(Value::from(1)),
+        "boolean" => Value::Bool(true),
+        "array" => Value::Array(vec![]),
+        "object" => Value::Object(Map::new()),
+        _ => Value::from(
+            match decl.get("format").and_then(Value::as_str).unwrap_or("") {
+                "uri" | "url" | "iri" => "https://example.com/",
+                "email" => "user@example.com",
+                "date" => "2026-01-01",
+                "date-time" => "2026-01-01T00:00:00Z",
+                _ => "text",
+            },
+        ),
+    }
 }
 
 /// A short type name: `string`, `string[]`, `1|2|3`, `"a"`.
@@ -776,6 +797,14 @@ mod tests {
         assert_eq!(p[2].default, Some(json!(5)));
         assert_eq!(p[2].example, json!(5));
         assert_eq!(p[3].example, json!([]));
+        let s = json!({"type": "object", "required": ["cmd", "ns"],
+            "properties": {
+                "cmd": {"type": "array", "items": {"type": "string"}},
+                "ns": {"type": "array", "items": {"$ref": "#/$defs/N"}}},
+            "$defs": {"N": {"type": "integer", "minimum": 2}}});
+        let p = parameters(Some(&s));
+        assert_eq!(p[0].example, json!(["text"]));
+        assert_eq!(p[1].example, json!([2]));
         let s = json!({"type": "object", "required": ["u", "k"], "properties": {
             "u": {"type": "string", "format": "uri"},
             "k": {"type": "integer", "minimum": 3}}});
