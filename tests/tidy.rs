@@ -12,6 +12,7 @@
 //!   `setup.rs` do).
 //! - No production function is over 120 lines without a
 //!   `// Long on purpose:` reason above it.
+//! - Every issue CHANGELOG.md refers to (`[#N]`) has its link (a URL).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -576,5 +577,50 @@ fn no_long_function_without_a_reason() {
         "functions over {MAX_FN_LINES} lines: split them by concern, or write \
          the reason above them as `{LONG_ON_PURPOSE} ...`:\n{}",
         bad.join("\n")
+    );
+}
+
+/// The issue references of a changelog (`[#N]` not followed by `:`)
+/// that no `[#N]: https://…` line defines.
+fn undefined_issue_links(text: &str) -> Vec<String> {
+    let mut used = vec![];
+    let mut defined = vec![];
+    for (i, _) in text.match_indices("[#") {
+        let rest = &text[i + 2..];
+        let digits: String =
+            rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[digits.len()..];
+        if digits.is_empty() || !after.starts_with(']') {
+            continue;
+        }
+        let at_line_start = i == 0 || text[..i].ends_with('\n');
+        if at_line_start && after.starts_with("]: https://") {
+            defined.push(digits);
+        } else if !after.starts_with("]:") {
+            used.push(digits);
+        }
+    }
+    used.sort();
+    used.dedup();
+    used.retain(|n| !defined.contains(n));
+    used
+}
+
+#[test]
+fn planted_undefined_issue_link_is_found() {
+    let text = "- A fix. ([#3], [#4])\n\n[#3]: https://example.com/issues/3\n";
+    assert_eq!(undefined_issue_links(text), ["4"]);
+    assert!(undefined_issue_links("[#3]\n[#3]: https://x/3\n").is_empty());
+    assert_eq!(undefined_issue_links("[#3]\n[#3]: ../3\n"), ["3"]);
+}
+
+#[test]
+fn every_changelog_issue_reference_has_its_link() {
+    let text = fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let missing = undefined_issue_links(&text);
+    assert!(
+        missing.is_empty(),
+        "CHANGELOG.md refers to issues with no `[#N]: https://...` line: {}",
+        missing.join(", ")
     );
 }
