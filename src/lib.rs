@@ -21,6 +21,7 @@ pub(crate) use rivumi_mcp_proto::{
 mod allowlist;
 mod ask;
 mod auth;
+mod cancel;
 mod catalog;
 mod cli;
 mod cmd;

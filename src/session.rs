@@ -605,6 +605,11 @@ impl Session {
         Some((mcp::request(id, method, params), send))
     }
 
+    /// Whether the session was closed (its server is gone or was ended).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
     /// Whether the session speaks 2026-07-28.
     pub(crate) fn modern(&self) -> bool {
         self.server.version.is_some_and(Version::is_modern)
@@ -708,6 +713,9 @@ impl Session {
     ) -> Result<Answer> {
         let id = self.next_id;
         self.next_id += 1;
+        if crate::cancel::fired() {
+            return Err(given_up());
+        }
         if mcp::wants_progress(method) {
             // Ask for progress notices; shown on a terminal only.
             mcp::with_progress_token(&mut params, id);
@@ -735,9 +743,20 @@ impl Session {
             }
             _ => None,
         };
+        // A request `serve` handles may be given up by its host from
+        // another thread (crate::cancel): cancelled on the wire as for a
+        // deadline, and no longer waited for.
+        let _given_up = match self.transport.canceller() {
+            Some(c) if method != method::INITIALIZE => {
+                crate::cancel::arm(Arc::new(move || {
+                    c(&mcp::cancelled(id, "cancelled by the client"));
+                }))
+            }
+            _ => None,
+        };
         let want = json!(id);
         loop {
-            let msg = match self.transport.recv(deadline) {
+            let msg = match self.recv_unless_given_up(deadline) {
                 Ok(m) => m,
                 Err(e) if e.kind() == Kind::Timeout => {
                     // initialize is never cancelled; over the modern HTTP
@@ -771,6 +790,35 @@ impl Session {
             }
             if let Some(r) = answer {
                 return Ok(r);
+            }
+        }
+    }
+
+    /// The next message. On a thread whose request may be given up
+    /// ([`crate::cancel`]) it is waited for in short slices, and given up
+    /// once the request is (over the 2026-07-28 HTTP wire by closing,
+    /// which is that wire's cancellation). A handshake-era HTTP stream is
+    /// not sliced (a resumption waits longer than a slice): it is waited
+    /// for whole, the cancellation having been sent.
+    fn recv_unless_given_up(&mut self, deadline: &Deadline) -> Result<Value> {
+        let http = self.transport.wire() == Wire::Http;
+        if crate::cancel::current().is_none() || (http && !self.modern()) {
+            return self.transport.recv(deadline);
+        }
+        loop {
+            if crate::cancel::fired() {
+                if http {
+                    self.close();
+                }
+                return Err(given_up());
+            }
+            let slice = deadline.remaining()?.min(crate::cancel::POLL);
+            let d = Deadline::new("a cancellable wait", slice);
+            match self.transport.recv(&d) {
+                Err(e) if e.kind() == Kind::Timeout => {
+                    deadline.remaining()?;
+                }
+                r => return r,
             }
         }
     }
@@ -1173,6 +1221,12 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The error of a request its client gave up ([`crate::cancel`]); not a
+/// failure of the server, whose session stays usable.
+fn given_up() -> Error {
+    Error::negative("the request was cancelled by the client")
 }
 
 #[cfg(test)]

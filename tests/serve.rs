@@ -813,3 +813,240 @@ fn an_upstream_question_reaches_a_modern_host_as_an_input_required_round() {
     assert_eq!(again["error"]["code"], -32602, "{again}");
     assert_eq!(h.finish(), Some(0));
 }
+
+/// The lines a fixture run with `--record` received, whole.
+fn recorded(dir: &Dir) -> Vec<Value> {
+    std::fs::read_to_string(dir.path("rec"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Waits until the fixture recorded a message matching `f`.
+fn wait_recorded(dir: &Dir, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..400 {
+        if let Some(m) = recorded(dir).into_iter().find(&f) {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("the upstream never received {what}: {:?}", recorded(dir));
+}
+
+#[test]
+fn a_host_cancellation_reaches_the_upstream_and_gets_no_response() {
+    let dir = demo("serve_cancel", &[]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({}));
+    h.send(&json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+                   "params": {"name": "demo__slow", "arguments": {"ms": 1500}}}));
+    let call =
+        wait_recorded(&dir, "the call", |m| m["method"] == "tools/call");
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "slow-1", "reason": "user"}}));
+    let cancel = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    // The upstream's own id, not the host's.
+    assert_eq!(cancel["params"]["requestId"], call["id"], "{cancel}");
+    // The next request is answered; the cancelled one never is (the
+    // upstream's late answer is dropped).
+    let r = h.call("demo__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "after");
+    std::thread::sleep(Duration::from_millis(300));
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("slow-1")), "{m}");
+    }
+    // An unknown id is ignored.
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 999}}));
+    assert_eq!(text(&h.call("demo__echo", json!({"text": "x"}))), "x");
+    assert_eq!(h.finish(), Some(0));
+}
+
+/// The 2026-07-28 `_meta` of a host request, with `extra` keys.
+fn modern_meta(extra: Value) -> Value {
+    let mut m = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "h", "version": "1"}});
+    if let (Some(m), Some(e)) = (m.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    m
+}
+
+#[test]
+fn modern_hosts_get_progress_and_the_logs_they_asked_for_on_stdio() {
+    let dir = demo("serve_modern_progress", &[]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    let r = h.request(
+        "tools/call",
+        json!({"name": "demo__slow", "arguments": {"ms": 40},
+               "_meta": modern_meta(json!({"progressToken": 7}))}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let progress: Vec<&Value> = h
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", h.notes);
+    assert_eq!(progress[0]["params"]["progressToken"], 7);
+    // No log level in the request: no log messages.
+    h.request(
+        "tools/call",
+        json!({"name": "demo__log_and_notify", "arguments": {},
+               "_meta": modern_meta(json!({}))}),
+    );
+    let logs = |h: &Host| {
+        h.notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/message")
+            .count()
+    };
+    assert_eq!(logs(&h), 0, "{:?}", h.notes);
+    // "error" is above the fixture's "info": still none; "debug" lets it.
+    for (level, want) in [("error", 0), ("debug", 1)] {
+        let meta = json!({"io.modelcontextprotocol/logLevel": level});
+        h.request(
+            "tools/call",
+            json!({"name": "demo__log_and_notify", "arguments": {},
+                   "_meta": modern_meta(meta)}),
+        );
+        assert_eq!(logs(&h), want, "{level}: {:?}", h.notes);
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+impl Listening {
+    /// Sends one raw HTTP POST and returns the open connection.
+    fn open(&self, headers: &[String], body: &str) -> std::net::TcpStream {
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n{}\r\n{}\r\n",
+            body.len(),
+            self.host(),
+            self.auth()
+        );
+        for h in headers {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).unwrap();
+        s
+    }
+}
+
+/// The JSON of every `data:` line of an SSE body.
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+const MODERN_HTTP: [&str; 2] = [
+    "Accept: application/json, text/event-stream",
+    "MCP-Protocol-Version: 2026-07-28",
+];
+
+#[test]
+fn over_http_a_modern_call_streams_its_progress_and_closing_it_cancels() {
+    use std::io::Read;
+    let dir = demo("serve_http_modern_stream", &[]);
+    let l = Listening::start(&dir, "demo", &["--yes"], &[]);
+    let headers: Vec<String> =
+        MODERN_HTTP.iter().map(|h| h.to_string()).collect();
+    let call = |id: u64, tool: &str, args: Value, extra: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": args,
+                          "_meta": modern_meta(extra)}})
+        .to_string()
+    };
+    let body = call(
+        1,
+        "demo__slow",
+        json!({"ms": 40}),
+        json!({"progressToken": "p1", "io.modelcontextprotocol/logLevel": "info"}),
+    );
+    let mut s = l.open(&headers, &body);
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.contains("Content-Type: text/event-stream"), "{out}");
+    let msgs = sse_messages(&out);
+    assert_eq!(
+        msgs.len(),
+        4,
+        "three progress notices, then the result: {out}"
+    );
+    assert_eq!(msgs[0]["method"], "notifications/progress");
+    assert_eq!(msgs[0]["params"]["progressToken"], "p1");
+    assert_eq!(msgs[3]["id"], 1);
+    assert_eq!(msgs[3]["result"]["content"][0]["text"], "done");
+    // A log message the request asked for goes on its stream.
+    let body = call(
+        2,
+        "demo__log_and_notify",
+        json!({}),
+        json!({"io.modelcontextprotocol/logLevel": "info"}),
+    );
+    let mut out = String::new();
+    l.open(&headers, &body).read_to_string(&mut out).unwrap();
+    let msgs = sse_messages(&out);
+    assert_eq!(msgs[0]["method"], "notifications/message", "{out}");
+    assert_eq!(msgs[0]["params"]["logger"], "demo");
+    // Closing the stream cancels: the upstream is told.
+    let body = call(3, "demo__slow", json!({"ms": 1500}), json!({}));
+    let s = l.open(&headers, &body);
+    let upstream = wait_recorded(&dir, "the slow call", |m| {
+        m["method"] == "tools/call" && m["params"]["arguments"]["ms"] == 1500
+    });
+    drop(s);
+    let cancel = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    assert_eq!(cancel["params"]["requestId"], upstream["id"], "{cancel}");
+}
+
+#[test]
+fn over_http_a_handshake_host_cancels_by_notification() {
+    let dir = demo("serve_http_cancel", &[]);
+    let l = Listening::start(&dir, "demo", &["--yes"], &[]);
+    let (status, body) = l.post(&[l.host(), l.auth()], INIT);
+    assert_eq!(status, 200, "{body}");
+    let sid = body
+        .lines()
+        .find_map(|h| h.strip_prefix("Mcp-Session-Id: "))
+        .expect("a session id")
+        .to_string();
+    let session = format!("Mcp-Session-Id: {sid}");
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "demo__slow", "arguments": {"ms": 1500}}});
+    let accept = "Accept: application/json, text/event-stream".to_string();
+    let waiting = {
+        let s = l.open(&[session.clone(), accept], &slow.to_string());
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut out = String::new();
+            let _ = (&s).read_to_string(&mut out);
+            out
+        })
+    };
+    let upstream =
+        wait_recorded(&dir, "the call", |m| m["method"] == "tools/call");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 5}});
+    let (status, _) =
+        l.post(&[l.host(), l.auth(), session], &cancel.to_string());
+    assert_eq!(status, 202);
+    let got = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    assert_eq!(got["params"]["requestId"], upstream["id"], "{got}");
+    // The stream ends without a response.
+    let out = waiting.join().unwrap();
+    assert!(sse_messages(&out).iter().all(|m| m.get("id").is_none()), "{out}");
+}

@@ -8,18 +8,20 @@
 //! of a tool call is a tool result with `isError: true`, never a
 //! protocol error a host might retry.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::upstream::Pool;
+use crate::cancel::Abort;
 use crate::error::{Error, Kind};
 use crate::executor::{Action, Asked, Asker, Executor};
 use crate::mcp::{self, Capabilities, Version, code, host, method};
 use crate::naming::Class;
-use crate::{term, tool};
+use crate::{msg, term, tool};
 
 /// How many items one page of the gateway's own lists holds.
 const PAGE: usize = 100;
@@ -43,6 +45,62 @@ pub(crate) trait HostLink: Send + Sync {
     ) -> std::result::Result<Value, String>;
     /// Sends a notification, best effort.
     fn notify(&self, method: &str, params: Value);
+}
+
+/// The params of a `notifications/cancelled` for request `id`.
+pub(crate) fn cancel_params(id: &Value) -> Value {
+    json!({"requestId": id, "reason": "the request it belongs to was cancelled"})
+}
+
+/// A host's requests in flight, by id, that it may cancel
+/// (`notifications/cancelled`): each handled under its [`Abort`]. As
+/// many as the front lets run at once.
+#[derive(Debug, Default)]
+pub(crate) struct Aborts(Mutex<HashMap<String, Abort>>);
+
+impl Aborts {
+    /// The abort of a request just read (`initialize` is never
+    /// cancelled); a request id already in flight keeps its own.
+    pub(crate) fn start(&self, id: &Value, method: &str) -> Option<Abort> {
+        if method == method::INITIALIZE {
+            return None;
+        }
+        let a = Abort::default();
+        self.lock().entry(id.to_string()).or_insert_with(|| a.clone());
+        Some(a)
+    }
+
+    /// A `notifications/cancelled` from the host: the request it names,
+    /// if in flight, is given up (on its own thread: cancelling upstream
+    /// may take a moment). Unknown ids are ignored, as races are expected.
+    pub(crate) fn cancel(&self, params: &Value) {
+        let Some(id) = params.get("requestId") else { return };
+        let Some(a) = self.lock().get(&id.to_string()).cloned() else {
+            return;
+        };
+        msg::debug(&format!(
+            "serve: the host cancelled request {}",
+            term::clip(&id.to_string(), 60)
+        ));
+        std::thread::spawn(move || a.fire());
+    }
+
+    /// The request ended: forgotten. True when it was given up (it then
+    /// gets no response).
+    pub(crate) fn finish(&self, id: &Value, a: Option<&Abort>) -> bool {
+        let key = id.to_string();
+        let mut all = self.lock();
+        if let (Some(mine), Some(held)) = (a, all.get(&key))
+            && mine.same(held)
+        {
+            all.remove(&key);
+        }
+        a.is_some_and(Abort::fired)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Abort>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// What the gateway knows of a host: its era and its capabilities.
@@ -177,17 +235,29 @@ impl Gateway<'_> {
             }
         };
         let modern = h.version.is_none();
+        // 2026-07-28 hosts are told things about their request (progress,
+        // log messages) but never asked anything on its stream.
+        let notify = link;
         let link = if modern { None } else { link };
-        let token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let current = super::Current {
+            link: link.cloned(),
+            notify: notify.cloned(),
+            caps: h.caps,
+            progress: progress_token(params),
+            // A 2026-07-28 request without a log level wants none.
+            level: modern.then(|| {
+                params
+                    .get("_meta")
+                    .and_then(|m| m.get(mcp::meta::LOG_LEVEL))
+                    .and_then(Value::as_str)
+                    .and_then(super::level_rank)
+                    .unwrap_or(usize::MAX)
+            }),
+        };
         let mut r = if modern && asks(name) {
-            self.modern_call(h, spawn, name, params)
+            self.modern_call(h, spawn, current, name, params)
         } else {
-            let _current =
-                super::CurrentHost::set(link.cloned(), h.caps, token);
+            let _current = super::CurrentHost::set(current);
             self.dispatch(&h, link, modern, name, params)
         };
         if modern && let Ok(v) = &mut r {
@@ -208,14 +278,16 @@ impl Gateway<'_> {
         &'s self,
         h: Host,
         spawn: Option<&dyn super::Spawner<'s>>,
+        current: super::Current,
         name: &str,
         params: &Value,
     ) -> Reply {
         let (responses, state) = host::input_responses(params);
+        let here = (current.notify.clone(), current.progress.clone());
         if let Some(state) =
             state.filter(|s| s.starts_with(super::parked::PREFIX))
         {
-            return self.parked.resume(state, responses).unwrap_or_else(
+            return self.parked.resume(state, responses, here).unwrap_or_else(
                 || {
                     Err(RpcFail::new(
                         code::INVALID_PARAMS,
@@ -229,14 +301,23 @@ impl Gateway<'_> {
         let askable =
             c.elicitation_form || c.elicitation_url || c.sampling || c.roots;
         let Some(spawn) = spawn.filter(|_| askable) else {
+            let _current = super::CurrentHost::set(current);
             return self.dispatch(&h, None, true, name, params);
         };
         let (name, params) = (name.to_string(), params.clone());
+        let abort = crate::cancel::current();
         self.parked.start(
             spawn,
+            here,
             Box::new(move |link| {
-                let _current =
-                    super::CurrentHost::set(Some(link), h.caps, None);
+                let _entered = abort.as_ref().map(Abort::enter);
+                // What the worker tells the host goes through the request
+                // that waits on it at the time.
+                let _current = super::CurrentHost::set(super::Current {
+                    link: Some(link.clone()),
+                    notify: Some(link),
+                    ..current
+                });
                 self.dispatch(&h, None, true, &name, &params)
             }),
         )
@@ -578,9 +659,19 @@ impl Gateway<'_> {
     }
 }
 
+/// The progress token a host's request carries (a string or an
+/// integer), if any.
+fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned()
+}
+
 /// Whether a method may ask the host for input (2026-07-28 allows
 /// `input_required` on these only).
-fn asks(m: &str) -> bool {
+pub(crate) fn asks(m: &str) -> bool {
     matches!(
         m,
         method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ

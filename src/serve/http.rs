@@ -32,9 +32,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::gateway::{Aborts, Gateway, Host, HostLink, RpcFail};
 use super::parked::Spawner;
 use super::pending::Pending;
+use crate::cancel::Abort;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
 use crate::{journal, msg, sse, term};
@@ -95,10 +96,12 @@ fn random_hex(n: usize) -> Result<String> {
     Ok(crate::files::hex(&b))
 }
 
-/// One handshake-era session: its host and the questions asked of it.
+/// One handshake-era session: its host, the questions asked of it, and
+/// its requests in flight (which it may cancel).
 struct Session {
     host: Mutex<Host>,
     pending: Pending,
+    aborts: Aborts,
 }
 
 struct Front<'g, 'a> {
@@ -418,7 +421,8 @@ fn json_reply(
 /// events on that request's SSE stream, answered by later POSTs.
 struct StreamLink {
     stream: Mutex<TcpStream>,
-    session: Arc<Session>,
+    /// `None` for a 2026-07-28 request: told things, never asked.
+    session: Option<Arc<Session>>,
     next: AtomicU64,
     tag: u64,
 }
@@ -441,9 +445,19 @@ impl HostLink for StreamLink {
     ) -> std::result::Result<Value, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let id = json!(format!("serve-{}-{n}", self.tag));
+        let Some(session) = &self.session else {
+            return Err("a 2026-07-28 host is not asked on a stream".into());
+        };
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
                              "params": params});
-        self.session.pending.ask(&id, timeout, || self.event(&request))
+        let r = session.pending.ask(&id, timeout, || self.event(&request));
+        if crate::cancel::fired() {
+            self.notify(
+                mcp::method::CANCELLED,
+                super::gateway::cancel_params(&id),
+            );
+        }
+        r
     }
 
     fn notify(&self, method: &str, params: Value) {
@@ -535,7 +549,12 @@ impl Front<'_, '_> {
                 session.pending.answer(&id, outcome);
                 return respond(&mut s, 202, &[], "");
             }
-            Incoming::Notification { .. } => {
+            Incoming::Notification { method, params } => {
+                if method == mcp::method::CANCELLED
+                    && let Some(session) = self.session(head)
+                {
+                    session.aborts.cancel(&params);
+                }
                 return respond(&mut s, 202, &[], "");
             }
             Incoming::Invalid(why) => {
@@ -560,6 +579,12 @@ impl Front<'_, '_> {
                     "MCP-Protocol-Version does not match the request's _meta",
                 );
                 return json_reply(&mut s, 400, None, &f.response(id));
+            }
+            if super::gateway::asks(&method)
+                && streams(head)
+                && mcp::host::modern_version(&params) == Some(Ok(()))
+            {
+                return self.modern_stream(s, id, &method, &params, spawn);
             }
             let mut host = Host::default();
             let r =
@@ -593,6 +618,7 @@ impl Front<'_, '_> {
                     Arc::new(Session {
                         host: Mutex::new(host),
                         pending: Pending::default(),
+                        aborts: Aborts::default(),
                     }),
                 );
             }
@@ -612,36 +638,130 @@ impl Front<'_, '_> {
             return refuse(&mut s, status, why);
         };
         let mut host = *session.host.lock().unwrap_or_else(|e| e.into_inner());
-        let streams = head
-            .get("accept")
-            .is_some_and(|a| a.contains("text/event-stream"));
-        if !streams {
+        // A disconnect is not a cancellation in this era: the host POSTs
+        // notifications/cancelled, and the request then gets no response.
+        let abort = session.aborts.start(&id, &method);
+        let _entered = abort.as_ref().map(Abort::enter);
+        if !streams(head) {
             let r = self.gw.handle(&mut host, None, None, &method, &params);
+            if session.aborts.finish(&id, abort.as_ref()) {
+                return respond(&mut s, 202, &[], "");
+            }
             let body = match r {
                 Ok(v) => mcp::response(id, v),
                 Err(f) => f.response(id),
             };
             return json_reply(&mut s, 200, None, &body);
         }
-        let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                     Cache-Control: no-store\r\nConnection: close\r\n\r\n";
-        if s.write_all(start.as_bytes()).is_err() {
+        let Some(link) = self.open_stream(s, Some(session.clone())) else {
+            session.aborts.finish(&id, abort.as_ref());
             return;
-        }
-        let link = Arc::new(StreamLink {
-            stream: Mutex::new(s),
-            session,
-            next: AtomicU64::new(1),
-            tag: self.next.fetch_add(1, Ordering::SeqCst),
-        });
+        };
         let dyn_link: Arc<dyn HostLink> = link.clone();
         let r =
             self.gw.handle(&mut host, Some(&dyn_link), None, &method, &params);
+        if session.aborts.finish(&id, abort.as_ref()) {
+            return;
+        }
         let body = match r {
             Ok(v) => mcp::response(id, v),
             Err(f) => f.response(id),
         };
         link.event(&body);
+    }
+
+    /// Starts an SSE response on `s`: the link that writes its events.
+    fn open_stream(
+        &self,
+        mut s: TcpStream,
+        session: Option<Arc<Session>>,
+    ) -> Option<Arc<StreamLink>> {
+        let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                     Cache-Control: no-store\r\nConnection: close\r\n\r\n";
+        s.write_all(start.as_bytes()).ok()?;
+        Some(Arc::new(StreamLink {
+            stream: Mutex::new(s),
+            session,
+            next: AtomicU64::new(1),
+            tag: self.next.fetch_add(1, Ordering::SeqCst),
+        }))
+    }
+
+    /// A 2026-07-28 call, read or prompt whose host accepts a stream: its
+    /// progress and log messages go on the stream before the result, and
+    /// closing the stream is how the host cancels it (the era has no
+    /// `notifications/cancelled` over HTTP).
+    fn modern_stream<'s>(
+        &'s self,
+        s: TcpStream,
+        id: Value,
+        method: &str,
+        params: &Value,
+        spawn: &dyn Spawner<'s>,
+    ) {
+        let Ok(probe) = s.try_clone() else { return };
+        let Some(link) = self.open_stream(s, None) else { return };
+        let abort = Abort::default();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let (abort, done) = (abort.clone(), done.clone());
+            spawn.spawn_boxed(Box::new(move || watch(&probe, &done, &abort)));
+        }
+        let _entered = abort.enter();
+        let dyn_link: Arc<dyn HostLink> = link.clone();
+        let mut host = Host::default();
+        let r = self.gw.handle(
+            &mut host,
+            Some(&dyn_link),
+            Some(spawn),
+            method,
+            params,
+        );
+        done.store(true, Ordering::SeqCst);
+        if !abort.fired() {
+            link.event(&match r {
+                Ok(v) => mcp::response(id, v),
+                Err(f) => f.response(id),
+            });
+        }
+        // Wakes the watcher.
+        let s = link.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// Whether the host accepts an SSE stream as the answer.
+fn streams(head: &Head) -> bool {
+    head.get("accept").is_some_and(|a| a.contains("text/event-stream"))
+}
+
+/// Gives the request up when the host closes its connection before the
+/// answer is written (the host sends nothing more on it: one request per
+/// connection).
+fn watch(
+    probe: &TcpStream,
+    done: &std::sync::atomic::AtomicBool,
+    abort: &Abort,
+) {
+    let _ = probe.set_read_timeout(None);
+    let mut b = [0u8; 1];
+    loop {
+        match probe.peek(&mut b) {
+            Ok(0) | Err(_) => break,
+            // Bytes after the request: read and dropped.
+            Ok(_) => {
+                let mut sink = [0u8; 1024];
+                if (&*probe).read(&mut sink).unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    if !done.load(Ordering::SeqCst) {
+        msg::debug(
+            "serve: the host closed the stream: the request is cancelled",
+        );
+        abort.fire();
     }
 }
 

@@ -148,29 +148,35 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
-/// The host of the request a thread handles: how to reach it, what it
-/// declared, and the progress token its request carries.
+/// The host of the request a thread handles: how to ask it things (the
+/// handshake era, while the request runs), how to tell it things (both
+/// eras: on the request's stream, or on stdout), what it declared, the
+/// progress token its request carries, and the least severe log level it
+/// wants (`None`: every message, as the handshake era has it;
+/// `usize::MAX`: none).
 #[derive(Clone)]
-struct Current {
-    link: Arc<dyn HostLink>,
-    caps: Capabilities,
-    progress: Option<Value>,
+pub(crate) struct Current {
+    pub(crate) link: Option<Arc<dyn HostLink>>,
+    pub(crate) notify: Option<Arc<dyn HostLink>>,
+    pub(crate) caps: Capabilities,
+    pub(crate) progress: Option<Value>,
+    pub(crate) level: Option<usize>,
 }
 
 /// Sets the current host for the life of the guard.
 pub(crate) struct CurrentHost;
 
 impl CurrentHost {
-    pub(crate) fn set(
-        link: Option<Arc<dyn HostLink>>,
-        caps: Capabilities,
-        progress: Option<Value>,
-    ) -> CurrentHost {
-        CURRENT.with(|c| {
-            *c.borrow_mut() = link.map(|link| Current { link, caps, progress })
-        });
+    pub(crate) fn set(current: Current) -> CurrentHost {
+        let some = current.link.is_some() || current.notify.is_some();
+        CURRENT.with(|c| *c.borrow_mut() = some.then_some(current));
         CurrentHost
     }
+}
+
+/// The rank of a log level (RFC 5424 names, least severe first).
+pub(crate) fn level_rank(level: &str) -> Option<usize> {
+    crate::ask::LogLevel::NAMES.iter().position(|n| *n == level)
 }
 
 /// The current host of one thread, carried into another (the listing of
@@ -222,7 +228,7 @@ impl Client for ServeClient {
             return Ok(json!({}));
         }
         let host = CURRENT.with(|c| c.borrow().clone());
-        if let Some(Current { link, caps, .. }) = host {
+        if let Some(Current { link: Some(link), caps, .. }) = host {
             let (declared, method) = match q.ask {
                 Ask::Form => {
                     (caps.elicitation_form, mcp::method::ELICITATION_CREATE)
@@ -286,6 +292,7 @@ impl Client for ServeClient {
         let Some(host) = CURRENT.with(|c| c.borrow().clone()) else {
             return;
         };
+        let Some(link) = host.notify else { return };
         match method {
             mcp::method::PROGRESS => {
                 let Some(token) = host.progress else { return };
@@ -295,16 +302,22 @@ impl Client for ServeClient {
                         p[k] = v.clone();
                     }
                 }
-                host.link.notify(method, p);
+                link.notify(method, p);
             }
             mcp::method::MESSAGE => {
+                let level = params.get("level").and_then(Value::as_str);
+                if let Some(least) = host.level
+                    && level.and_then(level_rank).is_none_or(|r| r < least)
+                {
+                    return;
+                }
                 let mut p = json!({"logger": server});
                 for k in ["level", "data"] {
                     if let Some(v) = params.get(k) {
                         p[k] = v.clone();
                     }
                 }
-                host.link.notify(method, p);
+                link.notify(method, p);
             }
             _ => {}
         }

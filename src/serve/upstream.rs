@@ -166,7 +166,9 @@ impl<'a> Pool<'a> {
             u.session = Some(self.ctx.start(server)?);
         }
         let r = f(&mut u);
-        if let Err(e) = &r
+        if u.session.as_ref().is_some_and(Session::is_closed) {
+            u.close();
+        } else if let Err(e) = &r
             && broken(e)
         {
             msg::warn(&format!(
