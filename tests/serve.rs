@@ -1050,3 +1050,55 @@ fn over_http_a_handshake_host_cancels_by_notification() {
     let out = waiting.join().unwrap();
     assert!(sse_messages(&out).iter().all(|m| m.get("id").is_none()), "{out}");
 }
+
+#[test]
+fn check_config_shows_what_serve_would_expose_from_the_lock() {
+    let dir = Dir::new("serve_check_config");
+    let pids = format!("--pid-file={}", dir.path("pids").display());
+    let other = dir.write(
+        ".mcp.json",
+        json!({"mcpServers": {"demo": fixture_server(&[&pids]),
+                              "other": fixture_server(&[]),
+                              "off": fixture_server(&[])}})
+        .to_string(),
+    );
+    assert!(other.exists());
+    // Before any lock: which servers, and that their names are unknown.
+    let out =
+        run_allowed(&dir, "demo,other", &["check-config"]).assert_exit(0);
+    assert!(
+        out.stdout.contains("serve would expose 2 servers: demo, other"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("not locked"), "{}", out.stdout);
+    // Nothing was started.
+    assert_eq!(read_pids(&dir.path("pids")).len(), 0);
+    run_allowed(&dir, "demo", &["lock", "demo"]).assert_exit(0);
+    let out =
+        run_allowed(&dir, "demo,other", &["check-config"]).assert_exit(0);
+    assert!(out.stdout.contains("demo__echo (read)"), "{}", out.stdout);
+    assert!(out.stdout.contains("demo__delete_all (execute)"));
+    assert!(out.stdout.contains("fixture://docs/readme"));
+    let out = run_allowed(&dir, "demo,other", &["check-config", "--json"])
+        .assert_exit(0);
+    let serve = &out.stdout_json()["serve"];
+    assert_eq!(serve["servers"], json!(["demo", "other"]), "{serve}");
+    assert_eq!(serve["unlocked"], json!(["other"]));
+    assert!(serve["tools"].as_array().unwrap().contains(&json!("demo__echo")));
+    assert!(
+        serve["prompts"].as_array().unwrap().contains(&json!("demo__greet"))
+    );
+    // The dry run agrees on the names (it starts the server).
+    let dry = run_allowed(&dir, "demo", &["serve", "--dry-run", "--json"])
+        .assert_exit(0)
+        .stdout_json();
+    let mut dry_names: Vec<String> = dry["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    dry_names.sort();
+    assert_eq!(json!(dry_names), serve["tools"]);
+}

@@ -377,63 +377,19 @@ impl Gateway<'_> {
     /// Every server's tools as the host sees them. A server that fails
     /// is left out (and warned about): the others stay usable.
     pub(crate) fn tools(&self) -> Vec<Value> {
-        let mut out = vec![];
-        for (server, items) in self.pool.each(|u| u.tools()) {
-            for t in tool::tools(server, &items) {
-                let mut def = t.def.clone();
-                def["name"] = json!(host::exposed(&t.qualified));
-                clean_annotations(&mut def);
-                out.push(def);
-            }
-        }
-        out
+        let all = self.pool.each(|u| u.tools());
+        all.iter().flat_map(|(s, items)| exposed_tools(s, items)).collect()
     }
 
     pub(crate) fn prompts(&self) -> Vec<Value> {
-        let mut out = vec![];
-        for (server, items) in self.pool.each(|u| u.prompts()) {
-            for p in items {
-                let Some(n) = p.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let mut def = p.clone();
-                def["name"] = json!(format!("{server}{}{n}", host::SEP));
-                out.push(def);
-            }
-        }
-        out
+        let all = self.pool.each(|u| u.prompts());
+        all.iter().flat_map(|(s, items)| exposed_prompts(s, items)).collect()
     }
 
-    /// Resources and templates, each recording its server in `_meta`; a
-    /// URI that more than one server lists is prefixed with its server.
+    /// Resources and templates, each recording its server in `_meta`
+    /// ([`exposed_resources`]).
     pub(crate) fn resources(&self) -> (Vec<Value>, Vec<Value>) {
-        let mut all: Vec<(String, Value)> = vec![];
-        let mut templates = vec![];
-        for (server, (r, t)) in self.pool.each(|u| u.resources()) {
-            all.extend(r.into_iter().map(|r| (server.to_string(), r)));
-            for mut t in t {
-                record(&mut t, server);
-                templates.push(t);
-            }
-        }
-        let uri =
-            |r: &Value| r.get("uri").and_then(Value::as_str).map(String::from);
-        let uris: Vec<Option<String>> =
-            all.iter().map(|(_, r)| uri(r)).collect();
-        let resources = all
-            .into_iter()
-            .map(|(server, mut r)| {
-                if let Some(u) = uri(&r)
-                    && uris.iter().filter(|x| x.as_deref() == Some(&u)).count()
-                        > 1
-                {
-                    r["uri"] = json!(host::prefixed_uri(&server, &u));
-                }
-                record(&mut r, &server);
-                r
-            })
-            .collect();
-        (resources, templates)
+        exposed_resources(self.pool.each(|u| u.resources()))
     }
 
     /// The server of a resource URI and the URI as it knows it: the
@@ -667,6 +623,71 @@ fn progress_token(params: &Value) -> Option<Value> {
         .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned()
+}
+
+/// Resources and resource templates.
+pub(crate) type Resources = (Vec<Value>, Vec<Value>);
+
+/// One server's tools as a host sees them: named `SERVER__TOOL`, with
+/// the annotations hosts would reject dropped.
+pub(crate) fn exposed_tools(server: &str, items: &[Value]) -> Vec<Value> {
+    tool::tools(server, items)
+        .into_iter()
+        .map(|t| {
+            let mut def = t.def.clone();
+            def["name"] = json!(host::exposed(&t.qualified));
+            clean_annotations(&mut def);
+            def
+        })
+        .collect()
+}
+
+/// One server's prompts as a host sees them: named `SERVER__PROMPT`.
+pub(crate) fn exposed_prompts(server: &str, items: &[Value]) -> Vec<Value> {
+    let mut out = vec![];
+    for p in items {
+        let Some(n) = p.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let mut def = p.clone();
+        def["name"] = json!(format!("{server}{}{n}", host::SEP));
+        out.push(def);
+    }
+    out
+}
+
+/// Several servers' resources and templates as a host sees them, each
+/// recording its server in `_meta`; a URI that more than one server lists
+/// is prefixed with its server.
+pub(crate) fn exposed_resources<S: AsRef<str>>(
+    each: Vec<(S, Resources)>,
+) -> Resources {
+    let mut all: Vec<(String, Value)> = vec![];
+    let mut templates = vec![];
+    for (server, (r, t)) in each {
+        let server = server.as_ref();
+        all.extend(r.into_iter().map(|r| (server.to_string(), r)));
+        for mut t in t {
+            record(&mut t, server);
+            templates.push(t);
+        }
+    }
+    let uri =
+        |r: &Value| r.get("uri").and_then(Value::as_str).map(String::from);
+    let uris: Vec<Option<String>> = all.iter().map(|(_, r)| uri(r)).collect();
+    let resources = all
+        .into_iter()
+        .map(|(server, mut r)| {
+            if let Some(u) = uri(&r)
+                && uris.iter().filter(|x| x.as_deref() == Some(&u)).count() > 1
+            {
+                r["uri"] = json!(host::prefixed_uri(&server, &u));
+            }
+            record(&mut r, &server);
+            r
+        })
+        .collect();
+    (resources, templates)
 }
 
 /// Whether a method may ask the host for input (2026-07-28 allows

@@ -102,43 +102,104 @@ fn servers(ctx: &Context, wanted: &[String]) -> Result<Vec<String>> {
 /// `serve --dry-run`: starts each server, prints what the host would
 /// see, and closes them.
 fn dry_run(gw: &Gateway<'_>, json: bool) -> Result<()> {
-    let tools = gw.tools();
-    let prompts = gw.prompts();
     let (resources, templates) = gw.resources();
-    if json {
-        return out::json(&json!({
-            "servers": gw.pool.names().collect::<Vec<_>>(),
-            "tools": tools, "prompts": prompts,
-            "resources": resources, "resourceTemplates": templates,
-        }));
-    }
-    let name = |v: &Value, k: &str| {
-        term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
-            .into_owned()
+    let e = Exposed {
+        servers: gw.pool.names().map(String::from).collect(),
+        tools: gw.tools(),
+        prompts: gw.prompts(),
+        resources,
+        templates,
     };
+    if json {
+        return out::json(&e.to_json());
+    }
     let mut text = format!(
         "serve would expose {} server(s): {}\n",
-        gw.pool.names().count(),
-        gw.pool.names().collect::<Vec<_>>().join(", ")
+        e.servers.len(),
+        e.servers.join(", ")
     );
-    text.push_str(&format!("tools ({}):\n", tools.len()));
-    for t in &tools {
-        let class = crate::naming::classify(t).label();
-        text.push_str(&format!("  {} ({class})\n", name(t, "name")));
-    }
-    text.push_str(&format!("prompts ({}):\n", prompts.len()));
-    for p in &prompts {
-        text.push_str(&format!("  {}\n", name(p, "name")));
-    }
-    text.push_str(&format!("resources ({}):\n", resources.len()));
-    for r in &resources {
-        text.push_str(&format!("  {}\n", name(r, "uri")));
-    }
-    text.push_str(&format!("resource templates ({}):\n", templates.len()));
-    for t in &templates {
-        text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
-    }
+    text.push_str(&e.text());
     out::print(&text)
+}
+
+/// What `serve` exposes to a host: the servers, and their items under
+/// the names the host sees (`serve --dry-run` from the live servers,
+/// `check-config` from the lock file).
+#[derive(Debug, Default)]
+pub(crate) struct Exposed {
+    pub(crate) servers: Vec<String>,
+    pub(crate) tools: Vec<Value>,
+    pub(crate) prompts: Vec<Value>,
+    pub(crate) resources: Vec<Value>,
+    pub(crate) templates: Vec<Value>,
+}
+
+impl Exposed {
+    /// From each server's lists as the server gives them (tools, prompts,
+    /// resources, templates).
+    pub(crate) fn of(each: Vec<(String, [Vec<Value>; 4])>) -> Exposed {
+        let mut e = Exposed::default();
+        let mut res = vec![];
+        for (server, [tools, prompts, resources, templates]) in each {
+            e.tools.extend(gateway::exposed_tools(&server, &tools));
+            e.prompts.extend(gateway::exposed_prompts(&server, &prompts));
+            res.push((server.clone(), (resources, templates)));
+            e.servers.push(server);
+        }
+        (e.resources, e.templates) = gateway::exposed_resources(res);
+        e
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "servers": self.servers,
+            "tools": self.tools, "prompts": self.prompts,
+            "resources": self.resources, "resourceTemplates": self.templates,
+        })
+    }
+
+    /// The names only (check-config's `--json`).
+    pub(crate) fn names_json(&self) -> Value {
+        let names = |items: &[Value], k: &str| -> Vec<Value> {
+            items.iter().filter_map(|v| v.get(k).cloned()).collect()
+        };
+        json!({
+            "servers": self.servers,
+            "tools": names(&self.tools, "name"),
+            "prompts": names(&self.prompts, "name"),
+            "resources": names(&self.resources, "uri"),
+            "resourceTemplates": names(&self.templates, "uriTemplate"),
+        })
+    }
+
+    /// The names, one a line, under a heading per kind.
+    pub(crate) fn text(&self) -> String {
+        let name = |v: &Value, k: &str| {
+            term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
+                .into_owned()
+        };
+        let mut text = format!("tools ({}):\n", self.tools.len());
+        for t in &self.tools {
+            let class = crate::naming::classify(t).label();
+            text.push_str(&format!("  {} ({class})\n", name(t, "name")));
+        }
+        text.push_str(&format!("prompts ({}):\n", self.prompts.len()));
+        for p in &self.prompts {
+            text.push_str(&format!("  {}\n", name(p, "name")));
+        }
+        text.push_str(&format!("resources ({}):\n", self.resources.len()));
+        for r in &self.resources {
+            text.push_str(&format!("  {}\n", name(r, "uri")));
+        }
+        text.push_str(&format!(
+            "resource templates ({}):\n",
+            self.templates.len()
+        ));
+        for t in &self.templates {
+            text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
+        }
+        text
+    }
 }
 
 thread_local! {
