@@ -794,6 +794,37 @@ impl Session {
         }
     }
 
+    /// Handles what the server sent while no request of ours was in
+    /// flight (its notifications, its requests), waiting at most `wait`
+    /// for the first message and taking at most 64; over HTTP, what its
+    /// standalone stream holds. For `serve`, which keeps sessions open
+    /// between its host's requests.
+    pub(crate) fn poll(&mut self, wait: Duration) -> Result<()> {
+        let d = Deadline::new("the server's notifications", wait);
+        let msgs = if self.transport.wire() == Wire::Http {
+            self.transport.drain()
+        } else {
+            let mut all = vec![];
+            while all.len() < 64 {
+                match self.transport.recv(&d) {
+                    Ok(m) => all.push(m),
+                    Err(e) if e.kind() == Kind::Timeout => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            all
+        };
+        let answer_by = Deadline::new("an answer to the server", SERVE_WAIT);
+        for m in msgs {
+            let batch = mcp::split_batch(m, self.server.version)
+                .map_err(Error::server)?;
+            for m in batch {
+                self.handle(m, &Value::Null, &answer_by)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The next message. On a thread whose request may be given up
     /// ([`crate::cancel`]) it is waited for in short slices, and given up
     /// once the request is (over the 2026-07-28 HTTP wire by closing,
@@ -959,7 +990,10 @@ impl Session {
     }
 
     fn notification(&mut self, method: &str, p: &Value) {
-        if method == method::PROGRESS || method == method::MESSAGE {
+        if matches!(
+            method,
+            method::PROGRESS | method::MESSAGE | method::RESOURCES_UPDATED
+        ) {
             self.client.notified(&self.name, method, p);
         }
         match method {
@@ -1222,6 +1256,9 @@ impl Drop for Session {
         self.close();
     }
 }
+
+/// How long an answer to what a server asks between requests may take.
+const SERVE_WAIT: Duration = Duration::from_secs(30);
 
 /// The error of a request its client gave up ([`crate::cancel`]); not a
 /// failure of the server, whose session stays usable.

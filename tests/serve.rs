@@ -1102,3 +1102,157 @@ fn check_config_shows_what_serve_would_expose_from_the_lock() {
     dry_names.sort();
     assert_eq!(json!(dry_names), serve["tools"]);
 }
+
+/// Waits for a notification `method` the gateway sent the host.
+fn wait_note(h: &mut Host, method: &str) -> Value {
+    if let Some(n) = h.notes.iter().find(|n| n["method"] == method) {
+        return n.clone();
+    }
+    loop {
+        let m = h
+            .lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|e| panic!("no {method}: {e}"));
+        if m["method"] == method {
+            return m;
+        }
+    }
+}
+
+#[test]
+fn a_host_subscribes_through_serve_and_is_told_of_updates() {
+    let dir = demo("serve_subscribe", &["--subscribe"]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let init = h.initialize(json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{init}"
+    );
+    let r = h.request(
+        "resources/subscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert_eq!(
+        received(&dir.path("rec"), "resources/subscribe")[0]["uri"],
+        "fixture://docs/readme"
+    );
+    // Sent by the upstream while idle: read between requests.
+    let n = wait_note(&mut h, "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], "fixture://docs/readme", "{n}");
+    let r = h.request(
+        "resources/unsubscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert_eq!(received(&dir.path("rec"), "resources/unsubscribe").len(), 1);
+    let r = h.request("resources/subscribe", json!({"uri": "nope://x"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(h.finish(), Some(0));
+    // Without an upstream that takes subscriptions, none is declared.
+    let dir = demo("serve_no_subscribe", &[]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let init = h.initialize(json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"],
+        false
+    );
+    let r = h.request(
+        "resources/subscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no resource subscriptions"),
+        "{r}"
+    );
+    assert_eq!(h.finish(), Some(0));
+}
+
+impl Listening {
+    /// Opens a GET on the endpoint with `headers`.
+    fn get(&self, headers: &[String]) -> std::net::TcpStream {
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        let mut req = format!(
+            "GET /mcp HTTP/1.1\r\n{}\r\n{}\r\n",
+            self.host(),
+            self.auth()
+        );
+        for h in headers {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        s
+    }
+}
+
+/// Reads `s` until its text contains `want` (or it ends); the text.
+fn read_until(s: &mut std::net::TcpStream, want: &str) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while !text.contains(want) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    text
+}
+
+#[test]
+fn over_http_a_session_gets_its_updates_on_one_get_stream() {
+    let dir = demo("serve_http_get", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let (status, body) = l.post(&[l.host(), l.auth()], INIT);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""subscribe":true"#), "{body}");
+    let sid = body
+        .lines()
+        .find_map(|h| h.strip_prefix("Mcp-Session-Id: "))
+        .expect("a session id")
+        .to_string();
+    let session = format!("Mcp-Session-Id: {sid}");
+    let accept = "Accept: text/event-stream".to_string();
+    // 2026-07-28 has no standalone stream; nor has a request without a
+    // session; a second stream of a session is refused.
+    let modern = "MCP-Protocol-Version: 2026-07-28".to_string();
+    let mut s = l.get(&[modern, accept.clone()]);
+    assert!(read_until(&mut s, "\r\n").starts_with("HTTP/1.1 405"));
+    let mut get = l.get(&[session.clone(), accept.clone()]);
+    let head = read_until(&mut get, "\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    let mut again = l.get(&[session.clone(), accept]);
+    assert!(read_until(&mut again, "\r\n").starts_with("HTTP/1.1 409"));
+    let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                     "params": {"uri": "fixture://docs/readme"}});
+    let (status, body) =
+        l.post(&[l.host(), l.auth(), session.clone()], &sub.to_string());
+    assert_eq!(status, 200, "{body}");
+    let events = read_until(&mut get, "resources/updated");
+    let updated = sse_messages(&events);
+    assert_eq!(
+        updated[0]["params"]["uri"], "fixture://docs/readme",
+        "{events}"
+    );
+    // Ending the session ends its stream and its subscriptions.
+    let del = format!(
+        "DELETE /mcp HTTP/1.1\r\n{}\r\n{}\r\n{session}\r\n\r\n",
+        l.host(),
+        l.auth()
+    );
+    let mut d = std::net::TcpStream::connect(&l.addr).unwrap();
+    d.write_all(del.as_bytes()).unwrap();
+    assert!(read_until(&mut d, "\r\n").starts_with("HTTP/1.1 204"));
+    let rest = read_until(&mut get, "never");
+    assert!(!rest.contains("never"));
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+}

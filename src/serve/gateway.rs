@@ -110,6 +110,9 @@ pub(crate) struct Host {
     /// `initialize` (or for a 2026-07-28 host).
     pub(crate) version: Option<Version>,
     pub(crate) caps: Capabilities,
+    /// Which host session it is (stdio has one, 0), for what it is told
+    /// between requests ([`super::hosts::Hosts`]).
+    pub(crate) key: u64,
 }
 
 /// A JSON-RPC error reply.
@@ -144,6 +147,9 @@ pub(crate) struct Gateway<'a> {
     pub(crate) exec: Executor,
     /// Calls of 2026-07-28 hosts waiting for their answers.
     pub(crate) parked: super::parked::Parked,
+    /// What hosts are told between their requests, and their
+    /// subscriptions.
+    pub(crate) hosts: Arc<super::hosts::Hosts>,
 }
 
 impl std::fmt::Debug for Gateway<'_> {
@@ -158,10 +164,12 @@ fn server_info() -> Value {
            "version": env!("CARGO_PKG_VERSION")})
 }
 
-fn capabilities() -> Value {
+/// The gateway's capabilities: `resources.subscribe` when some upstream
+/// takes subscriptions (and the host's era has them).
+fn capabilities(subscribe: bool) -> Value {
     json!({
         "tools": {"listChanged": true},
-        "resources": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": subscribe},
         "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
@@ -190,6 +198,7 @@ impl Gateway<'_> {
             Some(Ok(())) => Era::Modern(Host {
                 version: None,
                 caps: host::modern_capabilities(params),
+                key: host.key,
             }),
             Some(Err(v)) => {
                 return Err(RpcFail {
@@ -205,19 +214,21 @@ impl Gateway<'_> {
             *host = Host {
                 version: Some(v),
                 caps: host::host_capabilities(params.get("capabilities")),
+                key: host.key,
             };
             let instructions = self.instructions();
             return Ok(host::initialize_result(
                 v,
-                capabilities(),
+                capabilities(self.subscribable()),
                 server_info(),
                 Some(&instructions),
             ));
         }
         if name == method::SERVER_DISCOVER {
             let instructions = self.instructions();
+            // 2026-07-28 has no resources/subscribe.
             return Ok(host::discover_result(
-                capabilities(),
+                capabilities(false),
                 &server_info(),
                 Some(&instructions),
             ));
@@ -346,6 +357,12 @@ impl Gateway<'_> {
             method::PROMPTS_GET => self.prompt(h, link, params),
             method::RESOURCES_READ => self.read(h, link, params),
             method::COMPLETION_COMPLETE => self.complete(params),
+            method::RESOURCES_SUBSCRIBE if !modern => {
+                self.subscribe(h.key, params, true)
+            }
+            method::RESOURCES_UNSUBSCRIBE if !modern => {
+                self.subscribe(h.key, params, false)
+            }
             other => Err(RpcFail::new(
                 code::METHOD_NOT_FOUND,
                 format!(
@@ -563,6 +580,77 @@ impl Gateway<'_> {
             Ok(obs.result)
         });
         r.map_err(fail)
+    }
+
+    /// Whether some upstream takes resource subscriptions.
+    fn subscribable(&self) -> bool {
+        let each = self.pool.each(|u| {
+            let c = &u.session().server.capabilities;
+            Ok(c.pointer("/resources/subscribe") == Some(&json!(true)))
+        });
+        each.into_iter().any(|(_, yes)| yes)
+    }
+
+    /// `resources/subscribe` (`on`) and `resources/unsubscribe`: forwarded
+    /// to the server of the URI (with the URI as it knows it), recorded
+    /// for this host session; the server is unsubscribed once no host
+    /// holds the URI.
+    fn subscribe(&self, key: u64, params: &Value, on: bool) -> Reply {
+        let shown = params.get("uri").and_then(Value::as_str).unwrap_or("");
+        let Some((server, uri)) = self.resource_server(shown) else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "resource not found: no server behind this gateway has \
+                     '{}'",
+                    term::clip(&term::line(shown), 200)
+                ),
+            ));
+        };
+        let m = if on {
+            method::RESOURCES_SUBSCRIBE
+        } else {
+            if !self.hosts.unsubscribe(key, &server, &uri) {
+                return Ok(json!({}));
+            }
+            method::RESOURCES_UNSUBSCRIBE
+        };
+        let r = self.pool.with(&server, |u| {
+            let c = &u.session().server.capabilities;
+            if c.pointer("/resources/subscribe") != Some(&json!(true)) {
+                return Err(Error::usage(format!(
+                    "server '{server}' takes no resource subscriptions"
+                )));
+            }
+            u.session().request(m, json!({"uri": uri}), m)
+        });
+        r.map_err(fail)?;
+        if on {
+            self.hosts
+                .subscribe(key, &server, &uri, shown)
+                .map_err(|m| RpcFail::new(code::INVALID_PARAMS, m))?;
+        }
+        Ok(json!({}))
+    }
+
+    /// A host session ended: its subscriptions go, and the servers are
+    /// unsubscribed from what nobody else holds.
+    pub(crate) fn forget_host(&self, key: u64) {
+        for (server, uri) in self.hosts.forget(key) {
+            let _ = self.pool.with(&server, |u| {
+                let m = method::RESOURCES_UNSUBSCRIBE;
+                u.session().request(m, json!({"uri": uri}), m)
+            });
+        }
+    }
+
+    /// Reads what idle upstreams sent between requests (a resource
+    /// update goes to its subscribers as it is read); list changes found
+    /// so are told to every host that can be told.
+    pub(crate) fn pump(&self) {
+        for m in self.pool.poll_idle() {
+            self.hosts.broadcast(&m);
+        }
     }
 
     /// `completion/complete`, forwarded to the server the reference

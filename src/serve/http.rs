@@ -20,8 +20,16 @@
 //!   at `initialize`; its requests answer as an SSE stream when the host
 //!   accepts one, so that what the gateway asks meanwhile (an approval
 //!   form, a forwarded elicitation) goes on that stream and the host's
-//!   answer comes back as a POST. 2026-07-28 requests need no session and
-//!   get JSON. There is no standalone GET stream (405).
+//!   answer comes back as a POST; it cancels one by POSTing
+//!   `notifications/cancelled`. A session may open one standalone GET
+//!   stream (a second is 409) for what it is told between its requests
+//!   (resource updates it subscribed to, list changes), kept alive by a
+//!   comment every [`KEEP_ALIVE`] and ended with the session.
+//! - 2026-07-28 requests need no session. A call, read or prompt whose
+//!   host accepts SSE is answered on a stream carrying its progress and
+//!   the log messages it asked for, then the result; closing that stream
+//!   cancels it (the era has no `notifications/cancelled` over HTTP).
+//!   Anything else gets JSON. The era has no standalone GET (405).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -52,6 +60,14 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_CONNECTIONS: usize = 64;
 /// Handshake-era sessions at once.
 const MAX_SESSIONS: usize = 64;
+/// How often a standalone stream gets a comment (and finds its host
+/// gone).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How often a standalone stream looks whether its session ended.
+const TICK: Duration = Duration::from_millis(250);
+/// The head of an SSE response.
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                        Cache-Control: no-store\r\nConnection: close\r\n\r\n";
 /// The endpoint's path.
 pub(crate) const PATH: &str = "/mcp";
 
@@ -102,6 +118,8 @@ struct Session {
     host: Mutex<Host>,
     pending: Pending,
     aborts: Aborts,
+    /// Its key in the gateway's hosts (subscriptions, the GET stream).
+    key: u64,
 }
 
 struct Front<'g, 'a> {
@@ -353,6 +371,7 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        409 => "Conflict",
         406 => "Not Acceptable",
         408 => "Request Timeout",
         411 => "Length Required",
@@ -491,14 +510,20 @@ impl Front<'_, '_> {
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(id)
                 });
+                if let Some(session) = &gone {
+                    // Its GET stream ends, its subscriptions go.
+                    self.gw.forget_host(session.key);
+                }
                 let status = if gone.is_some() { 204 } else { 404 };
                 return respond(&mut s, status, &[], "");
             }
+            "GET" => return self.standalone(s, &head),
             _ => {
                 return refuse(
                     &mut s,
                     405,
-                    "only POST (and DELETE of a session)",
+                    "only POST, GET (a session's stream) and DELETE (of a \
+                     session)",
                 );
             }
         }
@@ -600,7 +625,8 @@ impl Front<'_, '_> {
             return json_reply(&mut s, status, None, &body);
         }
         if method == mcp::method::INITIALIZE {
-            let mut host = Host::default();
+            let key = self.next.fetch_add(1, Ordering::SeqCst);
+            let mut host = Host { key, ..Host::default() };
             let r = self.gw.handle(&mut host, None, None, &method, &params);
             let sid = match random_hex(16) {
                 Ok(sid) => sid,
@@ -619,6 +645,7 @@ impl Front<'_, '_> {
                         host: Mutex::new(host),
                         pending: Pending::default(),
                         aborts: Aborts::default(),
+                        key,
                     }),
                 );
             }
@@ -670,15 +697,78 @@ impl Front<'_, '_> {
         link.event(&body);
     }
 
+    /// The standalone GET stream of a handshake-era session: what the
+    /// session is told between its requests (resource updates, list
+    /// changes). One per session; a comment every [`KEEP_ALIVE`]; it ends
+    /// with the session, or when the host goes away. 2026-07-28 has no
+    /// such stream (405), nor sessions.
+    fn standalone(&self, mut s: TcpStream, head: &Head) {
+        let modern = head.get("mcp-protocol-version")
+            == Some(mcp::Version::MODERN.as_str());
+        if modern || head.get("mcp-session-id").is_none() {
+            return refuse(
+                &mut s,
+                405,
+                "no standalone stream without a session (2026-07-28 has \
+                 none)",
+            );
+        }
+        let Some(session) = self.session(head) else {
+            return refuse(&mut s, 404, "unknown session");
+        };
+        if !streams(head) {
+            return refuse(&mut s, 406, "accept text/event-stream");
+        }
+        let Ok(probe) = s.try_clone() else { return };
+        let link = Arc::new(StreamLink {
+            stream: Mutex::new(probe),
+            session: None,
+            next: AtomicU64::new(1),
+            tag: self.next.fetch_add(1, Ordering::SeqCst),
+        });
+        let dyn_link: Arc<dyn HostLink> = link.clone();
+        if !self.gw.hosts.attach_first(session.key, dyn_link.clone()) {
+            return refuse(&mut s, 409, "this session has a stream already");
+        }
+        if s.write_all(SSE_HEAD.as_bytes()).is_err() {
+            self.gw.hosts.detach_link(session.key, &dyn_link);
+            return;
+        }
+        let mut quiet = Duration::ZERO;
+        loop {
+            std::thread::sleep(TICK);
+            quiet += TICK;
+            let live =
+                self.session(head).is_some_and(|x| Arc::ptr_eq(&x, &session))
+                    && self.gw.hosts.attached(session.key, &dyn_link);
+            if !live {
+                break;
+            }
+            if quiet >= KEEP_ALIVE {
+                quiet = Duration::ZERO;
+                let mut st =
+                    link.stream.lock().unwrap_or_else(|e| e.into_inner());
+                if st
+                    .write_all(b": keep-alive\n\n")
+                    .and_then(|_| st.flush())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }
+        self.gw.hosts.detach_link(session.key, &dyn_link);
+        let st = link.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = st.shutdown(std::net::Shutdown::Both);
+    }
+
     /// Starts an SSE response on `s`: the link that writes its events.
     fn open_stream(
         &self,
         mut s: TcpStream,
         session: Option<Arc<Session>>,
     ) -> Option<Arc<StreamLink>> {
-        let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                     Cache-Control: no-store\r\nConnection: close\r\n\r\n";
-        s.write_all(start.as_bytes()).ok()?;
+        s.write_all(SSE_HEAD.as_bytes()).ok()?;
         Some(Arc::new(StreamLink {
             stream: Mutex::new(s),
             session,

@@ -20,6 +20,7 @@
 //! options answer it, as they do for `call` ([`ServeClient`]).
 
 mod gateway;
+mod hosts;
 mod http;
 mod parked;
 mod pending;
@@ -41,6 +42,9 @@ use crate::{journal, msg, out, term};
 
 pub(crate) use gateway::{Gateway, HostLink};
 pub(crate) use parked::Spawner;
+
+/// How often idle upstreams are read for what they sent between requests.
+const PUMP: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// What `serve` was given on the command line.
 #[derive(Debug, Default)]
@@ -68,9 +72,11 @@ pub(crate) fn run(
 ) -> Result<()> {
     let listen = o.listen.as_deref().map(http::parse_listen).transpose()?;
     let servers = servers(&ctx, &o.servers)?;
-    let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
+    let hosts = Arc::new(hosts::Hosts::default());
+    let client = ServeClient { operator, hosts: hosts.clone() };
+    let ctx = ctx.with_client(Arc::new(client));
     let pool = upstream::Pool::new(&ctx, &servers);
-    let gw = Gateway { pool, exec, parked: parked::Parked::default() };
+    let gw = Gateway { pool, exec, parked: parked::Parked::default(), hosts };
     if o.dry_run {
         return dry_run(&gw, json);
     }
@@ -78,10 +84,22 @@ pub(crate) fn run(
         "serve_started",
         json!({"servers": servers, "front": if listen.is_some() { "http" } else { "stdio" }}),
     );
-    let r = match listen {
-        Some(addr) => http::run(&gw, addr, o),
-        None => stdio::run(&gw),
-    };
+    // What idle upstreams send between requests is read every PUMP.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(PUMP);
+                gw.pump();
+            }
+        });
+        let r = match listen {
+            Some(addr) => http::run(&gw, addr, o),
+            None => stdio::run(&gw),
+        };
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
     gw.pool.close_all();
     journal::event("serve_ended", json!({}));
     r
@@ -266,6 +284,7 @@ impl Drop for CurrentHost {
 /// kind and can be reached, else the operator's options.
 struct ServeClient {
     operator: Operator,
+    hosts: Arc<hosts::Hosts>,
 }
 
 impl Client for ServeClient {
@@ -350,6 +369,12 @@ impl Client for ServeClient {
     /// Progress goes to the host under the token of its own request (when
     /// it asked for progress); log messages go with the server as logger.
     fn notified(&self, server: &str, method: &str, params: &Value) {
+        if method == mcp::method::RESOURCES_UPDATED {
+            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                self.hosts.updated(server, uri);
+            }
+            return;
+        }
         let Some(host) = CURRENT.with(|c| c.borrow().clone()) else {
             return;
         };

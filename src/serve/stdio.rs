@@ -103,6 +103,8 @@ impl HostLink for Link {
 pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
     let link = Arc::new(Link::new());
     let dyn_link: Arc<dyn HostLink> = link.clone();
+    // The one host is told on stdout between its requests too.
+    gw.hosts.attach(0, dyn_link.clone());
     let host = Mutex::new(Host::default());
     let in_flight = AtomicUsize::new(0);
     let aborts = Aborts::default();

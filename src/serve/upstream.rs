@@ -215,6 +215,35 @@ impl<'a> Pool<'a> {
         })
     }
 
+    /// Reads what the started, idle servers sent between requests (a
+    /// busy one reads it during its request); the list changes this
+    /// found, taken. A server that fails meanwhile is closed.
+    pub(crate) fn poll_idle(&self) -> Vec<String> {
+        let mut all = vec![];
+        for slot in self.slots.values() {
+            let Ok(mut u) = slot.try_lock() else { continue };
+            let before = u.changed.len();
+            let Some(s) = u.session.as_mut() else { continue };
+            let r = s.poll(std::time::Duration::from_millis(1));
+            if let Err(e) = r {
+                msg::warn(&format!(
+                    "{e}; the server is closed and restarts on next use"
+                ));
+                u.close();
+                continue;
+            }
+            u.note_changes();
+            if u.changed.len() > before {
+                for m in std::mem::take(&mut u.changed) {
+                    if !all.contains(&m) {
+                        all.push(m);
+                    }
+                }
+            }
+        }
+        all
+    }
+
     /// The list-changed notices of every server, taken.
     pub(crate) fn take_changed(&self) -> Vec<String> {
         let mut all = vec![];

@@ -170,6 +170,12 @@ pub mod method {
     pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
     /// Reads a resource.
     pub const RESOURCES_READ: &str = "resources/read";
+    /// Asks to be told when a resource changes (handshake era).
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Ends a subscription.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// A subscribed resource changed.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
     /// Lists the server's prompts (paged).
     pub const PROMPTS_LIST: &str = "prompts/list";
     /// Gets a prompt.
