@@ -922,10 +922,23 @@ fn modern_hosts_get_progress_and_the_logs_they_asked_for_on_stdio() {
 impl Listening {
     /// Sends one raw HTTP POST and returns the open connection.
     fn open(&self, headers: &[String], body: &str) -> std::net::TcpStream {
+        let length = format!("Content-Length: {}", body.len());
+        let mut all = vec![length];
+        all.extend_from_slice(headers);
+        self.raw("POST", &all, body)
+    }
+
+    /// Sends one raw HTTP request (with our `Host` and token) and returns
+    /// the open connection.
+    fn raw(
+        &self,
+        method: &str,
+        headers: &[String],
+        body: &str,
+    ) -> std::net::TcpStream {
         let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
         let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nContent-Length: {}\r\n{}\r\n{}\r\n",
-            body.len(),
+            "{method} /mcp HTTP/1.1\r\n{}\r\n{}\r\n",
             self.host(),
             self.auth()
         );
@@ -1171,25 +1184,6 @@ fn a_host_subscribes_through_serve_and_is_told_of_updates() {
     assert_eq!(h.finish(), Some(0));
 }
 
-impl Listening {
-    /// Opens a GET on the endpoint with `headers`.
-    fn get(&self, headers: &[String]) -> std::net::TcpStream {
-        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
-        let mut req = format!(
-            "GET /mcp HTTP/1.1\r\n{}\r\n{}\r\n",
-            self.host(),
-            self.auth()
-        );
-        for h in headers {
-            req.push_str(h);
-            req.push_str("\r\n");
-        }
-        req.push_str("\r\n");
-        s.write_all(req.as_bytes()).unwrap();
-        s
-    }
-}
-
 /// Reads `s` until its text contains `want` (or it ends); the text.
 fn read_until(s: &mut std::net::TcpStream, want: &str) -> String {
     use std::io::Read;
@@ -1222,13 +1216,13 @@ fn over_http_a_session_gets_its_updates_on_one_get_stream() {
     // 2026-07-28 has no standalone stream; nor has a request without a
     // session; a second stream of a session is refused.
     let modern = "MCP-Protocol-Version: 2026-07-28".to_string();
-    let mut s = l.get(&[modern, accept.clone()]);
+    let mut s = l.raw("GET", &[modern, accept.clone()], "");
     assert!(read_until(&mut s, "\r\n").starts_with("HTTP/1.1 405"));
-    let mut get = l.get(&[session.clone(), accept.clone()]);
+    let mut get = l.raw("GET", &[session.clone(), accept.clone()], "");
     let head = read_until(&mut get, "\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("text/event-stream"), "{head}");
-    let mut again = l.get(&[session.clone(), accept]);
+    let mut again = l.raw("GET", &[session.clone(), accept], "");
     assert!(read_until(&mut again, "\r\n").starts_with("HTTP/1.1 409"));
     let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
                      "params": {"uri": "fixture://docs/readme"}});
@@ -1242,17 +1236,55 @@ fn over_http_a_session_gets_its_updates_on_one_get_stream() {
         "{events}"
     );
     // Ending the session ends its stream and its subscriptions.
-    let del = format!(
-        "DELETE /mcp HTTP/1.1\r\n{}\r\n{}\r\n{session}\r\n\r\n",
-        l.host(),
-        l.auth()
-    );
-    let mut d = std::net::TcpStream::connect(&l.addr).unwrap();
-    d.write_all(del.as_bytes()).unwrap();
+    let mut d = l.raw("DELETE", &[session], "");
     assert!(read_until(&mut d, "\r\n").starts_with("HTTP/1.1 204"));
     let rest = read_until(&mut get, "never");
     assert!(!rest.contains("never"));
     wait_recorded(&dir, "the unsubscription", |m| {
         m["method"] == "resources/unsubscribe"
     });
+}
+
+#[test]
+fn an_upstream_cancelling_its_question_cancels_it_at_the_host() {
+    let dir = Dir::new("serve_upstream_cancel");
+    let asks = json!([{"method": "elicitation/create", "cancel": true,
+        "params": {"message": "Your name?",
+                   "requestedSchema": {"type": "object", "properties": {}}}}]);
+    let file = dir.write("asks.json", asks.to_string());
+    let rec = format!("--record={}", dir.path("rec").display());
+    let server =
+        fixture_server(&["--ask-at-call", file.to_str().unwrap(), &rec]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({"elicitation": {}}));
+    h.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                   "params": {"name": "demo__echo", "arguments": {"text": "x"}}}));
+    // The host gets the question, leaves it unanswered, and is told it
+    // was cancelled; the call then ends.
+    let mut asked = None;
+    let mut cancelled = None;
+    let result = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
+        if m["method"] == "elicitation/create" {
+            asked = Some(m["id"].clone());
+        } else if m["method"] == "notifications/cancelled" {
+            cancelled = Some(m["params"]["requestId"].clone());
+        } else if m["id"] == 50 {
+            break m;
+        }
+    };
+    let asked = asked.expect("the question reached the host");
+    assert_eq!(cancelled, Some(asked), "{result}");
+    let answers: Value =
+        serde_json::from_str(&text(&result["result"])).unwrap();
+    assert_eq!(answers[0]["cancelled"], true, "{answers}");
+    assert_eq!(h.finish(), Some(0));
+    // The upstream, which read everything up to its end, got no answer to
+    // the question it cancelled.
+    assert!(
+        recorded(&dir).iter().all(|m| m["id"] != "a1"),
+        "{:?}",
+        recorded(&dir)
+    );
 }

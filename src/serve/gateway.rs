@@ -443,6 +443,23 @@ impl Gateway<'_> {
             .map(|s| (s, uri.to_string()))
     }
 
+    /// [`Self::resource_server`], or the error that no server has `uri`.
+    fn owner(
+        &self,
+        uri: &str,
+    ) -> std::result::Result<(String, String), RpcFail> {
+        self.resource_server(uri).ok_or_else(|| {
+            RpcFail::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "resource not found: no server behind this gateway has \
+                     '{}'",
+                    term::clip(&term::line(uri), 200)
+                ),
+            )
+        })
+    }
+
     /// `tools/call`: always a tool result; a refusal is `isError`.
     fn call(
         &self,
@@ -560,16 +577,7 @@ impl Gateway<'_> {
         params: &Value,
     ) -> Reply {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-        let Some((server, uri)) = self.resource_server(uri) else {
-            return Err(RpcFail::new(
-                code::INVALID_PARAMS,
-                format!(
-                    "resource not found: no server behind this gateway has \
-                     '{}'",
-                    term::clip(&term::line(uri), 200)
-                ),
-            ));
-        };
+        let (server, uri) = self.owner(uri)?;
         let asker = HostAsker { link, caps: h.caps, answer: None };
         let r = self.pool.with(&server, |u| {
             let transport = self.pool.ctx().transport_name(&server);
@@ -597,16 +605,7 @@ impl Gateway<'_> {
     /// holds the URI.
     fn subscribe(&self, key: u64, params: &Value, on: bool) -> Reply {
         let shown = params.get("uri").and_then(Value::as_str).unwrap_or("");
-        let Some((server, uri)) = self.resource_server(shown) else {
-            return Err(RpcFail::new(
-                code::INVALID_PARAMS,
-                format!(
-                    "resource not found: no server behind this gateway has \
-                     '{}'",
-                    term::clip(&term::line(shown), 200)
-                ),
-            ));
-        };
+        let (server, uri) = self.owner(shown)?;
         let m = if on {
             method::RESOURCES_SUBSCRIBE
         } else {
@@ -645,10 +644,11 @@ impl Gateway<'_> {
     }
 
     /// Reads what idle upstreams sent between requests (a resource
-    /// update goes to its subscribers as it is read); list changes found
-    /// so are told to every host that can be told.
+    /// update goes to its subscribers as it is read; an HTTP upstream is
+    /// read only while some host subscribes to it); list changes found so
+    /// are told to every host that can be told.
     pub(crate) fn pump(&self) {
-        for m in self.pool.poll_idle() {
+        for m in self.pool.poll_idle(|s| self.hosts.subscribed(s)) {
             self.hosts.broadcast(&m);
         }
     }

@@ -160,6 +160,11 @@ impl Hosts {
         }
     }
 
+    /// Whether some host subscribes to one of `server`'s resources.
+    pub(crate) fn subscribed(&self, server: &str) -> bool {
+        self.lock().subs.iter().any(|x| x.server == server)
+    }
+
     /// Tells every host that can be told (an upstream list changed).
     pub(crate) fn broadcast(&self, m: &str) {
         let links: Vec<Arc<dyn HostLink>> =

@@ -469,8 +469,12 @@ impl HostLink for StreamLink {
         };
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
                              "params": params});
-        let r = session.pending.ask(&id, timeout, || self.event(&request));
-        if crate::cancel::fired() {
+        let mut sent = false;
+        let r = session.pending.ask(&id, timeout, || {
+            sent = self.event(&request);
+            sent
+        });
+        if sent && crate::cancel::fired() {
             self.notify(
                 mcp::method::CANCELLED,
                 super::gateway::cancel_params(&id),

@@ -45,6 +45,8 @@ impl Pending {
         // After the insert: a clear() that raced it is seen here.
         let r = if self.closed.load(Ordering::SeqCst) {
             Err("the host went away".into())
+        } else if crate::cancel::fired() {
+            Err(GIVEN_UP.into())
         } else if !send() {
             Err("the host cannot be reached".into())
         } else {

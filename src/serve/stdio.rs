@@ -79,11 +79,13 @@ impl HostLink for Link {
         ));
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
                              "params": params});
+        let mut sent = false;
         let r = self.pending.ask(&id, timeout, || {
             self.write(&request);
+            sent = true;
             true
         });
-        if crate::cancel::fired() {
+        if sent && crate::cancel::fired() {
             self.notify(
                 mcp::method::CANCELLED,
                 super::gateway::cancel_params(&id),

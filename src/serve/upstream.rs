@@ -216,15 +216,20 @@ impl<'a> Pool<'a> {
     }
 
     /// Reads what the started, idle servers sent between requests (a
-    /// busy one reads it during its request); the list changes this
-    /// found, taken. A server that fails meanwhile is closed.
-    pub(crate) fn poll_idle(&self) -> Vec<String> {
+    /// busy one reads it during its request; an HTTP one only when
+    /// `http` says so of its name, as reading it takes a quiet spell);
+    /// the list changes this found, taken. A server that fails meanwhile
+    /// is closed.
+    pub(crate) fn poll_idle(
+        &self,
+        http: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
         let mut all = vec![];
-        for slot in self.slots.values() {
+        for (name, slot) in &self.slots {
             let Ok(mut u) = slot.try_lock() else { continue };
             let before = u.changed.len();
             let Some(s) = u.session.as_mut() else { continue };
-            let r = s.poll(std::time::Duration::from_millis(1));
+            let r = s.poll(std::time::Duration::from_millis(1), http(name));
             if let Err(e) = r {
                 msg::warn(&format!(
                     "{e}; the server is closed and restarts on next use"
