@@ -1288,3 +1288,45 @@ fn an_upstream_cancelling_its_question_cancels_it_at_the_host() {
         recorded(&dir)
     );
 }
+
+#[test]
+fn rivumi_mcp_as_a_modern_host_sees_upstream_logs_through_serve() {
+    // stdio: the two hops of `two_hops`; HTTP: a `serve --listen`.
+    let dir = Dir::new("serve_modern_logs");
+    two_hops(&dir, &["--yes"]);
+    let served = demo("serve_modern_logs_http", &[]);
+    let l = Listening::start(&served, "demo", &["--yes"], &[]);
+    let host = Dir::new("serve_modern_logs_host");
+    write_mcp_json(
+        &host,
+        &[(
+            "gw",
+            json!({"url": format!("http://{}/mcp", l.addr), "bearer_token_env_var": "GW_TOKEN"}),
+        )],
+    );
+    for (d, how) in [(&dir, "stdio"), (&host, "http")] {
+        let call = |level: Option<&str>| {
+            let mut all = vec!["--protocol", "modern"];
+            if let Some(level) = level {
+                all.extend(["--log-level", level]);
+            }
+            all.extend(["call", "-y", "gw", "demo__log_and_notify"]);
+            let mut c = run_allowed(d, "gw", &all);
+            c.env("GW_TOKEN", &l.token);
+            c.assert_exit(0)
+        };
+        let out = call(Some("debug"));
+        assert!(
+            out.stderr.contains("[gw] info: hello from fixture"),
+            "{how}: {}",
+            out.all()
+        );
+        // Without a level in its requests, a modern host gets none.
+        let out = call(None);
+        assert!(
+            !out.stderr.contains("hello from fixture"),
+            "{how}: {}",
+            out.all()
+        );
+    }
+}
