@@ -1330,3 +1330,38 @@ fn rivumi_mcp_as_a_modern_host_sees_upstream_logs_through_serve() {
         );
     }
 }
+
+#[test]
+fn an_upstream_cancelling_a_question_parked_for_a_modern_host_lets_the_call_go_on()
+ {
+    let dir = Dir::new("serve_modern_upstream_cancel");
+    let asks = json!([{"method": "elicitation/create", "cancel": true,
+        "params": {"message": "Your name?",
+                   "requestedSchema": {"type": "object", "properties": {}}}}]);
+    asking(&dir, &asks);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "h", "version": "1"}});
+    let params = json!({"name": "demo__echo", "arguments": {"text": "x"}, "_meta": meta.clone()});
+    let r = h.request("tools/call", params.clone());
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    // The host answers late; the question was cancelled meanwhile, and
+    // the retry gets the call's result.
+    std::thread::sleep(Duration::from_millis(500));
+    // The call went on without the answer: the upstream is free again.
+    let read = h.request(
+        "resources/read",
+        json!({"uri": "fixture://docs/readme", "_meta": meta}),
+    );
+    assert_eq!(read["result"]["resultType"], "complete", "{read}");
+    let mut retry = params.clone();
+    retry["requestState"] = r["result"]["requestState"].clone();
+    retry["inputResponses"] =
+        json!({"rivumi-upstream": {"action": "accept", "content": {}}});
+    let r = h.request("tools/call", retry);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let answers: Value = serde_json::from_str(&text(&r["result"])).unwrap();
+    assert_eq!(answers[0]["cancelled"], true, "{answers}");
+    assert_eq!(h.finish(), Some(0));
+}

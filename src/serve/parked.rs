@@ -106,6 +106,12 @@ impl HostLink for ParkLink {
         timeout: Duration,
     ) -> Answer {
         let (tx, rx) = mpsc::channel();
+        // The upstream may cancel its question meanwhile: the call then
+        // goes on, and the host's retry gets what comes next.
+        let given_up = tx.clone();
+        let _armed = crate::cancel::arm(Arc::new(move || {
+            let _ = given_up.send(Err(super::pending::GIVEN_UP.into()));
+        }));
         let request = json!({"method": method, "params": params});
         if self.events.send(Event::Ask { request, reply: tx }).is_err() {
             return Err("the host went away".into());
