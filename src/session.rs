@@ -1002,6 +1002,10 @@ impl Session {
             return Err(e);
         }
         if abort.fired() && !crate::cancel::fired() {
+            crate::journal::event(
+                "serve_cancelled",
+                json!({"by": "server", "server": self.name}),
+            );
             msg::debug(&format!(
                 "server '{}': it cancelled its request; the question was \
                  given up",

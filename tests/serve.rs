@@ -863,6 +863,10 @@ fn a_host_cancellation_reaches_the_upstream_and_gets_no_response() {
                    "params": {"requestId": 999}}));
     assert_eq!(text(&h.call("demo__echo", json!({"text": "x"}))), "x");
     assert_eq!(h.finish(), Some(0));
+    let j = journal(&dir);
+    let cancelled = events(&j, "serve_cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["by"], "host");
 }
 
 /// The 2026-07-28 `_meta` of a host request, with `extra` keys.
@@ -1280,6 +1284,10 @@ fn an_upstream_cancelling_its_question_cancels_it_at_the_host() {
         serde_json::from_str(&text(&result["result"])).unwrap();
     assert_eq!(answers[0]["cancelled"], true, "{answers}");
     assert_eq!(h.finish(), Some(0));
+    let j = journal(&dir);
+    let cancelled = events(&j, "serve_cancelled");
+    assert_eq!(cancelled[0]["by"], "server", "{cancelled:?}");
+    assert_eq!(cancelled[0]["server"], "demo");
     // The upstream, which read everything up to its end, got no answer to
     // the question it cancelled.
     assert!(

@@ -78,10 +78,14 @@ impl Aborts {
         let Some(a) = self.lock().get(&id.to_string()).cloned() else {
             return;
         };
+        if a.fired() {
+            return;
+        }
         msg::debug(&format!(
             "serve: the host cancelled request {}",
             term::clip(&id.to_string(), 60)
         ));
+        crate::journal::event("serve_cancelled", json!({"by": "host"}));
         std::thread::spawn(move || a.fire());
     }
 

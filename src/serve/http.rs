@@ -855,6 +855,7 @@ fn watch(
         msg::debug(
             "serve: the host closed the stream: the request is cancelled",
         );
+        journal::event("serve_cancelled", json!({"by": "host"}));
         abort.fire();
     }
 }
