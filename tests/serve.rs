@@ -1373,3 +1373,92 @@ fn an_upstream_cancelling_a_question_parked_for_a_modern_host_lets_the_call_go_o
     assert_eq!(answers[0]["cancelled"], true, "{answers}");
     assert_eq!(h.finish(), Some(0));
 }
+
+#[test]
+fn a_modern_host_listens_for_updates_and_list_changes_on_stdio() {
+    let dir = demo("serve_listen", &["--subscribe"]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let d =
+        h.request("server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(
+        d["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{d}"
+    );
+    // Nothing asked: acknowledged and answered at once.
+    let r = h.request(
+        "subscriptions/listen",
+        json!({"notifications": {}, "_meta": modern_meta(json!({}))}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    h.send(&json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true,
+                                     "resourceSubscriptions": ["fixture://docs/readme", "nope://x"]},
+                   "_meta": modern_meta(json!({}))}}));
+    let ack = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("an acknowledgement");
+        if m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+                == "L"
+        {
+            break m;
+        }
+    };
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://docs/readme"]}),
+        "{ack}"
+    );
+    let n = wait_note(&mut h, "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], "fixture://docs/readme", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    // Cancelling it ends it: the upstream is unsubscribed, no response.
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "L"}}));
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+    let r = h.request("tools/list", json!({"_meta": modern_meta(json!({}))}));
+    assert!(r["result"]["tools"].is_array());
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("L")), "{m}");
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
+fn over_http_a_modern_listen_is_a_stream_closing_it_unsubscribes() {
+    let dir = demo("serve_http_listen", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let headers: Vec<String> =
+        MODERN_HTTP.iter().map(|h| h.to_string()).collect();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": ["fixture://docs/readme"]},
+                   "_meta": modern_meta(json!({}))}});
+    let mut s = l.open(&headers, &body.to_string());
+    let text = read_until(&mut s, "resources/updated");
+    let msgs = sse_messages(&text);
+    assert_eq!(
+        msgs[0]["method"], "notifications/subscriptions/acknowledged",
+        "{text}"
+    );
+    assert_eq!(msgs[1]["params"]["uri"], "fixture://docs/readme", "{text}");
+    assert_eq!(
+        msgs[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    drop(s);
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+    // Without a stream it cannot be served.
+    let json_only = vec![
+        "Accept: application/json".to_string(),
+        "MCP-Protocol-Version: 2026-07-28".to_string(),
+    ];
+    let mut s = l.open(&json_only, &body.to_string());
+    let text = read_until(&mut s, "}}");
+    assert!(text.contains("needs a stream"), "{text}");
+}

@@ -31,6 +31,10 @@ pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 const SUMMARY: usize = 1000;
 /// The `inputRequests` key of the approval form (2026-07-28).
 const APPROVAL_KEY: &str = "rivumi-approval";
+/// The host keys of `subscriptions/listen` requests (apart from the
+/// fronts' session keys, which count from 0).
+static LISTENS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(1 << 48);
 /// The `_meta` key recording which server an item comes from.
 pub(crate) const SERVER_META: &str = "dev.rivumi-mcp/server";
 
@@ -195,7 +199,7 @@ impl Gateway<'_> {
         host: &mut Host,
         link: Option<&Arc<dyn HostLink>>,
         spawn: Option<&dyn super::Spawner<'s>>,
-        name: &str,
+        (id, name): (&Value, &str),
         params: &Value,
     ) -> Reply {
         let era = match host::modern_version(params) {
@@ -230,9 +234,9 @@ impl Gateway<'_> {
         }
         if name == method::SERVER_DISCOVER {
             let instructions = self.instructions();
-            // 2026-07-28 has no resources/subscribe.
+            // Subscriptions go through subscriptions/listen there.
             return Ok(host::discover_result(
-                capabilities(false),
+                capabilities(self.subscribable()),
                 &server_info(),
                 Some(&instructions),
             ));
@@ -250,6 +254,13 @@ impl Gateway<'_> {
             }
         };
         let modern = h.version.is_none();
+        if modern && name == method::SUBSCRIPTIONS_LISTEN {
+            let mut r = self.listen(link, id, params);
+            if let Ok(v) = &mut r {
+                host::modern_result(v, &server_info(), name);
+            }
+            return r;
+        }
         // 2026-07-28 hosts are told things about their request (progress,
         // log messages) but never asked anything on its stream.
         let notify = link;
@@ -634,6 +645,82 @@ impl Gateway<'_> {
                 .map_err(|m| RpcFail::new(code::INVALID_PARAMS, m))?;
         }
         Ok(json!({}))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledges what it honours
+    /// (the list changes asked for; the resources asked for whose server
+    /// takes subscriptions, each subscribed there), then tells the host
+    /// those until it gives the request up (stdio: `notifications/
+    /// cancelled`; HTTP: closing the stream); then its subscriptions go.
+    /// When nothing is honoured it is answered at once.
+    fn listen(
+        &self,
+        link: Option<&Arc<dyn HostLink>>,
+        id: &Value,
+        params: &Value,
+    ) -> Reply {
+        let Some(want) =
+            params.get("notifications").and_then(Value::as_object)
+        else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                "subscriptions/listen: 'notifications' must be an object",
+            ));
+        };
+        let (Some(link), Some(abort)) = (link, crate::cancel::current())
+        else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                "subscriptions/listen needs a stream: send it with Accept: \
+                 text/event-stream",
+            ));
+        };
+        let key = LISTENS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut honoured = Map::new();
+        let mut lists = vec![];
+        for (k, m) in [
+            ("toolsListChanged", method::TOOLS_LIST_CHANGED),
+            ("promptsListChanged", method::PROMPTS_LIST_CHANGED),
+            ("resourcesListChanged", method::RESOURCES_LIST_CHANGED),
+        ] {
+            if want.get(k) == Some(&json!(true)) {
+                honoured.insert(k.into(), json!(true));
+                lists.push(m);
+            }
+        }
+        let mut uris = vec![];
+        let asked =
+            want.get("resourceSubscriptions").and_then(Value::as_array);
+        for u in asked.into_iter().flatten().filter_map(Value::as_str) {
+            let p = json!({"uri": u});
+            if self.subscribe(key, &p, true).is_ok() {
+                uris.push(json!(u));
+            }
+        }
+        if !uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let sub = json!({mcp::meta::SUBSCRIPTION_ID: id});
+        link.notify(
+            method::SUBSCRIPTIONS_ACKNOWLEDGED,
+            json!({"notifications": honoured, "_meta": sub}),
+        );
+        if honoured.is_empty() {
+            return Ok(json!({"_meta": sub}));
+        }
+        let listen = super::hosts::Listen {
+            inner: link.clone(),
+            id: id.clone(),
+            lists,
+        };
+        self.hosts.attach(key, Arc::new(listen));
+        while !abort.fired() && !self.hosts.closing() {
+            std::thread::sleep(crate::cancel::POLL);
+        }
+        // Not under the request's abort, which has fired.
+        let _clean = Abort::default().enter();
+        self.forget_host(key);
+        Ok(json!({"_meta": sub}))
     }
 
     /// A host session ended: its subscriptions go, and the servers are

@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::gateway::HostLink;
-use crate::mcp::method;
+use crate::mcp::{self, method};
 
 /// Subscriptions held at once, over every host.
 pub(crate) const MAX_SUBS: usize = 256;
@@ -33,9 +33,11 @@ struct State {
     subs: Vec<Sub>,
 }
 
-/// The host sessions' ways to be told things, and their subscriptions.
+/// The host sessions' ways to be told things, and their subscriptions;
+/// `closing` once the front ends (stdio: end of input), which ends every
+/// `subscriptions/listen`.
 #[derive(Default)]
-pub(crate) struct Hosts(Mutex<State>);
+pub(crate) struct Hosts(Mutex<State>, std::sync::atomic::AtomicBool);
 
 impl std::fmt::Debug for Hosts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,6 +48,16 @@ impl std::fmt::Debug for Hosts {
 impl Hosts {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The front ends: nobody is told anything any more.
+    pub(crate) fn close(&self) {
+        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.lock().links.clear();
+    }
+
+    pub(crate) fn closing(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `link` tells host `host` things from now on (replacing any).
@@ -175,11 +187,41 @@ impl Hosts {
     }
 }
 
+/// How a `subscriptions/listen` request (2026-07-28) is told things:
+/// only the list changes it opted in to (resource updates come by its
+/// subscriptions), each stamped with the request's id.
+pub(crate) struct Listen {
+    pub(crate) inner: Arc<dyn HostLink>,
+    pub(crate) id: Value,
+    /// The `*/list_changed` methods it opted in to.
+    pub(crate) lists: Vec<&'static str>,
+}
+
+impl HostLink for Listen {
+    fn request(
+        &self,
+        _method: &str,
+        _params: Value,
+        _timeout: std::time::Duration,
+    ) -> Result<Value, String> {
+        Err("a 2026-07-28 host is not asked on a listen stream".into())
+    }
+
+    fn notify(&self, m: &str, mut params: Value) {
+        if mcp::is_list_changed(m) && !self.lists.contains(&m) {
+            return;
+        }
+        if !params.is_object() {
+            params = json!({});
+        }
+        params["_meta"] = json!({mcp::meta::SUBSCRIPTION_ID: self.id});
+        self.inner.notify(m, params);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
-
-    use serde_json::Value;
 
     use super::*;
 

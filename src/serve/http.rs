@@ -29,7 +29,8 @@
 //!   host accepts SSE is answered on a stream carrying its progress and
 //!   the log messages it asked for, then the result; closing that stream
 //!   cancels it (the era has no `notifications/cancelled` over HTTP).
-//!   Anything else gets JSON. The era has no standalone GET (405).
+//!   `subscriptions/listen` is such a stream too, until the host closes
+//!   it. Anything else gets JSON. The era has no standalone GET (405).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -609,15 +610,21 @@ impl Front<'_, '_> {
                 );
                 return json_reply(&mut s, 400, None, &f.response(id));
             }
-            if super::gateway::asks(&method)
+            let listen = method == mcp::method::SUBSCRIPTIONS_LISTEN;
+            if (super::gateway::asks(&method) || listen)
                 && streams(head)
                 && mcp::host::modern_version(&params) == Some(Ok(()))
             {
                 return self.modern_stream(s, id, &method, &params, spawn);
             }
             let mut host = Host::default();
-            let r =
-                self.gw.handle(&mut host, None, Some(spawn), &method, &params);
+            let r = self.gw.handle(
+                &mut host,
+                None,
+                Some(spawn),
+                (&id, &method),
+                &params,
+            );
             let status = match &r {
                 Err(f) if f.code == code::UNSUPPORTED_PROTOCOL_VERSION => 400,
                 _ => 200,
@@ -631,7 +638,8 @@ impl Front<'_, '_> {
         if method == mcp::method::INITIALIZE {
             let key = self.next.fetch_add(1, Ordering::SeqCst);
             let mut host = Host { key, ..Host::default() };
-            let r = self.gw.handle(&mut host, None, None, &method, &params);
+            let r =
+                self.gw.handle(&mut host, None, None, (&id, &method), &params);
             let sid = match random_hex(16) {
                 Ok(sid) => sid,
                 Err(e) => return refuse(&mut s, 503, &e.to_string()),
@@ -674,7 +682,8 @@ impl Front<'_, '_> {
         let abort = session.aborts.start(&id, &method);
         let _entered = abort.as_ref().map(Abort::enter);
         if !streams(head) {
-            let r = self.gw.handle(&mut host, None, None, &method, &params);
+            let r =
+                self.gw.handle(&mut host, None, None, (&id, &method), &params);
             if session.aborts.finish(&id, abort.as_ref()) {
                 return respond(&mut s, 202, &[], "");
             }
@@ -689,8 +698,13 @@ impl Front<'_, '_> {
             return;
         };
         let dyn_link: Arc<dyn HostLink> = link.clone();
-        let r =
-            self.gw.handle(&mut host, Some(&dyn_link), None, &method, &params);
+        let r = self.gw.handle(
+            &mut host,
+            Some(&dyn_link),
+            None,
+            (&id, &method),
+            &params,
+        );
         if session.aborts.finish(&id, abort.as_ref()) {
             return;
         }
@@ -808,7 +822,7 @@ impl Front<'_, '_> {
             &mut host,
             Some(&dyn_link),
             Some(spawn),
-            method,
+            (&id, method),
             params,
         );
         done.store(true, Ordering::SeqCst);

@@ -187,7 +187,7 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
                             &mut h,
                             Some(dyn_link),
                             Some(&scope),
-                            &method,
+                            (&id, &method),
                             &params,
                         );
                         if method == mcp::method::INITIALIZE {
@@ -207,6 +207,7 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
             }
         }
         link.close();
+        gw.hosts.close();
         Ok(())
     })
 }
