@@ -359,3 +359,40 @@ fn interop_serve_ts2_host_gets_progress_and_cancels_in_both_eras() {
         }
     }
 }
+
+#[test]
+fn interop_serve_ts2_host_hears_of_updates_in_both_eras() {
+    let Some(s) = hosts("interop_serve_ts2_listen") else { return };
+    let _turn = Turn::take("interop_serve", "interop_serve_ts2_listen");
+    let dir = demo("interop_serve_ts2_listen_dir", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let url = format!("http://{}/mcp", l.addr);
+    let script = repo_root().join(TS2_CLIENT);
+    let uri = "fixture://docs/readme";
+    for mode in ["legacy", "2026-07-28"] {
+        for kind in ["stdio", "http"] {
+            let mut cmd = dir.program(s.node.to_str().unwrap());
+            cmd.arg(&script).args([mode, kind]);
+            if kind == "stdio" {
+                cmd.args(serve_argv(&dir));
+            } else {
+                cmd.args([url.as_str(), l.token.as_str()]);
+            }
+            cmd.env(ALLOWLIST, "demo").env("LISTEN_URI", uri);
+            let out = cmd.timeout(std::time::Duration::from_secs(90)).run();
+            let what = format!("{mode} over {kind}");
+            assert_eq!(out.code, Some(0), "{what}: {}", out.all());
+            let line = out.stdout.lines().last().unwrap_or_default();
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.all()));
+            assert_eq!(v["updated"], uri, "{what}: {v}");
+            if mode != "legacy" {
+                assert_eq!(
+                    v["honored"]["resourceSubscriptions"],
+                    json!([uri]),
+                    "{what}: {v}"
+                );
+            }
+        }
+    }
+}
