@@ -49,6 +49,11 @@ pub(crate) trait HostLink: Send + Sync {
     ) -> std::result::Result<Value, String>;
     /// Sends a notification, best effort.
     fn notify(&self, method: &str, params: Value);
+    /// Keeps a long-lived stream open (an SSE comment; nothing elsewhere);
+    /// false when the host is gone.
+    fn keep_alive(&self) -> bool {
+        true
+    }
 }
 
 /// The params of a `notifications/cancelled` for request `id`.
@@ -714,8 +719,14 @@ impl Gateway<'_> {
             lists,
         };
         self.hosts.attach(key, Arc::new(listen));
+        let mut quiet = std::time::Duration::ZERO;
         while !abort.fired() && !self.hosts.closing() {
             std::thread::sleep(crate::cancel::POLL);
+            quiet += crate::cancel::POLL;
+            if quiet >= super::KEEP_ALIVE {
+                quiet = std::time::Duration::ZERO;
+                let _ = link.keep_alive();
+            }
         }
         // Not under the request's abort, which has fired.
         let _clean = Abort::default().enter();

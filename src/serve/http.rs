@@ -24,7 +24,7 @@
 //!   `notifications/cancelled`. A session may open one standalone GET
 //!   stream (a second is 409) for what it is told between its requests
 //!   (resource updates it subscribed to, list changes), kept alive by a
-//!   comment every [`KEEP_ALIVE`] and ended with the session.
+//!   comment every [`super::KEEP_ALIVE`] and ended with the session.
 //! - 2026-07-28 requests need no session. A call, read or prompt whose
 //!   host accepts SSE is answered on a stream carrying its progress and
 //!   the log messages it asked for, then the result; closing that stream
@@ -61,9 +61,6 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_CONNECTIONS: usize = 64;
 /// Handshake-era sessions at once.
 const MAX_SESSIONS: usize = 64;
-/// How often a standalone stream gets a comment (and finds its host
-/// gone).
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often a standalone stream looks whether its session ended.
 const TICK: Duration = Duration::from_millis(250);
 /// The head of an SSE response.
@@ -489,6 +486,11 @@ impl HostLink for StreamLink {
             &json!({"jsonrpc": "2.0", "method": method, "params": params}),
         );
     }
+
+    fn keep_alive(&self) -> bool {
+        let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        s.write_all(b": keep-alive\n\n").and_then(|_| s.flush()).is_ok()
+    }
 }
 
 impl Front<'_, '_> {
@@ -717,7 +719,7 @@ impl Front<'_, '_> {
 
     /// The standalone GET stream of a handshake-era session: what the
     /// session is told between its requests (resource updates, list
-    /// changes). One per session; a comment every [`KEEP_ALIVE`]; it ends
+    /// changes). One per session; a comment every [`super::KEEP_ALIVE`]; it ends
     /// with the session, or when the host goes away. 2026-07-28 has no
     /// such stream (405), nor sessions.
     fn standalone(&self, mut s: TcpStream, head: &Head) {
@@ -762,15 +764,9 @@ impl Front<'_, '_> {
             if !live {
                 break;
             }
-            if quiet >= KEEP_ALIVE {
+            if quiet >= super::KEEP_ALIVE {
                 quiet = Duration::ZERO;
-                let mut st =
-                    link.stream.lock().unwrap_or_else(|e| e.into_inner());
-                if st
-                    .write_all(b": keep-alive\n\n")
-                    .and_then(|_| st.flush())
-                    .is_err()
-                {
+                if !link.keep_alive() {
                     break;
                 }
             }

@@ -43,6 +43,11 @@ use crate::{journal, msg, out, term};
 pub(crate) use gateway::{Gateway, HostLink};
 pub(crate) use parked::Spawner;
 
+/// How often a long-lived stream to a host gets a comment (and finds
+/// its host gone).
+pub(crate) const KEEP_ALIVE: std::time::Duration =
+    std::time::Duration::from_secs(15);
+
 /// How often idle upstreams are read for what they sent between requests.
 const PUMP: std::time::Duration = std::time::Duration::from_millis(200);
 
