@@ -161,14 +161,19 @@ impl Hosts {
     /// An upstream said a resource changed: each host subscribed to it is
     /// told, under the URI it subscribed with.
     pub(crate) fn updated(&self, server: &str, uri: &str) {
-        let s = self.lock();
-        for x in s.subs.iter().filter(|x| x.server == server && x.uri == uri) {
-            if let Some(link) = s.links.get(&x.host) {
-                link.notify(
-                    method::RESOURCES_UPDATED,
-                    json!({"uri": x.shown}),
-                );
-            }
+        // Told outside the lock: a host slow to read holds up no other.
+        let told: Vec<(Arc<dyn HostLink>, String)> = {
+            let s = self.lock();
+            s.subs
+                .iter()
+                .filter(|x| x.server == server && x.uri == uri)
+                .filter_map(|x| {
+                    Some((s.links.get(&x.host)?.clone(), x.shown.clone()))
+                })
+                .collect()
+        };
+        for (link, shown) in told {
+            link.notify(method::RESOURCES_UPDATED, json!({"uri": shown}));
         }
     }
 

@@ -61,6 +61,8 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_CONNECTIONS: usize = 64;
 /// Handshake-era sessions at once.
 const MAX_SESSIONS: usize = 64;
+/// How long one write to a host's stream may take.
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 /// How often a standalone stream looks whether its session ended.
 const TICK: Duration = Duration::from_millis(250);
 /// The head of an SSE response.
@@ -739,6 +741,7 @@ impl Front<'_, '_> {
         if !streams(head) {
             return refuse(&mut s, 406, "accept text/event-stream");
         }
+        let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
         let Ok(probe) = s.try_clone() else { return };
         let link = Arc::new(StreamLink {
             stream: Mutex::new(probe),
@@ -782,6 +785,8 @@ impl Front<'_, '_> {
         mut s: TcpStream,
         session: Option<Arc<Session>>,
     ) -> Option<Arc<StreamLink>> {
+        // A host that stops reading holds a writer at most this long.
+        let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
         s.write_all(SSE_HEAD.as_bytes()).ok()?;
         Some(Arc::new(StreamLink {
             stream: Mutex::new(s),
