@@ -21,6 +21,7 @@ pub(crate) use rivumi_mcp_proto::{
 mod allowlist;
 mod ask;
 mod auth;
+mod cancel;
 mod catalog;
 mod cli;
 mod cmd;
@@ -119,7 +120,14 @@ fn run(args: cli::Args) -> Result<()> {
     // completion runs these on every TAB.
     match &args.command {
         Command::CheckConfig { format } => {
-            cmd::check_config::run(&path, *format, g.strict, &setup::lookup)
+            let lock = setup::lock_path(g, &path);
+            cmd::check_config::run(
+                &path,
+                &lock,
+                *format,
+                g.strict,
+                &setup::lookup,
+            )
         }
         Command::Completions { shell } => {
             out::print(&cmd::completions::script(*shell))

@@ -147,6 +147,9 @@ pub(crate) struct Session {
     pub(crate) request_timeout: Duration,
     /// `*/list_changed` notifications seen (method names).
     list_changed: BTreeSet<String>,
+    /// What the server sent while a question it asked was being answered
+    /// ([`Session::serve_watching`]), read before anything else.
+    held: std::collections::VecDeque<Value>,
     closed: Option<Closed>,
     client: Arc<dyn Client>,
     /// The current `batch` line's `answers`, if it has any.
@@ -252,6 +255,7 @@ impl Session {
             server,
             request_timeout,
             list_changed: BTreeSet::new(),
+            held: Default::default(),
             closed: None,
             client,
             answers: None,
@@ -646,6 +650,11 @@ impl Session {
         Some((mcp::request(id, method, params), send))
     }
 
+    /// Whether the session was closed (its server is gone or was ended).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
     /// Whether the session speaks 2026-07-28.
     pub(crate) fn modern(&self) -> bool {
         self.server.version.is_some_and(Version::is_modern)
@@ -740,6 +749,9 @@ impl Session {
     ) -> Result<Answer> {
         let id = self.next_id;
         self.next_id += 1;
+        if crate::cancel::fired() {
+            return Err(given_up());
+        }
         if mcp::wants_progress(method) {
             // Ask for progress notices; shown on a terminal only.
             mcp::with_progress_token(&mut params, id);
@@ -767,9 +779,20 @@ impl Session {
             }
             _ => None,
         };
+        // A request `serve` handles may be given up by its host from
+        // another thread (crate::cancel): cancelled on the wire as for a
+        // deadline, and no longer waited for.
+        let _given_up = match self.transport.canceller() {
+            Some(c) if method != method::INITIALIZE => {
+                crate::cancel::arm(Arc::new(move || {
+                    c(&mcp::cancelled(id, "cancelled by the client"));
+                }))
+            }
+            _ => None,
+        };
         let want = json!(id);
         loop {
-            let msg = match self.transport.recv(deadline) {
+            let msg = match self.recv_unless_given_up(deadline) {
                 Ok(m) => m,
                 Err(e) if e.kind() == Kind::Timeout => {
                     // initialize is never cancelled; over the modern HTTP
@@ -803,6 +826,73 @@ impl Session {
             }
             if let Some(r) = answer {
                 return Ok(r);
+            }
+        }
+    }
+
+    /// Handles what the server sent while no request of ours was in
+    /// flight (its notifications, its requests), waiting at most `wait`
+    /// for the first message and taking at most 64; over HTTP, what its
+    /// standalone stream holds, only when `http` (reading it takes a
+    /// quiet spell of 50 ms). For `serve`, which keeps sessions open
+    /// between its host's requests.
+    pub(crate) fn poll(&mut self, wait: Duration, http: bool) -> Result<()> {
+        let d = Deadline::new("the server's notifications", wait);
+        let msgs = if self.transport.wire() == Wire::Http {
+            if !http {
+                return Ok(());
+            }
+            self.transport.drain()
+        } else {
+            let mut all: Vec<Value> = self.held.drain(..).collect();
+            while all.len() < 64 {
+                match self.transport.recv(&d) {
+                    Ok(m) => all.push(m),
+                    Err(e) if e.kind() == Kind::Timeout => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            all
+        };
+        let answer_by = Deadline::new("an answer to the server", SERVE_WAIT);
+        for m in msgs {
+            let batch = mcp::split_batch(m, self.server.version)
+                .map_err(Error::server)?;
+            for m in batch {
+                self.handle(m, &Value::Null, &answer_by)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next message. On a thread whose request may be given up
+    /// ([`crate::cancel`]) it is waited for in short slices, and given up
+    /// once the request is (over the 2026-07-28 HTTP wire by closing,
+    /// which is that wire's cancellation). A handshake-era HTTP stream is
+    /// not sliced (a resumption waits longer than a slice): it is waited
+    /// for whole, the cancellation having been sent.
+    fn recv_unless_given_up(&mut self, deadline: &Deadline) -> Result<Value> {
+        if let Some(m) = self.held.pop_front() {
+            return Ok(m);
+        }
+        let http = self.transport.wire() == Wire::Http;
+        if crate::cancel::current().is_none() || (http && !self.modern()) {
+            return self.transport.recv(deadline);
+        }
+        loop {
+            if crate::cancel::fired() {
+                if http {
+                    self.close();
+                }
+                return Err(given_up());
+            }
+            let slice = deadline.remaining()?.min(crate::cancel::POLL);
+            let d = Deadline::new("a cancellable wait", slice);
+            match self.transport.recv(&d) {
+                Err(e) if e.kind() == Kind::Timeout => {
+                    deadline.remaining()?;
+                }
+                r => return r,
             }
         }
     }
@@ -858,7 +948,18 @@ impl Session {
         d: &Deadline,
     ) -> Result<()> {
         self.client.begin_round();
-        let reply = match self.serve(method, params, d) {
+        let served = if crate::cancel::current().is_some()
+            && self.transport.wire() == Wire::Stdio
+        {
+            match self.serve_watching(method, params, &id, d)? {
+                Some(r) => r,
+                // The server cancelled it: no answer is sent.
+                None => return Ok(()),
+            }
+        } else {
+            self.serve(method, params, d)
+        };
+        let reply = match served {
             Ok(result) => mcp::response(id, result),
             Err(why) => {
                 let code = if mcp::ask(method, params, self.caps()).is_ok() {
@@ -872,50 +973,96 @@ impl Session {
         self.transport.send(&reply, d)
     }
 
-    /// The one path of what a server asks, in either era: refused unless
-    /// of a declared kind, else the client's answer.
+    /// [`Self::serve`] for `serve`, whose answer may come from its host
+    /// and take long: meanwhile another thread reads the server, and a
+    /// `notifications/cancelled` of the request `id` gives the question
+    /// up ([`crate::cancel`]: the host is told); what else the server sent
+    /// waits in `held` for the request in flight. `None` when the server
+    /// cancelled it (it then gets no answer). Stdio only (over HTTP the
+    /// question is answered before anything more is read).
+    fn serve_watching(
+        &mut self,
+        method: &str,
+        params: &Value,
+        id: &Value,
+        d: &Deadline,
+    ) -> Result<Option<std::result::Result<Value, String>>> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let abort = crate::cancel::Abort::default();
+        // The host giving up the whole request gives this up too.
+        let inner = abort.clone();
+        let _chain = crate::cancel::arm(Arc::new(move || inner.fire()));
+        let done = AtomicBool::new(false);
+        let version = self.server.version;
+        let Session { name, client, answers, transport, held, .. } = self;
+        let (served, broke) = std::thread::scope(|scope| {
+            let (abort, done) = (&abort, &done);
+            let watcher = scope.spawn(move || {
+                while !done.load(Ordering::SeqCst) {
+                    if held.len() >= MAX_HELD {
+                        std::thread::sleep(crate::cancel::POLL);
+                        continue;
+                    }
+                    let slice =
+                        Deadline::new("a question", crate::cancel::POLL);
+                    let m = match transport.recv(&slice) {
+                        Ok(m) => m,
+                        Err(e) if e.kind() == Kind::Timeout => continue,
+                        Err(e) => return Some(e),
+                    };
+                    for m in mcp::split_batch(m, version).unwrap_or_default() {
+                        let mine = mcp::method_of(&m)
+                            == Some(method::CANCELLED)
+                            && m.pointer("/params/requestId") == Some(id);
+                        if mine {
+                            abort.fire();
+                        } else {
+                            held.push_back(m);
+                        }
+                    }
+                }
+                None
+            });
+            let served = {
+                let _entered = abort.enter();
+                serve_as(name, &**client, answers.as_ref(), method, params, d)
+            };
+            done.store(true, Ordering::SeqCst);
+            (served, watcher.join().unwrap_or(None))
+        });
+        if let Some(e) = broke {
+            return Err(e);
+        }
+        if abort.fired() && !crate::cancel::fired() {
+            crate::journal::event(
+                "serve_cancelled",
+                json!({"by": "server", "server": self.name}),
+            );
+            msg::debug(&format!(
+                "server '{}': it cancelled its request; the question was \
+                 given up",
+                self.name
+            ));
+            return Ok(None);
+        }
+        Ok(Some(served))
+    }
+
+    /// The one path of what a server asks ([`serve_as`]).
     fn serve(
         &mut self,
         method: &str,
         params: &Value,
         d: &Deadline,
     ) -> std::result::Result<Value, String> {
-        let ask = match mcp::ask(method, params, self.caps()) {
-            Ok(a) => a,
-            Err(why) => {
-                // The method is the server's text: bounded wherever it goes.
-                let shown = term::clip(&term::line(method), 100).into_owned();
-                msg::debug(&format!(
-                    "server '{}': refused its request '{shown}': {}",
-                    self.name,
-                    term::clip(&why, 300)
-                ));
-                crate::journal::event(
-                    "server_request",
-                    json!({"server": self.name, "method": shown,
-                           "action": "refused"}),
-                );
-                return Err(why);
-            }
-        };
-        let q = ServerAsk {
-            server: &self.name,
-            ask,
+        serve_as(
+            &self.name,
+            &*self.client,
+            self.answers.as_ref(),
+            method,
             params,
-            answers: self.answers.as_ref(),
-            until: std::time::Instant::now()
-                + d.remaining().unwrap_or(Duration::ZERO),
-        };
-        let r = self.client.serve(&q);
-        if let Err(why) = &r {
-            msg::warn(&format!(
-                "server '{}': {}: {}",
-                self.name,
-                q.ask.kind(),
-                term::line(why)
-            ));
-        }
-        r
+            d,
+        )
     }
 
     fn caps(&self) -> mcp::Capabilities {
@@ -943,7 +1090,10 @@ impl Session {
     }
 
     fn notification(&mut self, method: &str, p: &Value) {
-        if method == method::PROGRESS || method == method::MESSAGE {
+        if matches!(
+            method,
+            method::PROGRESS | method::MESSAGE | method::RESOURCES_UPDATED
+        ) {
             self.client.notified(&self.name, method, p);
         }
         match method {
@@ -1219,6 +1369,66 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The one path of what a server asks, in either era: refused unless of
+/// a declared kind, else the client's answer.
+fn serve_as(
+    name: &str,
+    client: &dyn Client,
+    answers: Option<&Map<String, Value>>,
+    method: &str,
+    params: &Value,
+    d: &Deadline,
+) -> std::result::Result<Value, String> {
+    let ask = match mcp::ask(method, params, client.capabilities()) {
+        Ok(a) => a,
+        Err(why) => {
+            // The method is the server's text: bounded wherever it goes.
+            let shown = term::clip(&term::line(method), 100).into_owned();
+            msg::debug(&format!(
+                "server '{}': refused its request '{shown}': {}",
+                name,
+                term::clip(&why, 300)
+            ));
+            crate::journal::event(
+                "server_request",
+                json!({"server": name, "method": shown,
+                       "action": "refused"}),
+            );
+            return Err(why);
+        }
+    };
+    let q = ServerAsk {
+        server: name,
+        ask,
+        params,
+        answers,
+        until: std::time::Instant::now()
+            + d.remaining().unwrap_or(Duration::ZERO),
+    };
+    let r = client.serve(&q);
+    if let Err(why) = &r {
+        msg::warn(&format!(
+            "server '{}': {}: {}",
+            name,
+            q.ask.kind(),
+            term::line(why)
+        ));
+    }
+    r
+}
+
+/// How long an answer to what a server asks between requests may take.
+const SERVE_WAIT: Duration = Duration::from_secs(30);
+/// The most messages held while a question is answered; the server then
+/// waits.
+const MAX_HELD: usize = 1024;
+
+/// The error of a request its client gave up ([`crate::cancel`]); not a
+/// failure of the server, whose session stays usable.
+fn given_up() -> Error {
+    Error::negative("the request was cancelled by the client")
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ fn policy(g: &cli::Global) -> Result<executor::Policy> {
 }
 
 /// The lock file: `--lock PATH`, else `.mcp.lock.json` beside the config.
-fn lock_path(g: &cli::Global, config: &Path) -> PathBuf {
+pub(crate) fn lock_path(g: &cli::Global, config: &Path) -> PathBuf {
     if let Some(p) = &g.lock {
         return p.clone();
     }

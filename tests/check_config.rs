@@ -537,6 +537,7 @@ fn json_output_shape() {
             "diagnostics",
             "errors",
             "file",
+            "serve",
             "servers",
             "valid",
             "warnings"

@@ -319,3 +319,80 @@ fn interop_serve_upstream_questions_reach_sdk_hosts_in_both_eras() {
         }
     }
 }
+
+#[test]
+fn interop_serve_ts2_host_gets_progress_and_cancels_in_both_eras() {
+    let Some(s) = hosts("interop_serve_ts2_progress") else { return };
+    let _turn = Turn::take("interop_serve", "interop_serve_ts2_progress");
+    let dir = demo("interop_serve_ts2_progress_dir", &[]);
+    let l = Listening::start(&dir, "demo", &["--yes"], &[]);
+    let url = format!("http://{}/mcp", l.addr);
+    let script = repo_root().join(TS2_CLIENT);
+    let mut runs = 0;
+    for mode in ["legacy", "2026-07-28"] {
+        for kind in ["stdio", "http"] {
+            let mut cmd = dir.program(s.node.to_str().unwrap());
+            cmd.arg(&script).args([mode, kind]);
+            if kind == "stdio" {
+                cmd.args(serve_argv(&dir)).arg("--yes");
+            } else {
+                cmd.args([url.as_str(), l.token.as_str()]);
+            }
+            cmd.env(ALLOWLIST, "demo").env("PROGRESS_TOOL", "demo__slow");
+            let out = cmd.timeout(std::time::Duration::from_secs(90)).run();
+            let what = format!("{mode} over {kind}");
+            assert_eq!(out.code, Some(0), "{what}: {}", out.all());
+            let line = out.stdout.lines().last().unwrap_or_default();
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.all()));
+            assert_eq!(v["progress"], json!([1, 2, 3]), "{what}: {v}");
+            assert_eq!(v["done"], "done", "{what}: {v}");
+            assert_eq!(v["aborted"], true, "{what}: {v}");
+            assert_eq!(v["after"], "after", "{what}: {v}");
+            runs += 1;
+            // Each abort reached the upstream as a cancellation.
+            let cancels = crate::util::received(
+                &dir.path("rec"),
+                "notifications/cancelled",
+            );
+            assert_eq!(cancels.len(), runs, "{what}: {cancels:?}");
+        }
+    }
+}
+
+#[test]
+fn interop_serve_ts2_host_hears_of_updates_in_both_eras() {
+    let Some(s) = hosts("interop_serve_ts2_listen") else { return };
+    let _turn = Turn::take("interop_serve", "interop_serve_ts2_listen");
+    let dir = demo("interop_serve_ts2_listen_dir", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let url = format!("http://{}/mcp", l.addr);
+    let script = repo_root().join(TS2_CLIENT);
+    let uri = "fixture://docs/readme";
+    for mode in ["legacy", "2026-07-28"] {
+        for kind in ["stdio", "http"] {
+            let mut cmd = dir.program(s.node.to_str().unwrap());
+            cmd.arg(&script).args([mode, kind]);
+            if kind == "stdio" {
+                cmd.args(serve_argv(&dir));
+            } else {
+                cmd.args([url.as_str(), l.token.as_str()]);
+            }
+            cmd.env(ALLOWLIST, "demo").env("LISTEN_URI", uri);
+            let out = cmd.timeout(std::time::Duration::from_secs(90)).run();
+            let what = format!("{mode} over {kind}");
+            assert_eq!(out.code, Some(0), "{what}: {}", out.all());
+            let line = out.stdout.lines().last().unwrap_or_default();
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: {e}: {}", out.all()));
+            assert_eq!(v["updated"], uri, "{what}: {v}");
+            if mode != "legacy" {
+                assert_eq!(
+                    v["honored"]["resourceSubscriptions"],
+                    json!([uri]),
+                    "{what}: {v}"
+                );
+            }
+        }
+    }
+}

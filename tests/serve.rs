@@ -813,3 +813,652 @@ fn an_upstream_question_reaches_a_modern_host_as_an_input_required_round() {
     assert_eq!(again["error"]["code"], -32602, "{again}");
     assert_eq!(h.finish(), Some(0));
 }
+
+/// The lines a fixture run with `--record` received, whole.
+fn recorded(dir: &Dir) -> Vec<Value> {
+    std::fs::read_to_string(dir.path("rec"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Waits until the fixture recorded a message matching `f`.
+fn wait_recorded(dir: &Dir, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..400 {
+        if let Some(m) = recorded(dir).into_iter().find(&f) {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("the upstream never received {what}: {:?}", recorded(dir));
+}
+
+#[test]
+fn a_host_cancellation_reaches_the_upstream_and_gets_no_response() {
+    let dir = demo("serve_cancel", &[]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({}));
+    h.send(&json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+                   "params": {"name": "demo__slow", "arguments": {"ms": 1500}}}));
+    let call =
+        wait_recorded(&dir, "the call", |m| m["method"] == "tools/call");
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "slow-1", "reason": "user"}}));
+    let cancel = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    // The upstream's own id, not the host's.
+    assert_eq!(cancel["params"]["requestId"], call["id"], "{cancel}");
+    // The next request is answered; the cancelled one never is (the
+    // upstream's late answer is dropped).
+    let r = h.call("demo__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "after");
+    std::thread::sleep(Duration::from_millis(300));
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("slow-1")), "{m}");
+    }
+    // An unknown id is ignored.
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 999}}));
+    assert_eq!(text(&h.call("demo__echo", json!({"text": "x"}))), "x");
+    assert_eq!(h.finish(), Some(0));
+    let j = journal(&dir);
+    let cancelled = events(&j, "serve_cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["by"], "host");
+}
+
+/// The 2026-07-28 `_meta` of a host request, with `extra` keys.
+fn modern_meta(extra: Value) -> Value {
+    let mut m = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "h", "version": "1"}});
+    if let (Some(m), Some(e)) = (m.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    m
+}
+
+#[test]
+fn modern_hosts_get_progress_and_the_logs_they_asked_for_on_stdio() {
+    let dir = demo("serve_modern_progress", &[]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    let r = h.request(
+        "tools/call",
+        json!({"name": "demo__slow", "arguments": {"ms": 40},
+               "_meta": modern_meta(json!({"progressToken": 7}))}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let progress: Vec<&Value> = h
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", h.notes);
+    assert_eq!(progress[0]["params"]["progressToken"], 7);
+    // No log level in the request: no log messages.
+    h.request(
+        "tools/call",
+        json!({"name": "demo__log_and_notify", "arguments": {},
+               "_meta": modern_meta(json!({}))}),
+    );
+    let logs = |h: &Host| {
+        h.notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/message")
+            .count()
+    };
+    assert_eq!(logs(&h), 0, "{:?}", h.notes);
+    // "error" is above the fixture's "info": still none; "debug" lets it.
+    for (level, want) in [("error", 0), ("debug", 1)] {
+        let meta = json!({"io.modelcontextprotocol/logLevel": level});
+        h.request(
+            "tools/call",
+            json!({"name": "demo__log_and_notify", "arguments": {},
+                   "_meta": modern_meta(meta)}),
+        );
+        assert_eq!(logs(&h), want, "{level}: {:?}", h.notes);
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+impl Listening {
+    /// Sends one raw HTTP POST and returns the open connection.
+    fn open(&self, headers: &[String], body: &str) -> std::net::TcpStream {
+        let length = format!("Content-Length: {}", body.len());
+        let mut all = vec![length];
+        all.extend_from_slice(headers);
+        self.raw("POST", &all, body)
+    }
+
+    /// Sends one raw HTTP request (with our `Host` and token) and returns
+    /// the open connection.
+    fn raw(
+        &self,
+        method: &str,
+        headers: &[String],
+        body: &str,
+    ) -> std::net::TcpStream {
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        let mut req = format!(
+            "{method} /mcp HTTP/1.1\r\n{}\r\n{}\r\n",
+            self.host(),
+            self.auth()
+        );
+        for h in headers {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).unwrap();
+        s
+    }
+}
+
+/// The JSON of every `data:` line of an SSE body.
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+const MODERN_HTTP: [&str; 2] = [
+    "Accept: application/json, text/event-stream",
+    "MCP-Protocol-Version: 2026-07-28",
+];
+
+#[test]
+fn over_http_a_modern_call_streams_its_progress_and_closing_it_cancels() {
+    use std::io::Read;
+    let dir = demo("serve_http_modern_stream", &[]);
+    let l = Listening::start(&dir, "demo", &["--yes"], &[]);
+    let headers: Vec<String> =
+        MODERN_HTTP.iter().map(|h| h.to_string()).collect();
+    let call = |id: u64, tool: &str, args: Value, extra: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": args,
+                          "_meta": modern_meta(extra)}})
+        .to_string()
+    };
+    let body = call(
+        1,
+        "demo__slow",
+        json!({"ms": 40}),
+        json!({"progressToken": "p1", "io.modelcontextprotocol/logLevel": "info"}),
+    );
+    let mut s = l.open(&headers, &body);
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.contains("Content-Type: text/event-stream"), "{out}");
+    let msgs = sse_messages(&out);
+    assert_eq!(
+        msgs.len(),
+        4,
+        "three progress notices, then the result: {out}"
+    );
+    assert_eq!(msgs[0]["method"], "notifications/progress");
+    assert_eq!(msgs[0]["params"]["progressToken"], "p1");
+    assert_eq!(msgs[3]["id"], 1);
+    assert_eq!(msgs[3]["result"]["content"][0]["text"], "done");
+    // A log message the request asked for goes on its stream.
+    let body = call(
+        2,
+        "demo__log_and_notify",
+        json!({}),
+        json!({"io.modelcontextprotocol/logLevel": "info"}),
+    );
+    let mut out = String::new();
+    l.open(&headers, &body).read_to_string(&mut out).unwrap();
+    let msgs = sse_messages(&out);
+    assert_eq!(msgs[0]["method"], "notifications/message", "{out}");
+    assert_eq!(msgs[0]["params"]["logger"], "demo");
+    // Closing the stream cancels: the upstream is told.
+    let body = call(3, "demo__slow", json!({"ms": 1500}), json!({}));
+    let s = l.open(&headers, &body);
+    let upstream = wait_recorded(&dir, "the slow call", |m| {
+        m["method"] == "tools/call" && m["params"]["arguments"]["ms"] == 1500
+    });
+    drop(s);
+    let cancel = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    assert_eq!(cancel["params"]["requestId"], upstream["id"], "{cancel}");
+}
+
+#[test]
+fn over_http_a_handshake_host_cancels_by_notification() {
+    let dir = demo("serve_http_cancel", &[]);
+    let l = Listening::start(&dir, "demo", &["--yes"], &[]);
+    let (status, body) = l.post(&[l.host(), l.auth()], INIT);
+    assert_eq!(status, 200, "{body}");
+    let sid = body
+        .lines()
+        .find_map(|h| h.strip_prefix("Mcp-Session-Id: "))
+        .expect("a session id")
+        .to_string();
+    let session = format!("Mcp-Session-Id: {sid}");
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "demo__slow", "arguments": {"ms": 1500}}});
+    let accept = "Accept: application/json, text/event-stream".to_string();
+    let waiting = {
+        let s = l.open(&[session.clone(), accept], &slow.to_string());
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut out = String::new();
+            let _ = (&s).read_to_string(&mut out);
+            out
+        })
+    };
+    let upstream =
+        wait_recorded(&dir, "the call", |m| m["method"] == "tools/call");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 5}});
+    let (status, _) =
+        l.post(&[l.host(), l.auth(), session], &cancel.to_string());
+    assert_eq!(status, 202);
+    let got = wait_recorded(&dir, "the cancellation", |m| {
+        m["method"] == "notifications/cancelled"
+    });
+    assert_eq!(got["params"]["requestId"], upstream["id"], "{got}");
+    // The stream ends without a response.
+    let out = waiting.join().unwrap();
+    assert!(sse_messages(&out).iter().all(|m| m.get("id").is_none()), "{out}");
+}
+
+#[test]
+fn check_config_shows_what_serve_would_expose_from_the_lock() {
+    let dir = Dir::new("serve_check_config");
+    let pids = format!("--pid-file={}", dir.path("pids").display());
+    let other = dir.write(
+        ".mcp.json",
+        json!({"mcpServers": {"demo": fixture_server(&[&pids]),
+                              "other": fixture_server(&[]),
+                              "off": fixture_server(&[])}})
+        .to_string(),
+    );
+    assert!(other.exists());
+    // Before any lock: which servers, and that their names are unknown.
+    let out =
+        run_allowed(&dir, "demo,other", &["check-config"]).assert_exit(0);
+    assert!(
+        out.stdout.contains("serve would expose 2 servers: demo, other"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("not locked"), "{}", out.stdout);
+    // Nothing was started.
+    assert_eq!(read_pids(&dir.path("pids")).len(), 0);
+    run_allowed(&dir, "demo", &["lock", "demo"]).assert_exit(0);
+    let out =
+        run_allowed(&dir, "demo,other", &["check-config"]).assert_exit(0);
+    assert!(out.stdout.contains("demo__echo (read)"), "{}", out.stdout);
+    assert!(out.stdout.contains("demo__delete_all (execute)"));
+    assert!(out.stdout.contains("fixture://docs/readme"));
+    let out = run_allowed(&dir, "demo,other", &["check-config", "--json"])
+        .assert_exit(0);
+    let serve = &out.stdout_json()["serve"];
+    assert_eq!(serve["servers"], json!(["demo", "other"]), "{serve}");
+    assert_eq!(serve["unlocked"], json!(["other"]));
+    assert!(serve["tools"].as_array().unwrap().contains(&json!("demo__echo")));
+    assert!(
+        serve["prompts"].as_array().unwrap().contains(&json!("demo__greet"))
+    );
+    // The dry run agrees on the names (it starts the server).
+    let dry = run_allowed(&dir, "demo", &["serve", "--dry-run", "--json"])
+        .assert_exit(0)
+        .stdout_json();
+    let mut dry_names: Vec<String> = dry["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    dry_names.sort();
+    assert_eq!(json!(dry_names), serve["tools"]);
+}
+
+/// Waits for a notification `method` the gateway sent the host.
+fn wait_note(h: &mut Host, method: &str) -> Value {
+    if let Some(n) = h.notes.iter().find(|n| n["method"] == method) {
+        return n.clone();
+    }
+    loop {
+        let m = h
+            .lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|e| panic!("no {method}: {e}"));
+        if m["method"] == method {
+            return m;
+        }
+    }
+}
+
+#[test]
+fn a_host_subscribes_through_serve_and_is_told_of_updates() {
+    let dir = demo("serve_subscribe", &["--subscribe"]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let init = h.initialize(json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{init}"
+    );
+    let r = h.request(
+        "resources/subscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert_eq!(
+        received(&dir.path("rec"), "resources/subscribe")[0]["uri"],
+        "fixture://docs/readme"
+    );
+    // Sent by the upstream while idle: read between requests.
+    let n = wait_note(&mut h, "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], "fixture://docs/readme", "{n}");
+    let r = h.request(
+        "resources/unsubscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert_eq!(received(&dir.path("rec"), "resources/unsubscribe").len(), 1);
+    let r = h.request("resources/subscribe", json!({"uri": "nope://x"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(h.finish(), Some(0));
+    // Without an upstream that takes subscriptions, none is declared.
+    let dir = demo("serve_no_subscribe", &[]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let init = h.initialize(json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"],
+        false
+    );
+    let r = h.request(
+        "resources/subscribe",
+        json!({"uri": "fixture://docs/readme"}),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no resource subscriptions"),
+        "{r}"
+    );
+    assert_eq!(h.finish(), Some(0));
+}
+
+/// Reads `s` until its text contains `want` (or it ends); the text.
+fn read_until(s: &mut std::net::TcpStream, want: &str) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while !text.contains(want) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    text
+}
+
+#[test]
+fn over_http_a_session_gets_its_updates_on_one_get_stream() {
+    let dir = demo("serve_http_get", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let (status, body) = l.post(&[l.host(), l.auth()], INIT);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""subscribe":true"#), "{body}");
+    let sid = body
+        .lines()
+        .find_map(|h| h.strip_prefix("Mcp-Session-Id: "))
+        .expect("a session id")
+        .to_string();
+    let session = format!("Mcp-Session-Id: {sid}");
+    let accept = "Accept: text/event-stream".to_string();
+    // 2026-07-28 has no standalone stream; nor has a request without a
+    // session; a second stream of a session is refused.
+    let modern = "MCP-Protocol-Version: 2026-07-28".to_string();
+    let mut s = l.raw("GET", &[modern, accept.clone()], "");
+    assert!(read_until(&mut s, "\r\n").starts_with("HTTP/1.1 405"));
+    let mut get = l.raw("GET", &[session.clone(), accept.clone()], "");
+    let head = read_until(&mut get, "\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    let mut again = l.raw("GET", &[session.clone(), accept], "");
+    assert!(read_until(&mut again, "\r\n").starts_with("HTTP/1.1 409"));
+    let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                     "params": {"uri": "fixture://docs/readme"}});
+    let (status, body) =
+        l.post(&[l.host(), l.auth(), session.clone()], &sub.to_string());
+    assert_eq!(status, 200, "{body}");
+    let events = read_until(&mut get, "resources/updated");
+    let updated = sse_messages(&events);
+    assert_eq!(
+        updated[0]["params"]["uri"], "fixture://docs/readme",
+        "{events}"
+    );
+    // Ending the session ends its stream and its subscriptions.
+    let mut d = l.raw("DELETE", &[session], "");
+    assert!(read_until(&mut d, "\r\n").starts_with("HTTP/1.1 204"));
+    let rest = read_until(&mut get, "never");
+    assert!(!rest.contains("never"));
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+}
+
+#[test]
+fn an_upstream_cancelling_its_question_cancels_it_at_the_host() {
+    let dir = Dir::new("serve_upstream_cancel");
+    let asks = json!([{"method": "elicitation/create", "cancel": true,
+        "params": {"message": "Your name?",
+                   "requestedSchema": {"type": "object", "properties": {}}}}]);
+    let file = dir.write("asks.json", asks.to_string());
+    let rec = format!("--record={}", dir.path("rec").display());
+    let server =
+        fixture_server(&["--ask-at-call", file.to_str().unwrap(), &rec]);
+    write_mcp_json(&dir, &[("demo", server)]);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    h.initialize(json!({"elicitation": {}}));
+    h.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                   "params": {"name": "demo__echo", "arguments": {"text": "x"}}}));
+    // The host gets the question, leaves it unanswered, and is told it
+    // was cancelled; the call then ends.
+    let mut asked = None;
+    let mut cancelled = None;
+    let result = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
+        if m["method"] == "elicitation/create" {
+            asked = Some(m["id"].clone());
+        } else if m["method"] == "notifications/cancelled" {
+            cancelled = Some(m["params"]["requestId"].clone());
+        } else if m["id"] == 50 {
+            break m;
+        }
+    };
+    let asked = asked.expect("the question reached the host");
+    assert_eq!(cancelled, Some(asked), "{result}");
+    let answers: Value =
+        serde_json::from_str(&text(&result["result"])).unwrap();
+    assert_eq!(answers[0]["cancelled"], true, "{answers}");
+    assert_eq!(h.finish(), Some(0));
+    let j = journal(&dir);
+    let cancelled = events(&j, "serve_cancelled");
+    assert_eq!(cancelled[0]["by"], "server", "{cancelled:?}");
+    assert_eq!(cancelled[0]["server"], "demo");
+    // The upstream, which read everything up to its end, got no answer to
+    // the question it cancelled.
+    assert!(
+        recorded(&dir).iter().all(|m| m["id"] != "a1"),
+        "{:?}",
+        recorded(&dir)
+    );
+}
+
+#[test]
+fn rivumi_mcp_as_a_modern_host_sees_upstream_logs_through_serve() {
+    // stdio: the two hops of `two_hops`; HTTP: a `serve --listen`.
+    let dir = Dir::new("serve_modern_logs");
+    two_hops(&dir, &["--yes"]);
+    let served = demo("serve_modern_logs_http", &[]);
+    let l = Listening::start(&served, "demo", &["--yes"], &[]);
+    let host = Dir::new("serve_modern_logs_host");
+    write_mcp_json(
+        &host,
+        &[(
+            "gw",
+            json!({"url": format!("http://{}/mcp", l.addr), "bearer_token_env_var": "GW_TOKEN"}),
+        )],
+    );
+    for (d, how) in [(&dir, "stdio"), (&host, "http")] {
+        let call = |level: Option<&str>| {
+            let mut all = vec!["--protocol", "modern"];
+            if let Some(level) = level {
+                all.extend(["--log-level", level]);
+            }
+            all.extend(["call", "-y", "gw", "demo__log_and_notify"]);
+            let mut c = run_allowed(d, "gw", &all);
+            c.env("GW_TOKEN", &l.token);
+            c.assert_exit(0)
+        };
+        let out = call(Some("debug"));
+        assert!(
+            out.stderr.contains("[gw] info: hello from fixture"),
+            "{how}: {}",
+            out.all()
+        );
+        // Without a level in its requests, a modern host gets none.
+        let out = call(None);
+        assert!(
+            !out.stderr.contains("hello from fixture"),
+            "{how}: {}",
+            out.all()
+        );
+    }
+}
+
+#[test]
+fn an_upstream_cancelling_a_question_parked_for_a_modern_host_lets_the_call_go_on()
+ {
+    let dir = Dir::new("serve_modern_upstream_cancel");
+    let asks = json!([{"method": "elicitation/create", "cancel": true,
+        "params": {"message": "Your name?",
+                   "requestedSchema": {"type": "object", "properties": {}}}}]);
+    asking(&dir, &asks);
+    let mut h = Host::start(&dir, "demo", &["--yes"]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "h", "version": "1"}});
+    let params = json!({"name": "demo__echo", "arguments": {"text": "x"}, "_meta": meta.clone()});
+    let r = h.request("tools/call", params.clone());
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    // The host answers late; the question was cancelled meanwhile, and
+    // the retry gets the call's result.
+    std::thread::sleep(Duration::from_millis(500));
+    // The call went on without the answer: the upstream is free again.
+    let read = h.request(
+        "resources/read",
+        json!({"uri": "fixture://docs/readme", "_meta": meta}),
+    );
+    assert_eq!(read["result"]["resultType"], "complete", "{read}");
+    let mut retry = params.clone();
+    retry["requestState"] = r["result"]["requestState"].clone();
+    retry["inputResponses"] =
+        json!({"rivumi-upstream": {"action": "accept", "content": {}}});
+    let r = h.request("tools/call", retry);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let answers: Value = serde_json::from_str(&text(&r["result"])).unwrap();
+    assert_eq!(answers[0]["cancelled"], true, "{answers}");
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
+fn a_modern_host_listens_for_updates_and_list_changes_on_stdio() {
+    let dir = demo("serve_listen", &["--subscribe"]);
+    let mut h = Host::start(&dir, "demo", &[]);
+    let d =
+        h.request("server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(
+        d["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{d}"
+    );
+    // Nothing asked: acknowledged and answered at once.
+    let r = h.request(
+        "subscriptions/listen",
+        json!({"notifications": {}, "_meta": modern_meta(json!({}))}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    h.send(&json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true,
+                                     "resourceSubscriptions": ["fixture://docs/readme", "nope://x"]},
+                   "_meta": modern_meta(json!({}))}}));
+    let ack = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("an acknowledgement");
+        if m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+                == "L"
+        {
+            break m;
+        }
+    };
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://docs/readme"]}),
+        "{ack}"
+    );
+    let n = wait_note(&mut h, "notifications/resources/updated");
+    assert_eq!(n["params"]["uri"], "fixture://docs/readme", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    // Cancelling it ends it: the upstream is unsubscribed, no response.
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "L"}}));
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+    let r = h.request("tools/list", json!({"_meta": modern_meta(json!({}))}));
+    assert!(r["result"]["tools"].is_array());
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("L")), "{m}");
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
+fn over_http_a_modern_listen_is_a_stream_closing_it_unsubscribes() {
+    let dir = demo("serve_http_listen", &["--subscribe"]);
+    let l = Listening::start(&dir, "demo", &[], &[]);
+    let headers: Vec<String> =
+        MODERN_HTTP.iter().map(|h| h.to_string()).collect();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": ["fixture://docs/readme"]},
+                   "_meta": modern_meta(json!({}))}});
+    let mut s = l.open(&headers, &body.to_string());
+    let text = read_until(&mut s, "resources/updated");
+    let msgs = sse_messages(&text);
+    assert_eq!(
+        msgs[0]["method"], "notifications/subscriptions/acknowledged",
+        "{text}"
+    );
+    assert_eq!(msgs[1]["params"]["uri"], "fixture://docs/readme", "{text}");
+    assert_eq!(
+        msgs[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    drop(s);
+    wait_recorded(&dir, "the unsubscription", |m| {
+        m["method"] == "resources/unsubscribe"
+    });
+    // Without a stream it cannot be served.
+    let json_only = vec![
+        "Accept: application/json".to_string(),
+        "MCP-Protocol-Version: 2026-07-28".to_string(),
+    ];
+    let mut s = l.open(&json_only, &body.to_string());
+    let text = read_until(&mut s, "}}");
+    assert!(text.contains("needs a stream"), "{text}");
+}

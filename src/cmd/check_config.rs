@@ -2,7 +2,8 @@
 //!
 //! Starts nothing and connects nowhere. Reports every problem of every
 //! server (allowed or not), then a table with each server's transport,
-//! target, auth mode, allowlist verdict and fingerprint.
+//! target, auth mode, allowlist verdict and fingerprint, and what
+//! `serve` would expose (the names a host sees, from the lock file).
 
 use serde_json::{Value, json};
 
@@ -10,11 +11,13 @@ use crate::allowlist::{self, Allowlist};
 use crate::cli::Format;
 use crate::config::{self, Config, Severity};
 use crate::error::{Error, Result};
+use crate::lockfile::{self, ItemKind};
 use crate::out;
 
 /// Runs the command; `Err(Negative)` when the file is invalid.
 pub(crate) fn run(
     path: &std::path::Path,
+    lock: &std::path::Path,
     format: Format,
     strict: bool,
     env: &dyn Fn(&str) -> Option<String>,
@@ -29,11 +32,15 @@ pub(crate) fn run(
         unmatched_allowlist(&mut config, &list);
     }
     let rows = rows(&config, &list);
+    let plan = serve_plan(&config, &list, lock);
     match format {
-        Format::Json => print_json(&config, &rows, list_problem.as_deref())?,
+        Format::Json => {
+            print_json(&config, &rows, list_problem.as_deref(), &plan)?
+        }
         Format::Human => {
             print_diagnostics(&config)?;
             print_table(&config, &rows, list_problem.as_deref())?;
+            out::print(&plan.text())?;
         }
         Format::Github => {
             print_github(&config)?;
@@ -141,6 +148,102 @@ fn rows(config: &Config, list: &Allowlist) -> Vec<Row> {
             },
         })
         .collect()
+}
+
+/// What `rivumi-mcp serve` would expose, without starting anything: the
+/// servers it would start (allowed, valid, not disabled), and their
+/// items under the names a host sees, as the lock file pinned them.
+struct ServePlan {
+    exposed: crate::serve::Exposed,
+    /// Exposed servers the lock file has nothing of.
+    unlocked: Vec<String>,
+    lock: std::path::PathBuf,
+    /// Why the lock file could not be read.
+    lock_problem: Option<String>,
+}
+
+fn serve_plan(
+    config: &Config,
+    list: &Allowlist,
+    lock_path: &std::path::Path,
+) -> ServePlan {
+    let servers: Vec<String> = config
+        .entries
+        .iter()
+        .filter(|e| list.lists(&e.name))
+        .filter(|e| e.server.as_ref().is_some_and(|s| !s.disabled))
+        .map(|e| e.name.clone())
+        .collect();
+    let (lock, lock_problem) = match lockfile::load(lock_path) {
+        Ok(l) => (l, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let mut unlocked = vec![];
+    let mut each = vec![];
+    for s in servers {
+        match lock.as_ref().filter(|l| l.servers.contains_key(&s)) {
+            Some(l) => {
+                let items = ItemKind::ALL.map(|k| l.locked(&s, k));
+                let [tools, prompts, resources, templates] = items;
+                each.push((s, [tools, prompts, resources, templates]));
+            }
+            None => unlocked.push(s),
+        }
+    }
+    let mut exposed = crate::serve::Exposed::of(each);
+    exposed.servers.extend(unlocked.iter().cloned());
+    ServePlan {
+        exposed,
+        unlocked,
+        lock: lock_path.to_path_buf(),
+        lock_problem,
+    }
+}
+
+impl ServePlan {
+    fn text(&self) -> String {
+        let e = &self.exposed;
+        if e.servers.is_empty() {
+            return "\nserve would expose no server (none is allowed)\n"
+                .into();
+        }
+        let mut text = format!(
+            "\nserve would expose {} server{}: {} (names from {}; nothing \
+             started)\n",
+            e.servers.len(),
+            plural(e.servers.len()),
+            e.servers
+                .iter()
+                .map(|s| out::shown(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.lock.display()
+        );
+        if let Some(p) = &self.lock_problem {
+            text.push_str(&format!("  lock file unreadable: {p}\n"));
+        }
+        if !self.unlocked.is_empty() {
+            text.push_str(&format!(
+                "  not locked (names known once started: serve --dry-run): \
+                 {}\n",
+                self.unlocked
+                    .iter()
+                    .map(|s| out::shown(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        text.push_str(&e.text());
+        text
+    }
+
+    fn to_json(&self) -> Value {
+        let mut v = self.exposed.names_json();
+        v["unlocked"] = json!(self.unlocked);
+        v["lock"] = json!(self.lock.display().to_string());
+        v["lock_error"] = json!(self.lock_problem);
+        v
+    }
 }
 
 fn count(config: &Config, sev: Severity) -> usize {
@@ -316,6 +419,7 @@ fn print_json(
     config: &Config,
     rows: &[Row],
     list_problem: Option<&str>,
+    plan: &ServePlan,
 ) -> Result<()> {
     let diagnostics: Vec<Value> = config
         .diagnostics
@@ -355,5 +459,6 @@ fn print_json(
         "diagnostics": diagnostics,
         "servers": servers,
         "allowlist_error": list_problem,
+        "serve": plan.to_json(),
     }))
 }

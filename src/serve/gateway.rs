@@ -8,18 +8,20 @@
 //! of a tool call is a tool result with `isError: true`, never a
 //! protocol error a host might retry.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::upstream::Pool;
+use crate::cancel::Abort;
 use crate::error::{Error, Kind};
 use crate::executor::{Action, Asked, Asker, Executor};
 use crate::mcp::{self, Capabilities, Version, code, host, method};
 use crate::naming::Class;
-use crate::{term, tool};
+use crate::{msg, term, tool};
 
 /// How many items one page of the gateway's own lists holds.
 const PAGE: usize = 100;
@@ -29,6 +31,10 @@ pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(300);
 const SUMMARY: usize = 1000;
 /// The `inputRequests` key of the approval form (2026-07-28).
 const APPROVAL_KEY: &str = "rivumi-approval";
+/// The host keys of `subscriptions/listen` requests (apart from the
+/// fronts' session keys, which count from 0).
+static LISTENS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(1 << 48);
 /// The `_meta` key recording which server an item comes from.
 pub(crate) const SERVER_META: &str = "dev.rivumi-mcp/server";
 
@@ -43,6 +49,71 @@ pub(crate) trait HostLink: Send + Sync {
     ) -> std::result::Result<Value, String>;
     /// Sends a notification, best effort.
     fn notify(&self, method: &str, params: Value);
+    /// Keeps a long-lived stream open (an SSE comment; nothing elsewhere);
+    /// false when the host is gone.
+    fn keep_alive(&self) -> bool {
+        true
+    }
+}
+
+/// The params of a `notifications/cancelled` for request `id`.
+pub(crate) fn cancel_params(id: &Value) -> Value {
+    json!({"requestId": id, "reason": "the request it belongs to was cancelled"})
+}
+
+/// A host's requests in flight, by id, that it may cancel
+/// (`notifications/cancelled`): each handled under its [`Abort`]. As
+/// many as the front lets run at once.
+#[derive(Debug, Default)]
+pub(crate) struct Aborts(Mutex<HashMap<String, Abort>>);
+
+impl Aborts {
+    /// The abort of a request just read (`initialize` is never
+    /// cancelled); a request id already in flight keeps its own.
+    pub(crate) fn start(&self, id: &Value, method: &str) -> Option<Abort> {
+        if method == method::INITIALIZE {
+            return None;
+        }
+        let a = Abort::default();
+        self.lock().entry(id.to_string()).or_insert_with(|| a.clone());
+        Some(a)
+    }
+
+    /// A `notifications/cancelled` from the host: the request it names,
+    /// if in flight, is given up (on its own thread: cancelling upstream
+    /// may take a moment). Unknown ids are ignored, as races are expected.
+    pub(crate) fn cancel(&self, params: &Value) {
+        let Some(id) = params.get("requestId") else { return };
+        let Some(a) = self.lock().get(&id.to_string()).cloned() else {
+            return;
+        };
+        if a.fired() {
+            return;
+        }
+        msg::debug(&format!(
+            "serve: the host cancelled request {}",
+            term::clip(&id.to_string(), 60)
+        ));
+        crate::journal::event("serve_cancelled", json!({"by": "host"}));
+        std::thread::spawn(move || a.fire());
+    }
+
+    /// The request ended: forgotten. True when it was given up (it then
+    /// gets no response).
+    pub(crate) fn finish(&self, id: &Value, a: Option<&Abort>) -> bool {
+        let key = id.to_string();
+        let mut all = self.lock();
+        if let (Some(mine), Some(held)) = (a, all.get(&key))
+            && mine.same(held)
+        {
+            all.remove(&key);
+        }
+        a.is_some_and(Abort::fired)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Abort>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// What the gateway knows of a host: its era and its capabilities.
@@ -52,6 +123,9 @@ pub(crate) struct Host {
     /// `initialize` (or for a 2026-07-28 host).
     pub(crate) version: Option<Version>,
     pub(crate) caps: Capabilities,
+    /// Which host session it is (stdio has one, 0), for what it is told
+    /// between requests ([`super::hosts::Hosts`]).
+    pub(crate) key: u64,
 }
 
 /// A JSON-RPC error reply.
@@ -86,6 +160,9 @@ pub(crate) struct Gateway<'a> {
     pub(crate) exec: Executor,
     /// Calls of 2026-07-28 hosts waiting for their answers.
     pub(crate) parked: super::parked::Parked,
+    /// What hosts are told between their requests, and their
+    /// subscriptions.
+    pub(crate) hosts: Arc<super::hosts::Hosts>,
 }
 
 impl std::fmt::Debug for Gateway<'_> {
@@ -100,10 +177,12 @@ fn server_info() -> Value {
            "version": env!("CARGO_PKG_VERSION")})
 }
 
-fn capabilities() -> Value {
+/// The gateway's capabilities: `resources.subscribe` when some upstream
+/// takes subscriptions (and the host's era has them).
+fn capabilities(subscribe: bool) -> Value {
     json!({
         "tools": {"listChanged": true},
-        "resources": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": subscribe},
         "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
@@ -125,13 +204,14 @@ impl Gateway<'_> {
         host: &mut Host,
         link: Option<&Arc<dyn HostLink>>,
         spawn: Option<&dyn super::Spawner<'s>>,
-        name: &str,
+        (id, name): (&Value, &str),
         params: &Value,
     ) -> Reply {
         let era = match host::modern_version(params) {
             Some(Ok(())) => Era::Modern(Host {
                 version: None,
                 caps: host::modern_capabilities(params),
+                key: host.key,
             }),
             Some(Err(v)) => {
                 return Err(RpcFail {
@@ -147,19 +227,21 @@ impl Gateway<'_> {
             *host = Host {
                 version: Some(v),
                 caps: host::host_capabilities(params.get("capabilities")),
+                key: host.key,
             };
             let instructions = self.instructions();
             return Ok(host::initialize_result(
                 v,
-                capabilities(),
+                capabilities(self.subscribable()),
                 server_info(),
                 Some(&instructions),
             ));
         }
         if name == method::SERVER_DISCOVER {
             let instructions = self.instructions();
+            // Subscriptions go through subscriptions/listen there.
             return Ok(host::discover_result(
-                capabilities(),
+                capabilities(self.subscribable()),
                 &server_info(),
                 Some(&instructions),
             ));
@@ -177,17 +259,36 @@ impl Gateway<'_> {
             }
         };
         let modern = h.version.is_none();
+        if modern && name == method::SUBSCRIPTIONS_LISTEN {
+            let mut r = self.listen(link, id, params);
+            if let Ok(v) = &mut r {
+                host::modern_result(v, &server_info(), name);
+            }
+            return r;
+        }
+        // 2026-07-28 hosts are told things about their request (progress,
+        // log messages) but never asked anything on its stream.
+        let notify = link;
         let link = if modern { None } else { link };
-        let token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let current = super::Current {
+            link: link.cloned(),
+            notify: notify.cloned(),
+            caps: h.caps,
+            progress: progress_token(params),
+            // A 2026-07-28 request without a log level wants none.
+            level: modern.then(|| {
+                params
+                    .get("_meta")
+                    .and_then(|m| m.get(mcp::meta::LOG_LEVEL))
+                    .and_then(Value::as_str)
+                    .and_then(super::level_rank)
+                    .unwrap_or(usize::MAX)
+            }),
+        };
         let mut r = if modern && asks(name) {
-            self.modern_call(h, spawn, name, params)
+            self.modern_call(h, spawn, current, name, params)
         } else {
-            let _current =
-                super::CurrentHost::set(link.cloned(), h.caps, token);
+            let _current = super::CurrentHost::set(current);
             self.dispatch(&h, link, modern, name, params)
         };
         if modern && let Ok(v) = &mut r {
@@ -208,14 +309,16 @@ impl Gateway<'_> {
         &'s self,
         h: Host,
         spawn: Option<&dyn super::Spawner<'s>>,
+        current: super::Current,
         name: &str,
         params: &Value,
     ) -> Reply {
         let (responses, state) = host::input_responses(params);
+        let here = (current.notify.clone(), current.progress.clone());
         if let Some(state) =
             state.filter(|s| s.starts_with(super::parked::PREFIX))
         {
-            return self.parked.resume(state, responses).unwrap_or_else(
+            return self.parked.resume(state, responses, here).unwrap_or_else(
                 || {
                     Err(RpcFail::new(
                         code::INVALID_PARAMS,
@@ -229,14 +332,23 @@ impl Gateway<'_> {
         let askable =
             c.elicitation_form || c.elicitation_url || c.sampling || c.roots;
         let Some(spawn) = spawn.filter(|_| askable) else {
+            let _current = super::CurrentHost::set(current);
             return self.dispatch(&h, None, true, name, params);
         };
         let (name, params) = (name.to_string(), params.clone());
+        let abort = crate::cancel::current();
         self.parked.start(
             spawn,
+            here,
             Box::new(move |link| {
-                let _current =
-                    super::CurrentHost::set(Some(link), h.caps, None);
+                let _entered = abort.as_ref().map(Abort::enter);
+                // What the worker tells the host goes through the request
+                // that waits on it at the time.
+                let _current = super::CurrentHost::set(super::Current {
+                    link: Some(link.clone()),
+                    notify: Some(link),
+                    ..current
+                });
                 self.dispatch(&h, None, true, &name, &params)
             }),
         )
@@ -265,6 +377,12 @@ impl Gateway<'_> {
             method::PROMPTS_GET => self.prompt(h, link, params),
             method::RESOURCES_READ => self.read(h, link, params),
             method::COMPLETION_COMPLETE => self.complete(params),
+            method::RESOURCES_SUBSCRIBE if !modern => {
+                self.subscribe(h.key, params, true)
+            }
+            method::RESOURCES_UNSUBSCRIBE if !modern => {
+                self.subscribe(h.key, params, false)
+            }
             other => Err(RpcFail::new(
                 code::METHOD_NOT_FOUND,
                 format!(
@@ -296,63 +414,19 @@ impl Gateway<'_> {
     /// Every server's tools as the host sees them. A server that fails
     /// is left out (and warned about): the others stay usable.
     pub(crate) fn tools(&self) -> Vec<Value> {
-        let mut out = vec![];
-        for (server, items) in self.pool.each(|u| u.tools()) {
-            for t in tool::tools(server, &items) {
-                let mut def = t.def.clone();
-                def["name"] = json!(host::exposed(&t.qualified));
-                clean_annotations(&mut def);
-                out.push(def);
-            }
-        }
-        out
+        let all = self.pool.each(|u| u.tools());
+        all.iter().flat_map(|(s, items)| exposed_tools(s, items)).collect()
     }
 
     pub(crate) fn prompts(&self) -> Vec<Value> {
-        let mut out = vec![];
-        for (server, items) in self.pool.each(|u| u.prompts()) {
-            for p in items {
-                let Some(n) = p.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let mut def = p.clone();
-                def["name"] = json!(format!("{server}{}{n}", host::SEP));
-                out.push(def);
-            }
-        }
-        out
+        let all = self.pool.each(|u| u.prompts());
+        all.iter().flat_map(|(s, items)| exposed_prompts(s, items)).collect()
     }
 
-    /// Resources and templates, each recording its server in `_meta`; a
-    /// URI that more than one server lists is prefixed with its server.
+    /// Resources and templates, each recording its server in `_meta`
+    /// ([`exposed_resources`]).
     pub(crate) fn resources(&self) -> (Vec<Value>, Vec<Value>) {
-        let mut all: Vec<(String, Value)> = vec![];
-        let mut templates = vec![];
-        for (server, (r, t)) in self.pool.each(|u| u.resources()) {
-            all.extend(r.into_iter().map(|r| (server.to_string(), r)));
-            for mut t in t {
-                record(&mut t, server);
-                templates.push(t);
-            }
-        }
-        let uri =
-            |r: &Value| r.get("uri").and_then(Value::as_str).map(String::from);
-        let uris: Vec<Option<String>> =
-            all.iter().map(|(_, r)| uri(r)).collect();
-        let resources = all
-            .into_iter()
-            .map(|(server, mut r)| {
-                if let Some(u) = uri(&r)
-                    && uris.iter().filter(|x| x.as_deref() == Some(&u)).count()
-                        > 1
-                {
-                    r["uri"] = json!(host::prefixed_uri(&server, &u));
-                }
-                record(&mut r, &server);
-                r
-            })
-            .collect();
-        (resources, templates)
+        exposed_resources(self.pool.each(|u| u.resources()))
     }
 
     /// The server of a resource URI and the URI as it knows it: the
@@ -387,6 +461,23 @@ impl Gateway<'_> {
             })
             .find_map(owner)
             .map(|s| (s, uri.to_string()))
+    }
+
+    /// [`Self::resource_server`], or the error that no server has `uri`.
+    fn owner(
+        &self,
+        uri: &str,
+    ) -> std::result::Result<(String, String), RpcFail> {
+        self.resource_server(uri).ok_or_else(|| {
+            RpcFail::new(
+                code::INVALID_PARAMS,
+                format!(
+                    "resource not found: no server behind this gateway has \
+                     '{}'",
+                    term::clip(&term::line(uri), 200)
+                ),
+            )
+        })
     }
 
     /// `tools/call`: always a tool result; a refusal is `isError`.
@@ -506,16 +597,7 @@ impl Gateway<'_> {
         params: &Value,
     ) -> Reply {
         let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-        let Some((server, uri)) = self.resource_server(uri) else {
-            return Err(RpcFail::new(
-                code::INVALID_PARAMS,
-                format!(
-                    "resource not found: no server behind this gateway has \
-                     '{}'",
-                    term::clip(&term::line(uri), 200)
-                ),
-            ));
-        };
+        let (server, uri) = self.owner(uri)?;
         let asker = HostAsker { link, caps: h.caps, answer: None };
         let r = self.pool.with(&server, |u| {
             let transport = self.pool.ctx().transport_name(&server);
@@ -526,6 +608,151 @@ impl Gateway<'_> {
             Ok(obs.result)
         });
         r.map_err(fail)
+    }
+
+    /// Whether some upstream takes resource subscriptions.
+    fn subscribable(&self) -> bool {
+        let each = self.pool.each(|u| {
+            let c = &u.session().server.capabilities;
+            Ok(c.pointer("/resources/subscribe") == Some(&json!(true)))
+        });
+        each.into_iter().any(|(_, yes)| yes)
+    }
+
+    /// `resources/subscribe` (`on`) and `resources/unsubscribe`: forwarded
+    /// to the server of the URI (with the URI as it knows it), recorded
+    /// for this host session; the server is unsubscribed once no host
+    /// holds the URI.
+    fn subscribe(&self, key: u64, params: &Value, on: bool) -> Reply {
+        let shown = params.get("uri").and_then(Value::as_str).unwrap_or("");
+        let (server, uri) = self.owner(shown)?;
+        let m = if on {
+            method::RESOURCES_SUBSCRIBE
+        } else {
+            if !self.hosts.unsubscribe(key, &server, &uri) {
+                return Ok(json!({}));
+            }
+            method::RESOURCES_UNSUBSCRIBE
+        };
+        let r = self.pool.with(&server, |u| {
+            let c = &u.session().server.capabilities;
+            if c.pointer("/resources/subscribe") != Some(&json!(true)) {
+                return Err(Error::usage(format!(
+                    "server '{server}' takes no resource subscriptions"
+                )));
+            }
+            u.session().request(m, json!({"uri": uri}), m)
+        });
+        r.map_err(fail)?;
+        if on {
+            self.hosts
+                .subscribe(key, &server, &uri, shown)
+                .map_err(|m| RpcFail::new(code::INVALID_PARAMS, m))?;
+        }
+        Ok(json!({}))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledges what it honours
+    /// (the list changes asked for; the resources asked for whose server
+    /// takes subscriptions, each subscribed there), then tells the host
+    /// those until it gives the request up (stdio: `notifications/
+    /// cancelled`; HTTP: closing the stream); then its subscriptions go.
+    /// When nothing is honoured it is answered at once.
+    fn listen(
+        &self,
+        link: Option<&Arc<dyn HostLink>>,
+        id: &Value,
+        params: &Value,
+    ) -> Reply {
+        let Some(want) =
+            params.get("notifications").and_then(Value::as_object)
+        else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                "subscriptions/listen: 'notifications' must be an object",
+            ));
+        };
+        let (Some(link), Some(abort)) = (link, crate::cancel::current())
+        else {
+            return Err(RpcFail::new(
+                code::INVALID_PARAMS,
+                "subscriptions/listen needs a stream: send it with Accept: \
+                 text/event-stream",
+            ));
+        };
+        let key = LISTENS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut honoured = Map::new();
+        let mut lists = vec![];
+        for (k, m) in [
+            ("toolsListChanged", method::TOOLS_LIST_CHANGED),
+            ("promptsListChanged", method::PROMPTS_LIST_CHANGED),
+            ("resourcesListChanged", method::RESOURCES_LIST_CHANGED),
+        ] {
+            if want.get(k) == Some(&json!(true)) {
+                honoured.insert(k.into(), json!(true));
+                lists.push(m);
+            }
+        }
+        let mut uris = vec![];
+        let asked =
+            want.get("resourceSubscriptions").and_then(Value::as_array);
+        for u in asked.into_iter().flatten().filter_map(Value::as_str) {
+            let p = json!({"uri": u});
+            if self.subscribe(key, &p, true).is_ok() {
+                uris.push(json!(u));
+            }
+        }
+        if !uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let sub = json!({mcp::meta::SUBSCRIPTION_ID: id});
+        link.notify(
+            method::SUBSCRIPTIONS_ACKNOWLEDGED,
+            json!({"notifications": honoured, "_meta": sub}),
+        );
+        if honoured.is_empty() {
+            return Ok(json!({"_meta": sub}));
+        }
+        let listen = super::hosts::Listen {
+            inner: link.clone(),
+            id: id.clone(),
+            lists,
+        };
+        self.hosts.attach(key, Arc::new(listen));
+        let mut quiet = std::time::Duration::ZERO;
+        while !abort.fired() && !self.hosts.closing() {
+            std::thread::sleep(crate::cancel::POLL);
+            quiet += crate::cancel::POLL;
+            if quiet >= super::KEEP_ALIVE {
+                quiet = std::time::Duration::ZERO;
+                let _ = link.keep_alive();
+            }
+        }
+        // Not under the request's abort, which has fired.
+        let _clean = Abort::default().enter();
+        self.forget_host(key);
+        Ok(json!({"_meta": sub}))
+    }
+
+    /// A host session ended: its subscriptions go, and the servers are
+    /// unsubscribed from what nobody else holds.
+    pub(crate) fn forget_host(&self, key: u64) {
+        for (server, uri) in self.hosts.forget(key) {
+            let _ = self.pool.with(&server, |u| {
+                let m = method::RESOURCES_UNSUBSCRIBE;
+                u.session().request(m, json!({"uri": uri}), m)
+            });
+        }
+    }
+
+    /// Reads what idle upstreams sent between requests (a resource
+    /// update goes to its subscribers as it is read; an HTTP upstream is
+    /// read only while some host subscribes to it); list changes found so
+    /// are told to every host that can be told.
+    pub(crate) fn pump(&self) {
+        for m in self.pool.poll_idle(|s| self.hosts.subscribed(s)) {
+            self.hosts.broadcast(&m);
+        }
     }
 
     /// `completion/complete`, forwarded to the server the reference
@@ -578,9 +805,84 @@ impl Gateway<'_> {
     }
 }
 
+/// The progress token a host's request carries (a string or an
+/// integer), if any.
+fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned()
+}
+
+/// Resources and resource templates.
+pub(crate) type Resources = (Vec<Value>, Vec<Value>);
+
+/// One server's tools as a host sees them: named `SERVER__TOOL`, with
+/// the annotations hosts would reject dropped.
+pub(crate) fn exposed_tools(server: &str, items: &[Value]) -> Vec<Value> {
+    tool::tools(server, items)
+        .into_iter()
+        .map(|t| {
+            let mut def = t.def.clone();
+            def["name"] = json!(host::exposed(&t.qualified));
+            clean_annotations(&mut def);
+            def
+        })
+        .collect()
+}
+
+/// One server's prompts as a host sees them: named `SERVER__PROMPT`.
+pub(crate) fn exposed_prompts(server: &str, items: &[Value]) -> Vec<Value> {
+    let mut out = vec![];
+    for p in items {
+        let Some(n) = p.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let mut def = p.clone();
+        def["name"] = json!(format!("{server}{}{n}", host::SEP));
+        out.push(def);
+    }
+    out
+}
+
+/// Several servers' resources and templates as a host sees them, each
+/// recording its server in `_meta`; a URI that more than one server lists
+/// is prefixed with its server.
+pub(crate) fn exposed_resources<S: AsRef<str>>(
+    each: Vec<(S, Resources)>,
+) -> Resources {
+    let mut all: Vec<(String, Value)> = vec![];
+    let mut templates = vec![];
+    for (server, (r, t)) in each {
+        let server = server.as_ref();
+        all.extend(r.into_iter().map(|r| (server.to_string(), r)));
+        for mut t in t {
+            record(&mut t, server);
+            templates.push(t);
+        }
+    }
+    let uri =
+        |r: &Value| r.get("uri").and_then(Value::as_str).map(String::from);
+    let uris: Vec<Option<String>> = all.iter().map(|(_, r)| uri(r)).collect();
+    let resources = all
+        .into_iter()
+        .map(|(server, mut r)| {
+            if let Some(u) = uri(&r)
+                && uris.iter().filter(|x| x.as_deref() == Some(&u)).count() > 1
+            {
+                r["uri"] = json!(host::prefixed_uri(&server, &u));
+            }
+            record(&mut r, &server);
+            r
+        })
+        .collect();
+    (resources, templates)
+}
+
 /// Whether a method may ask the host for input (2026-07-28 allows
 /// `input_required` on these only).
-fn asks(m: &str) -> bool {
+pub(crate) fn asks(m: &str) -> bool {
     matches!(
         m,
         method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ

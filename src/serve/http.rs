@@ -20,8 +20,17 @@
 //!   at `initialize`; its requests answer as an SSE stream when the host
 //!   accepts one, so that what the gateway asks meanwhile (an approval
 //!   form, a forwarded elicitation) goes on that stream and the host's
-//!   answer comes back as a POST. 2026-07-28 requests need no session and
-//!   get JSON. There is no standalone GET stream (405).
+//!   answer comes back as a POST; it cancels one by POSTing
+//!   `notifications/cancelled`. A session may open one standalone GET
+//!   stream (a second is 409) for what it is told between its requests
+//!   (resource updates it subscribed to, list changes), kept alive by a
+//!   comment every [`super::KEEP_ALIVE`] and ended with the session.
+//! - 2026-07-28 requests need no session. A call, read or prompt whose
+//!   host accepts SSE is answered on a stream carrying its progress and
+//!   the log messages it asked for, then the result; closing that stream
+//!   cancels it (the era has no `notifications/cancelled` over HTTP).
+//!   `subscriptions/listen` is such a stream too, until the host closes
+//!   it. Anything else gets JSON. The era has no standalone GET (405).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -32,9 +41,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::gateway::{Aborts, Gateway, Host, HostLink, RpcFail};
 use super::parked::Spawner;
 use super::pending::Pending;
+use crate::cancel::Abort;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
 use crate::{journal, msg, sse, term};
@@ -51,6 +61,13 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_CONNECTIONS: usize = 64;
 /// Handshake-era sessions at once.
 const MAX_SESSIONS: usize = 64;
+/// How long one write to a host's stream may take.
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// How often a standalone stream looks whether its session ended.
+const TICK: Duration = Duration::from_millis(250);
+/// The head of an SSE response.
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                        Cache-Control: no-store\r\nConnection: close\r\n\r\n";
 /// The endpoint's path.
 pub(crate) const PATH: &str = "/mcp";
 
@@ -95,10 +112,14 @@ fn random_hex(n: usize) -> Result<String> {
     Ok(crate::files::hex(&b))
 }
 
-/// One handshake-era session: its host and the questions asked of it.
+/// One handshake-era session: its host, the questions asked of it, and
+/// its requests in flight (which it may cancel).
 struct Session {
     host: Mutex<Host>,
     pending: Pending,
+    aborts: Aborts,
+    /// Its key in the gateway's hosts (subscriptions, the GET stream).
+    key: u64,
 }
 
 struct Front<'g, 'a> {
@@ -350,6 +371,7 @@ fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        409 => "Conflict",
         406 => "Not Acceptable",
         408 => "Request Timeout",
         411 => "Length Required",
@@ -418,7 +440,8 @@ fn json_reply(
 /// events on that request's SSE stream, answered by later POSTs.
 struct StreamLink {
     stream: Mutex<TcpStream>,
-    session: Arc<Session>,
+    /// `None` for a 2026-07-28 request: told things, never asked.
+    session: Option<Arc<Session>>,
     next: AtomicU64,
     tag: u64,
 }
@@ -441,15 +464,34 @@ impl HostLink for StreamLink {
     ) -> std::result::Result<Value, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let id = json!(format!("serve-{}-{n}", self.tag));
+        let Some(session) = &self.session else {
+            return Err("a 2026-07-28 host is not asked on a stream".into());
+        };
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
                              "params": params});
-        self.session.pending.ask(&id, timeout, || self.event(&request))
+        let mut sent = false;
+        let r = session.pending.ask(&id, timeout, || {
+            sent = self.event(&request);
+            sent
+        });
+        if sent && crate::cancel::fired() {
+            self.notify(
+                mcp::method::CANCELLED,
+                super::gateway::cancel_params(&id),
+            );
+        }
+        r
     }
 
     fn notify(&self, method: &str, params: Value) {
         self.event(
             &json!({"jsonrpc": "2.0", "method": method, "params": params}),
         );
+    }
+
+    fn keep_alive(&self) -> bool {
+        let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        s.write_all(b": keep-alive\n\n").and_then(|_| s.flush()).is_ok()
     }
 }
 
@@ -477,14 +519,20 @@ impl Front<'_, '_> {
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(id)
                 });
+                if let Some(session) = &gone {
+                    // Its GET stream ends, its subscriptions go.
+                    self.gw.forget_host(session.key);
+                }
                 let status = if gone.is_some() { 204 } else { 404 };
                 return respond(&mut s, status, &[], "");
             }
+            "GET" => return self.standalone(s, &head),
             _ => {
                 return refuse(
                     &mut s,
                     405,
-                    "only POST (and DELETE of a session)",
+                    "only POST, GET (a session's stream) and DELETE (of a \
+                     session)",
                 );
             }
         }
@@ -528,8 +576,9 @@ impl Front<'_, '_> {
         method: &str,
         params: &Value,
     ) {
-        let mut host = Host::default();
-        let r = self.gw.handle(&mut host, None, None, method, params);
+        let key = self.next.fetch_add(1, Ordering::SeqCst);
+        let mut host = Host { key, ..Host::default() };
+        let r = self.gw.handle(&mut host, None, None, (&id, method), params);
         let sid = match random_hex(16) {
             Ok(sid) => sid,
             Err(e) => return refuse(&mut s, 503, &e.to_string()),
@@ -546,6 +595,8 @@ impl Front<'_, '_> {
                 Arc::new(Session {
                     host: Mutex::new(host),
                     pending: Pending::default(),
+                    aborts: Aborts::default(),
+                    key,
                 }),
             );
         }
@@ -554,6 +605,54 @@ impl Front<'_, '_> {
             Err(f) => f.response(id),
         };
         json_reply(&mut s, 200, Some(&sid), &body)
+    }
+
+    /// A 2026-07-28 request: no session; a call, read or prompt (or a
+    /// listen) that accepts SSE is answered as a stream.
+    fn modern_message<'s>(
+        &'s self,
+        mut s: TcpStream,
+        head: &Head,
+        id: Value,
+        method: &str,
+        params: &Value,
+        spawn: &dyn Spawner<'s>,
+    ) {
+        if let (Some(h), Some(Ok(()))) = (
+            head.get("mcp-protocol-version"),
+            mcp::host::modern_version(params),
+        ) && h != mcp::Version::MODERN.as_str()
+        {
+            let f = RpcFail::new(
+                code::HEADER_MISMATCH,
+                "MCP-Protocol-Version does not match the request's _meta",
+            );
+            return json_reply(&mut s, 400, None, &f.response(id));
+        }
+        let listen = method == mcp::method::SUBSCRIPTIONS_LISTEN;
+        if (super::gateway::asks(method) || listen)
+            && streams(head)
+            && mcp::host::modern_version(params) == Some(Ok(()))
+        {
+            return self.modern_stream(s, id, method, params, spawn);
+        }
+        let mut host = Host::default();
+        let r = self.gw.handle(
+            &mut host,
+            None,
+            Some(spawn),
+            (&id, method),
+            params,
+        );
+        let status = match &r {
+            Err(f) if f.code == code::UNSUPPORTED_PROTOCOL_VERSION => 400,
+            _ => 200,
+        };
+        let body = match r {
+            Ok(v) => mcp::response(id, v),
+            Err(f) => f.response(id),
+        };
+        json_reply(&mut s, status, None, &body)
     }
 
     fn message<'s>(
@@ -572,7 +671,12 @@ impl Front<'_, '_> {
                 session.pending.answer(&id, outcome);
                 return respond(&mut s, 202, &[], "");
             }
-            Incoming::Notification { .. } => {
+            Incoming::Notification { method, params } => {
+                if method == mcp::method::CANCELLED
+                    && let Some(session) = self.session(head)
+                {
+                    session.aborts.cancel(&params);
+                }
                 return respond(&mut s, 202, &[], "");
             }
             Incoming::Invalid(why) => {
@@ -585,31 +689,8 @@ impl Front<'_, '_> {
                 );
             }
         };
-        let modern = mcp::host::modern_version(&params).is_some();
-        if modern {
-            if let (Some(h), Some(Ok(()))) = (
-                head.get("mcp-protocol-version"),
-                mcp::host::modern_version(&params),
-            ) && h != mcp::Version::MODERN.as_str()
-            {
-                let f = RpcFail::new(
-                    code::HEADER_MISMATCH,
-                    "MCP-Protocol-Version does not match the request's _meta",
-                );
-                return json_reply(&mut s, 400, None, &f.response(id));
-            }
-            let mut host = Host::default();
-            let r =
-                self.gw.handle(&mut host, None, Some(spawn), &method, &params);
-            let status = match &r {
-                Err(f) if f.code == code::UNSUPPORTED_PROTOCOL_VERSION => 400,
-                _ => 200,
-            };
-            let body = match r {
-                Ok(v) => mcp::response(id, v),
-                Err(f) => f.response(id),
-            };
-            return json_reply(&mut s, status, None, &body);
+        if mcp::host::modern_version(&params).is_some() {
+            return self.modern_message(s, head, id, &method, &params, spawn);
         }
         if method == mcp::method::INITIALIZE {
             return self.initialize(s, id, &method, &params);
@@ -624,36 +705,197 @@ impl Front<'_, '_> {
             return refuse(&mut s, status, why);
         };
         let mut host = *session.host.lock().unwrap_or_else(|e| e.into_inner());
-        let streams = head
-            .get("accept")
-            .is_some_and(|a| a.contains("text/event-stream"));
-        if !streams {
-            let r = self.gw.handle(&mut host, None, None, &method, &params);
+        // A disconnect is not a cancellation in this era: the host POSTs
+        // notifications/cancelled, and the request then gets no response.
+        let abort = session.aborts.start(&id, &method);
+        let _entered = abort.as_ref().map(Abort::enter);
+        if !streams(head) {
+            let r =
+                self.gw.handle(&mut host, None, None, (&id, &method), &params);
+            if session.aborts.finish(&id, abort.as_ref()) {
+                return respond(&mut s, 202, &[], "");
+            }
             let body = match r {
                 Ok(v) => mcp::response(id, v),
                 Err(f) => f.response(id),
             };
             return json_reply(&mut s, 200, None, &body);
         }
-        let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                     Cache-Control: no-store\r\nConnection: close\r\n\r\n";
-        if s.write_all(start.as_bytes()).is_err() {
+        let Some(link) = self.open_stream(s, Some(session.clone())) else {
+            session.aborts.finish(&id, abort.as_ref());
+            return;
+        };
+        let dyn_link: Arc<dyn HostLink> = link.clone();
+        let r = self.gw.handle(
+            &mut host,
+            Some(&dyn_link),
+            None,
+            (&id, &method),
+            &params,
+        );
+        if session.aborts.finish(&id, abort.as_ref()) {
             return;
         }
-        let link = Arc::new(StreamLink {
-            stream: Mutex::new(s),
-            session,
-            next: AtomicU64::new(1),
-            tag: self.next.fetch_add(1, Ordering::SeqCst),
-        });
-        let dyn_link: Arc<dyn HostLink> = link.clone();
-        let r =
-            self.gw.handle(&mut host, Some(&dyn_link), None, &method, &params);
         let body = match r {
             Ok(v) => mcp::response(id, v),
             Err(f) => f.response(id),
         };
         link.event(&body);
+    }
+
+    /// The standalone GET stream of a handshake-era session: what the
+    /// session is told between its requests (resource updates, list
+    /// changes). One per session; a comment every [`super::KEEP_ALIVE`]; it ends
+    /// with the session, or when the host goes away. 2026-07-28 has no
+    /// such stream (405), nor sessions.
+    fn standalone(&self, mut s: TcpStream, head: &Head) {
+        let modern = head.get("mcp-protocol-version")
+            == Some(mcp::Version::MODERN.as_str());
+        if modern || head.get("mcp-session-id").is_none() {
+            return refuse(
+                &mut s,
+                405,
+                "no standalone stream without a session (2026-07-28 has \
+                 none)",
+            );
+        }
+        let Some(session) = self.session(head) else {
+            return refuse(&mut s, 404, "unknown session");
+        };
+        if !streams(head) {
+            return refuse(&mut s, 406, "accept text/event-stream");
+        }
+        let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
+        let Ok(probe) = s.try_clone() else { return };
+        let link = Arc::new(StreamLink {
+            stream: Mutex::new(probe),
+            session: None,
+            next: AtomicU64::new(1),
+            tag: self.next.fetch_add(1, Ordering::SeqCst),
+        });
+        let dyn_link: Arc<dyn HostLink> = link.clone();
+        if !self.gw.hosts.attach_first(session.key, dyn_link.clone()) {
+            return refuse(&mut s, 409, "this session has a stream already");
+        }
+        if s.write_all(SSE_HEAD.as_bytes()).is_err() {
+            self.gw.hosts.detach_link(session.key, &dyn_link);
+            return;
+        }
+        let mut quiet = Duration::ZERO;
+        loop {
+            std::thread::sleep(TICK);
+            quiet += TICK;
+            let live =
+                self.session(head).is_some_and(|x| Arc::ptr_eq(&x, &session))
+                    && self.gw.hosts.attached(session.key, &dyn_link);
+            if !live {
+                break;
+            }
+            if quiet >= super::KEEP_ALIVE {
+                quiet = Duration::ZERO;
+                if !link.keep_alive() {
+                    break;
+                }
+            }
+        }
+        self.gw.hosts.detach_link(session.key, &dyn_link);
+        let st = link.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = st.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Starts an SSE response on `s`: the link that writes its events.
+    fn open_stream(
+        &self,
+        mut s: TcpStream,
+        session: Option<Arc<Session>>,
+    ) -> Option<Arc<StreamLink>> {
+        // A host that stops reading holds a writer at most this long.
+        let _ = s.set_write_timeout(Some(WRITE_DEADLINE));
+        s.write_all(SSE_HEAD.as_bytes()).ok()?;
+        Some(Arc::new(StreamLink {
+            stream: Mutex::new(s),
+            session,
+            next: AtomicU64::new(1),
+            tag: self.next.fetch_add(1, Ordering::SeqCst),
+        }))
+    }
+
+    /// A 2026-07-28 call, read or prompt whose host accepts a stream: its
+    /// progress and log messages go on the stream before the result, and
+    /// closing the stream is how the host cancels it (the era has no
+    /// `notifications/cancelled` over HTTP).
+    fn modern_stream<'s>(
+        &'s self,
+        s: TcpStream,
+        id: Value,
+        method: &str,
+        params: &Value,
+        spawn: &dyn Spawner<'s>,
+    ) {
+        let Ok(probe) = s.try_clone() else { return };
+        let Some(link) = self.open_stream(s, None) else { return };
+        let abort = Abort::default();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let (abort, done) = (abort.clone(), done.clone());
+            spawn.spawn_boxed(Box::new(move || watch(&probe, &done, &abort)));
+        }
+        let _entered = abort.enter();
+        let dyn_link: Arc<dyn HostLink> = link.clone();
+        let mut host = Host::default();
+        let r = self.gw.handle(
+            &mut host,
+            Some(&dyn_link),
+            Some(spawn),
+            (&id, method),
+            params,
+        );
+        done.store(true, Ordering::SeqCst);
+        if !abort.fired() {
+            link.event(&match r {
+                Ok(v) => mcp::response(id, v),
+                Err(f) => f.response(id),
+            });
+        }
+        // Wakes the watcher.
+        let s = link.stream.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// Whether the host accepts an SSE stream as the answer.
+fn streams(head: &Head) -> bool {
+    head.get("accept").is_some_and(|a| a.contains("text/event-stream"))
+}
+
+/// Gives the request up when the host closes its connection before the
+/// answer is written (the host sends nothing more on it: one request per
+/// connection).
+fn watch(
+    probe: &TcpStream,
+    done: &std::sync::atomic::AtomicBool,
+    abort: &Abort,
+) {
+    let _ = probe.set_read_timeout(None);
+    let mut b = [0u8; 1];
+    loop {
+        match probe.peek(&mut b) {
+            Ok(0) | Err(_) => break,
+            // Bytes after the request: read and dropped.
+            Ok(_) => {
+                let mut sink = [0u8; 1024];
+                if (&*probe).read(&mut sink).unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    if !done.load(Ordering::SeqCst) {
+        msg::debug(
+            "serve: the host closed the stream: the request is cancelled",
+        );
+        journal::event("serve_cancelled", json!({"by": "host"}));
+        abort.fire();
     }
 }
 

@@ -20,6 +20,7 @@
 //! options answer it, as they do for `call` ([`ServeClient`]).
 
 mod gateway;
+mod hosts;
 mod http;
 mod parked;
 mod pending;
@@ -41,6 +42,14 @@ use crate::{journal, msg, out, term};
 
 pub(crate) use gateway::{Gateway, HostLink};
 pub(crate) use parked::Spawner;
+
+/// How often a long-lived stream to a host gets a comment (and finds
+/// its host gone).
+pub(crate) const KEEP_ALIVE: std::time::Duration =
+    std::time::Duration::from_secs(15);
+
+/// How often idle upstreams are read for what they sent between requests.
+const PUMP: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// What `serve` was given on the command line.
 #[derive(Debug, Default)]
@@ -68,9 +77,11 @@ pub(crate) fn run(
 ) -> Result<()> {
     let listen = o.listen.as_deref().map(http::parse_listen).transpose()?;
     let servers = servers(&ctx, &o.servers)?;
-    let ctx = ctx.with_client(Arc::new(ServeClient { operator }));
+    let hosts = Arc::new(hosts::Hosts::default());
+    let client = ServeClient { operator, hosts: hosts.clone() };
+    let ctx = ctx.with_client(Arc::new(client));
     let pool = upstream::Pool::new(&ctx, &servers);
-    let gw = Gateway { pool, exec, parked: parked::Parked::default() };
+    let gw = Gateway { pool, exec, parked: parked::Parked::default(), hosts };
     if o.dry_run {
         return dry_run(&gw, json);
     }
@@ -78,10 +89,22 @@ pub(crate) fn run(
         "serve_started",
         json!({"servers": servers, "front": if listen.is_some() { "http" } else { "stdio" }}),
     );
-    let r = match listen {
-        Some(addr) => http::run(&gw, addr, o),
-        None => stdio::run(&gw),
-    };
+    // What idle upstreams send between requests is read every PUMP.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(PUMP);
+                gw.pump();
+            }
+        });
+        let r = match listen {
+            Some(addr) => http::run(&gw, addr, o),
+            None => stdio::run(&gw),
+        };
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
     gw.pool.close_all();
     journal::event("serve_ended", json!({}));
     r
@@ -102,43 +125,104 @@ fn servers(ctx: &Context, wanted: &[String]) -> Result<Vec<String>> {
 /// `serve --dry-run`: starts each server, prints what the host would
 /// see, and closes them.
 fn dry_run(gw: &Gateway<'_>, json: bool) -> Result<()> {
-    let tools = gw.tools();
-    let prompts = gw.prompts();
     let (resources, templates) = gw.resources();
-    if json {
-        return out::json(&json!({
-            "servers": gw.pool.names().collect::<Vec<_>>(),
-            "tools": tools, "prompts": prompts,
-            "resources": resources, "resourceTemplates": templates,
-        }));
-    }
-    let name = |v: &Value, k: &str| {
-        term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
-            .into_owned()
+    let e = Exposed {
+        servers: gw.pool.names().map(String::from).collect(),
+        tools: gw.tools(),
+        prompts: gw.prompts(),
+        resources,
+        templates,
     };
+    if json {
+        return out::json(&e.to_json());
+    }
     let mut text = format!(
         "serve would expose {} server(s): {}\n",
-        gw.pool.names().count(),
-        gw.pool.names().collect::<Vec<_>>().join(", ")
+        e.servers.len(),
+        e.servers.join(", ")
     );
-    text.push_str(&format!("tools ({}):\n", tools.len()));
-    for t in &tools {
-        let class = crate::naming::classify(t).label();
-        text.push_str(&format!("  {} ({class})\n", name(t, "name")));
-    }
-    text.push_str(&format!("prompts ({}):\n", prompts.len()));
-    for p in &prompts {
-        text.push_str(&format!("  {}\n", name(p, "name")));
-    }
-    text.push_str(&format!("resources ({}):\n", resources.len()));
-    for r in &resources {
-        text.push_str(&format!("  {}\n", name(r, "uri")));
-    }
-    text.push_str(&format!("resource templates ({}):\n", templates.len()));
-    for t in &templates {
-        text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
-    }
+    text.push_str(&e.text());
     out::print(&text)
+}
+
+/// What `serve` exposes to a host: the servers, and their items under
+/// the names the host sees (`serve --dry-run` from the live servers,
+/// `check-config` from the lock file).
+#[derive(Debug, Default)]
+pub(crate) struct Exposed {
+    pub(crate) servers: Vec<String>,
+    pub(crate) tools: Vec<Value>,
+    pub(crate) prompts: Vec<Value>,
+    pub(crate) resources: Vec<Value>,
+    pub(crate) templates: Vec<Value>,
+}
+
+impl Exposed {
+    /// From each server's lists as the server gives them (tools, prompts,
+    /// resources, templates).
+    pub(crate) fn of(each: Vec<(String, [Vec<Value>; 4])>) -> Exposed {
+        let mut e = Exposed::default();
+        let mut res = vec![];
+        for (server, [tools, prompts, resources, templates]) in each {
+            e.tools.extend(gateway::exposed_tools(&server, &tools));
+            e.prompts.extend(gateway::exposed_prompts(&server, &prompts));
+            res.push((server.clone(), (resources, templates)));
+            e.servers.push(server);
+        }
+        (e.resources, e.templates) = gateway::exposed_resources(res);
+        e
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "servers": self.servers,
+            "tools": self.tools, "prompts": self.prompts,
+            "resources": self.resources, "resourceTemplates": self.templates,
+        })
+    }
+
+    /// The names only (check-config's `--json`).
+    pub(crate) fn names_json(&self) -> Value {
+        let names = |items: &[Value], k: &str| -> Vec<Value> {
+            items.iter().filter_map(|v| v.get(k).cloned()).collect()
+        };
+        json!({
+            "servers": self.servers,
+            "tools": names(&self.tools, "name"),
+            "prompts": names(&self.prompts, "name"),
+            "resources": names(&self.resources, "uri"),
+            "resourceTemplates": names(&self.templates, "uriTemplate"),
+        })
+    }
+
+    /// The names, one a line, under a heading per kind.
+    pub(crate) fn text(&self) -> String {
+        let name = |v: &Value, k: &str| {
+            term::line(v.get(k).and_then(Value::as_str).unwrap_or("?"))
+                .into_owned()
+        };
+        let mut text = format!("tools ({}):\n", self.tools.len());
+        for t in &self.tools {
+            let class = crate::naming::classify(t).label();
+            text.push_str(&format!("  {} ({class})\n", name(t, "name")));
+        }
+        text.push_str(&format!("prompts ({}):\n", self.prompts.len()));
+        for p in &self.prompts {
+            text.push_str(&format!("  {}\n", name(p, "name")));
+        }
+        text.push_str(&format!("resources ({}):\n", self.resources.len()));
+        for r in &self.resources {
+            text.push_str(&format!("  {}\n", name(r, "uri")));
+        }
+        text.push_str(&format!(
+            "resource templates ({}):\n",
+            self.templates.len()
+        ));
+        for t in &self.templates {
+            text.push_str(&format!("  {}\n", name(t, "uriTemplate")));
+        }
+        text
+    }
 }
 
 thread_local! {
@@ -148,29 +232,35 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
-/// The host of the request a thread handles: how to reach it, what it
-/// declared, and the progress token its request carries.
+/// The host of the request a thread handles: how to ask it things (the
+/// handshake era, while the request runs), how to tell it things (both
+/// eras: on the request's stream, or on stdout), what it declared, the
+/// progress token its request carries, and the least severe log level it
+/// wants (`None`: every message, as the handshake era has it;
+/// `usize::MAX`: none).
 #[derive(Clone)]
-struct Current {
-    link: Arc<dyn HostLink>,
-    caps: Capabilities,
-    progress: Option<Value>,
+pub(crate) struct Current {
+    pub(crate) link: Option<Arc<dyn HostLink>>,
+    pub(crate) notify: Option<Arc<dyn HostLink>>,
+    pub(crate) caps: Capabilities,
+    pub(crate) progress: Option<Value>,
+    pub(crate) level: Option<usize>,
 }
 
 /// Sets the current host for the life of the guard.
 pub(crate) struct CurrentHost;
 
 impl CurrentHost {
-    pub(crate) fn set(
-        link: Option<Arc<dyn HostLink>>,
-        caps: Capabilities,
-        progress: Option<Value>,
-    ) -> CurrentHost {
-        CURRENT.with(|c| {
-            *c.borrow_mut() = link.map(|link| Current { link, caps, progress })
-        });
+    pub(crate) fn set(current: Current) -> CurrentHost {
+        let some = current.link.is_some() || current.notify.is_some();
+        CURRENT.with(|c| *c.borrow_mut() = some.then_some(current));
         CurrentHost
     }
+}
+
+/// The rank of a log level (RFC 5424 names, least severe first).
+pub(crate) fn level_rank(level: &str) -> Option<usize> {
+    crate::ask::LogLevel::NAMES.iter().position(|n| *n == level)
 }
 
 /// The current host of one thread, carried into another (the listing of
@@ -199,6 +289,7 @@ impl Drop for CurrentHost {
 /// kind and can be reached, else the operator's options.
 struct ServeClient {
     operator: Operator,
+    hosts: Arc<hosts::Hosts>,
 }
 
 impl Client for ServeClient {
@@ -222,7 +313,7 @@ impl Client for ServeClient {
             return Ok(json!({}));
         }
         let host = CURRENT.with(|c| c.borrow().clone());
-        if let Some(Current { link, caps, .. }) = host {
+        if let Some(Current { link: Some(link), caps, .. }) = host {
             let (declared, method) = match q.ask {
                 Ask::Form => {
                     (caps.elicitation_form, mcp::method::ELICITATION_CREATE)
@@ -283,9 +374,16 @@ impl Client for ServeClient {
     /// Progress goes to the host under the token of its own request (when
     /// it asked for progress); log messages go with the server as logger.
     fn notified(&self, server: &str, method: &str, params: &Value) {
+        if method == mcp::method::RESOURCES_UPDATED {
+            if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                self.hosts.updated(server, uri);
+            }
+            return;
+        }
         let Some(host) = CURRENT.with(|c| c.borrow().clone()) else {
             return;
         };
+        let Some(link) = host.notify else { return };
         match method {
             mcp::method::PROGRESS => {
                 let Some(token) = host.progress else { return };
@@ -295,16 +393,22 @@ impl Client for ServeClient {
                         p[k] = v.clone();
                     }
                 }
-                host.link.notify(method, p);
+                link.notify(method, p);
             }
             mcp::method::MESSAGE => {
+                let level = params.get("level").and_then(Value::as_str);
+                if let Some(least) = host.level
+                    && level.and_then(level_rank).is_none_or(|r| r < least)
+                {
+                    return;
+                }
                 let mut p = json!({"logger": server});
                 for k in ["level", "data"] {
                     if let Some(v) = params.get(k) {
                         p[k] = v.clone();
                     }
                 }
-                host.link.notify(method, p);
+                link.notify(method, p);
             }
             _ => {}
         }

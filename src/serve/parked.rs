@@ -46,9 +46,34 @@ impl<'s> Spawner<'s> for &'s std::thread::Scope<'s, '_> {
 
 /// What the worker tells the request that waits on it.
 enum Event {
-    Ask { request: Value, reply: Sender<Answer> },
+    Ask {
+        request: Value,
+        reply: Sender<Answer>,
+    },
+    /// A notification for the host (progress, a log message).
+    Notify {
+        method: String,
+        params: Value,
+    },
     Done(Reply),
 }
+
+/// Tells the host what the worker said, through the request that waits:
+/// progress under that request's own token (none when it has none).
+fn tell(here: &Here, method: &str, mut params: Value) {
+    let (Some(link), Some(p)) = (&here.0, params.as_object_mut()) else {
+        return;
+    };
+    if p.contains_key("progressToken") {
+        let Some(t) = &here.1 else { return };
+        p.insert("progressToken".into(), t.clone());
+    }
+    link.notify(method, params);
+}
+
+/// How the request that waits on a call tells its host things: its
+/// stream (or stdout), and its own progress token.
+pub(crate) type Here = (Option<Arc<dyn HostLink>>, Option<Value>);
 
 struct Call {
     events: Receiver<Event>,
@@ -81,6 +106,12 @@ impl HostLink for ParkLink {
         timeout: Duration,
     ) -> Answer {
         let (tx, rx) = mpsc::channel();
+        // The upstream may cancel its question meanwhile: the call then
+        // goes on, and the host's retry gets what comes next.
+        let given_up = tx.clone();
+        let _armed = crate::cancel::arm(Arc::new(move || {
+            let _ = given_up.send(Err(super::pending::GIVEN_UP.into()));
+        }));
         let request = json!({"method": method, "params": params});
         if self.events.send(Event::Ask { request, reply: tx }).is_err() {
             return Err("the host went away".into());
@@ -93,8 +124,11 @@ impl HostLink for ParkLink {
         })
     }
 
-    /// 2026-07-28 has no notifications in the middle of a call here.
-    fn notify(&self, _method: &str, _params: Value) {}
+    /// Told to the host by the request that waits on the call.
+    fn notify(&self, method: &str, params: Value) {
+        let method = method.to_string();
+        let _ = self.events.send(Event::Notify { method, params });
+    }
 }
 
 impl Parked {
@@ -103,6 +137,7 @@ impl Parked {
     pub(crate) fn start<'s>(
         &'s self,
         spawn: &dyn Spawner<'s>,
+        here: Here,
         work: Box<dyn FnOnce(Arc<dyn HostLink>) -> Reply + Send + 's>,
     ) -> Reply {
         let (tx, rx) = mpsc::channel();
@@ -112,7 +147,7 @@ impl Parked {
             let r = work(link);
             let _ = tx.send(Event::Done(r));
         }));
-        self.next(rx)
+        self.next(rx, &here)
     }
 
     /// A retry of a parked call: hands over the answer and waits for
@@ -121,6 +156,7 @@ impl Parked {
         &self,
         state: &str,
         responses: Option<&Map<String, Value>>,
+        here: Here,
     ) -> Option<Reply> {
         let call = self.lock().remove(state)?;
         let answer = responses
@@ -128,40 +164,45 @@ impl Parked {
             .cloned()
             .ok_or_else(|| format!("the retry carries no '{KEY}' answer"));
         let _ = call.reply.send(answer);
-        Some(self.next(call.events))
+        Some(self.next(call.events, &here))
     }
 
-    fn next(&self, events: Receiver<Event>) -> Reply {
-        match events.recv_timeout(STEP) {
-            Ok(Event::Done(r)) => r,
-            Ok(Event::Ask { request, reply }) => {
-                let mut calls = self.lock();
-                calls.retain(|_, c| c.since.elapsed() < ASK_TIMEOUT);
-                if calls.len() >= MAX_PARKED {
-                    let _ = reply
-                        .send(Err("too many calls wait for the host".into()));
-                    drop(calls);
-                    return self.next(events);
+    fn next(&self, events: Receiver<Event>, here: &Here) -> Reply {
+        loop {
+            let (request, reply) = match events.recv_timeout(STEP) {
+                Ok(Event::Done(r)) => return r,
+                Ok(Event::Notify { method, params }) => {
+                    tell(here, &method, params);
+                    continue;
                 }
-                let mut id = [0u8; 16];
-                if getrandom::fill(&mut id).is_err() {
-                    let _ = reply.send(Err("no randomness".into()));
-                    drop(calls);
-                    return self.next(events);
+                Ok(Event::Ask { request, reply }) => (request, reply),
+                Err(_) => {
+                    return Err(RpcFail::new(
+                        code::INTERNAL_ERROR,
+                        "the call did not finish in time",
+                    ));
                 }
-                let state = format!("{PREFIX}{}", crate::files::hex(&id));
-                calls.insert(
-                    state.clone(),
-                    Call { events, reply, since: Instant::now() },
-                );
-                let mut q = Map::new();
-                q.insert(KEY.into(), request);
-                Ok(host::input_required(q, &state))
+            };
+            let mut calls = self.lock();
+            calls.retain(|_, c| c.since.elapsed() < ASK_TIMEOUT);
+            if calls.len() >= MAX_PARKED {
+                let _ =
+                    reply.send(Err("too many calls wait for the host".into()));
+                continue;
             }
-            Err(_) => Err(RpcFail::new(
-                code::INTERNAL_ERROR,
-                "the call did not finish in time",
-            )),
+            let mut id = [0u8; 16];
+            if getrandom::fill(&mut id).is_err() {
+                let _ = reply.send(Err("no randomness".into()));
+                continue;
+            }
+            let state = format!("{PREFIX}{}", crate::files::hex(&id));
+            calls.insert(
+                state.clone(),
+                Call { events, reply, since: Instant::now() },
+            );
+            let mut q = Map::new();
+            q.insert(KEY.into(), request);
+            return Ok(host::input_required(q, &state));
         }
     }
 

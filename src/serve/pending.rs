@@ -12,6 +12,9 @@ use serde_json::Value;
 
 use crate::mcp;
 
+/// Why a question has no answer when its request was given up.
+pub(crate) const GIVEN_UP: &str = "the request was cancelled";
+
 /// A host's answer: its result, or why there is none.
 pub(crate) type Answer = std::result::Result<Value, String>;
 
@@ -33,10 +36,17 @@ impl Pending {
     ) -> Answer {
         let key = id.to_string();
         let (tx, rx) = mpsc::channel();
-        self.lock().insert(key.clone(), tx);
+        self.lock().insert(key.clone(), tx.clone());
+        // The request this question belongs to may be given up meanwhile
+        // (by the host, or by the upstream that asked it).
+        let _armed = crate::cancel::arm(std::sync::Arc::new(move || {
+            let _ = tx.send(Err(GIVEN_UP.into()));
+        }));
         // After the insert: a clear() that raced it is seen here.
         let r = if self.closed.load(Ordering::SeqCst) {
             Err("the host went away".into())
+        } else if crate::cancel::fired() {
+            Err(GIVEN_UP.into())
         } else if !send() {
             Err("the host cannot be reached".into())
         } else {

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::gateway::{Gateway, Host, HostLink, RpcFail};
+use super::gateway::{Aborts, Gateway, Host, HostLink, RpcFail};
 use super::pending::Pending;
+use crate::cancel::Abort;
 use crate::error::{Error, Result};
 use crate::mcp::{self, Incoming, code};
 use crate::{msg, term};
@@ -78,10 +79,19 @@ impl HostLink for Link {
         ));
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
                              "params": params});
-        self.pending.ask(&id, timeout, || {
+        let mut sent = false;
+        let r = self.pending.ask(&id, timeout, || {
             self.write(&request);
+            sent = true;
             true
-        })
+        });
+        if sent && crate::cancel::fired() {
+            self.notify(
+                mcp::method::CANCELLED,
+                super::gateway::cancel_params(&id),
+            );
+        }
+        r
     }
 
     fn notify(&self, method: &str, params: Value) {
@@ -95,8 +105,11 @@ impl HostLink for Link {
 pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
     let link = Arc::new(Link::new());
     let dyn_link: Arc<dyn HostLink> = link.clone();
+    // The one host is told on stdout between its requests too.
+    gw.hosts.attach(0, dyn_link.clone());
     let host = Mutex::new(Host::default());
     let in_flight = AtomicUsize::new(0);
+    let aborts = Aborts::default();
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     std::thread::scope(|scope| -> Result<()> {
@@ -138,11 +151,14 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
                 Incoming::Response { id, outcome } => {
                     link.answer(&id, outcome)
                 }
-                Incoming::Notification { method, .. } => {
+                Incoming::Notification { method, params } => {
                     msg::debug(&format!(
                         "serve: host notification {}",
                         term::clip(&term::line(&method), 80)
                     ));
+                    if method == mcp::method::CANCELLED {
+                        aborts.cancel(&params);
+                    }
                 }
                 Incoming::Invalid(why) => {
                     let f = RpcFail::new(code::INVALID_REQUEST, why);
@@ -158,9 +174,11 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
                         continue;
                     }
                     in_flight.fetch_add(1, Ordering::SeqCst);
-                    let (link, dyn_link, host, in_flight) =
-                        (&link, &dyn_link, &host, &in_flight);
+                    let abort = aborts.start(&id, &method);
+                    let (link, dyn_link, host, in_flight, aborts) =
+                        (&link, &dyn_link, &host, &in_flight, &aborts);
                     scope.spawn(move || {
+                        let _entered = abort.as_ref().map(Abort::enter);
                         // initialize changes the host; anything else
                         // works on a copy of it.
                         let mut h =
@@ -169,23 +187,27 @@ pub(crate) fn run(gw: &Gateway<'_>) -> Result<()> {
                             &mut h,
                             Some(dyn_link),
                             Some(&scope),
-                            &method,
+                            (&id, &method),
                             &params,
                         );
                         if method == mcp::method::INITIALIZE {
                             *host.lock().unwrap_or_else(|e| e.into_inner()) =
                                 h;
                         }
-                        link.write(&match r {
-                            Ok(v) => mcp::response(id, v),
-                            Err(f) => f.response(id),
-                        });
+                        // A request the host cancelled gets no response.
+                        if !aborts.finish(&id, abort.as_ref()) {
+                            link.write(&match r {
+                                Ok(v) => mcp::response(id, v),
+                                Err(f) => f.response(id),
+                            });
+                        }
                         in_flight.fetch_sub(1, Ordering::SeqCst);
                     });
                 }
             }
         }
         link.close();
+        gw.hosts.close();
         Ok(())
     })
 }

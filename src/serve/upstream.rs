@@ -166,7 +166,9 @@ impl<'a> Pool<'a> {
             u.session = Some(self.ctx.start(server)?);
         }
         let r = f(&mut u);
-        if let Err(e) = &r
+        if u.session.as_ref().is_some_and(Session::is_closed) {
+            u.close();
+        } else if let Err(e) = &r
             && broken(e)
         {
             msg::warn(&format!(
@@ -211,6 +213,40 @@ impl<'a> Pool<'a> {
                 })
                 .collect()
         })
+    }
+
+    /// Reads what the started, idle servers sent between requests (a
+    /// busy one reads it during its request; an HTTP one only when
+    /// `http` says so of its name, as reading it takes a quiet spell);
+    /// the list changes this found, taken. A server that fails meanwhile
+    /// is closed.
+    pub(crate) fn poll_idle(
+        &self,
+        http: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let mut all = vec![];
+        for (name, slot) in &self.slots {
+            let Ok(mut u) = slot.try_lock() else { continue };
+            let before = u.changed.len();
+            let Some(s) = u.session.as_mut() else { continue };
+            let r = s.poll(std::time::Duration::from_millis(1), http(name));
+            if let Err(e) = r {
+                msg::warn(&format!(
+                    "{e}; the server is closed and restarts on next use"
+                ));
+                u.close();
+                continue;
+            }
+            u.note_changes();
+            if u.changed.len() > before {
+                for m in std::mem::take(&mut u.changed) {
+                    if !all.contains(&m) {
+                        all.push(m);
+                    }
+                }
+            }
+        }
+        all
     }
 
     /// The list-changed notices of every server, taken.

@@ -170,6 +170,18 @@ pub mod method {
     pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
     /// Reads a resource.
     pub const RESOURCES_READ: &str = "resources/read";
+    /// Asks to be told when a resource changes (handshake era).
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Ends a subscription.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// A subscribed resource changed.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// 2026-07-28: a long-lived request for the notifications the client
+    /// opts in to (replaces the GET stream and `resources/subscribe`).
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// The first message of a `subscriptions/listen`: what is honoured.
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+        "notifications/subscriptions/acknowledged";
     /// Lists the server's prompts (paged).
     pub const PROMPTS_LIST: &str = "prompts/list";
     /// Gets a prompt.
@@ -263,6 +275,8 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// The logging level the client asks for.
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The `subscriptions/listen` request a notification belongs to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// The client capabilities the operator's options declare: fixed before
