@@ -575,18 +575,11 @@ impl Listening {
     /// One raw HTTP request; the status and the body.
     fn post(&self, headers: &[String], body: &str) -> (u16, String) {
         use std::io::Read;
-        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
-        let mut req = "POST /mcp HTTP/1.1\r\n".to_string();
+        let mut head = "POST /mcp HTTP/1.1\r\n".to_string();
         if !headers.iter().any(|h| h.starts_with("Content-Length")) {
-            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
         }
-        for h in headers {
-            req.push_str(h);
-            req.push_str("\r\n");
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        s.write_all(req.as_bytes()).unwrap();
+        let mut s = send(&self.addr, head, headers, body);
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
         let status = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -940,21 +933,32 @@ impl Listening {
         headers: &[String],
         body: &str,
     ) -> std::net::TcpStream {
-        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
-        let mut req = format!(
+        let head = format!(
             "{method} /mcp HTTP/1.1\r\n{}\r\n{}\r\n",
             self.host(),
             self.auth()
         );
-        for h in headers {
-            req.push_str(h);
-            req.push_str("\r\n");
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        s.write_all(req.as_bytes()).unwrap();
-        s
+        send(&self.addr, head, headers, body)
     }
+}
+
+/// Writes `head` (the request line and any header lines), `headers` and
+/// `body` on a new connection to `addr`, and returns it.
+fn send(
+    addr: &str,
+    mut head: String,
+    headers: &[String],
+    body: &str,
+) -> std::net::TcpStream {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    s.write_all(head.as_bytes()).unwrap();
+    s
 }
 
 /// The JSON of every `data:` line of an SSE body.
