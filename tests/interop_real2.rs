@@ -476,6 +476,10 @@ fn npx_package(config: &str) -> String {
     spec.unwrap_or_else(|| panic!("no npx package in {config}")).to_string()
 }
 
+/// README's quick start, verbatim: its marked blocks run in one shell in
+/// a fresh directory, in a pipe and then with stdout on a terminal, with
+/// `npx` offline from `.interop/npx-cache`; every command exits 0 and
+/// shows what a newcomer should see.
 #[test]
 fn interop_readme_quick_start() {
     let test = "interop_readme_quick_start";
@@ -531,48 +535,58 @@ fn interop_readme_quick_start() {
     .unwrap();
     let mut cmd = t.dir.program("bash");
     cmd.args(["-c", &script]).env("PATH", path).timeout(NODE_LIMIT * 4);
-    let out = cmd.run();
-    let report = || format!("{}\n{}", cmd.report(&out), script);
-    assert_eq!(out.code, Some(0), "{}", report());
-    let stdout = &out.stdout;
-    for (i, c) in commands.iter().enumerate() {
-        let end = format!("@@ end {i} ");
-        let code = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&end))
-            .unwrap_or_else(|| panic!("{c}: never ended\n{}", report()));
-        assert_eq!(
-            code,
-            "0",
-            "quick start: `{c}` exited {code}\n{}",
-            report()
-        );
+    // In a pipe, then with stdout on a terminal (what a newcomer types).
+    for on_tty in [false, true] {
+        let _ = std::fs::remove_file(t.dir.path("notes.txt"));
+        let out = if on_tty { cmd.run_on_tty() } else { cmd.run() };
+        let report = || {
+            format!(
+                "on a terminal: {on_tty}\n{}\n{}",
+                cmd.report(&out),
+                script
+            )
+        };
+        assert_eq!(out.code, Some(0), "{}", report());
+        let stdout = &out.stdout;
+        for (i, c) in commands.iter().enumerate() {
+            let end = format!("@@ end {i} ");
+            let code = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(&end))
+                .unwrap_or_else(|| panic!("{c}: never ended\n{}", report()));
+            assert_eq!(
+                code,
+                "0",
+                "quick start: `{c}` exited {code}\n{}",
+                report()
+            );
+        }
+        // What each step shows: the checked config, the tools, one tool whole,
+        // the file read, the file written (approved by name), the listing.
+        let part = |i: usize| -> &str {
+            let start = stdout.find(&format!("@@ start {i}\n")).unwrap();
+            let end = stdout.find(&format!("@@ end {i} ")).unwrap();
+            &stdout[start..end]
+        };
+        let nth = |word: &str| {
+            commands.iter().position(|c| c.contains(word)).unwrap_or_else(
+                || panic!("README.md quick start: no command with {word:?}"),
+            )
+        };
+        assert_contains(part(nth("check-config")), "valid");
+        let listing = commands
+            .iter()
+            .position(|c| c.trim() == "rivumi-mcp list")
+            .expect("README.md quick start: no bare `rivumi-mcp list`");
+        assert_contains(part(listing), "mcp__files__read_text_file");
+        let one = part(nth("list files read_text_file"));
+        assert_contains(one, "  path: string  (required)\n");
+        assert_contains(one, "example:\n");
+        assert_contains(part(nth("read_text_file path=")), "\"mcpServers\"");
+        let notes = std::fs::read_to_string(t.dir.path("notes.txt"));
+        assert_eq!(notes.ok().as_deref(), Some("hello"), "{}", report());
+        assert_contains(part(nth("list_directory")), "[FILE] notes.txt");
     }
-    // What each step shows: the checked config, the tools, one tool whole,
-    // the file read, the file written (approved by name), the listing.
-    let part = |i: usize| -> &str {
-        let start = stdout.find(&format!("@@ start {i}\n")).unwrap();
-        let end = stdout.find(&format!("@@ end {i} ")).unwrap();
-        &stdout[start..end]
-    };
-    let nth = |word: &str| {
-        commands.iter().position(|c| c.contains(word)).unwrap_or_else(|| {
-            panic!("README.md quick start: no command with {word:?}")
-        })
-    };
-    assert_contains(part(nth("check-config")), "valid");
-    let listing = commands
-        .iter()
-        .position(|c| c.trim() == "rivumi-mcp list")
-        .expect("README.md quick start: no bare `rivumi-mcp list`");
-    assert_contains(part(listing), "mcp__files__read_text_file");
-    let one = part(nth("list files read_text_file"));
-    assert_contains(one, "  path: string  (required)\n");
-    assert_contains(one, "example:\n");
-    assert_contains(part(nth("read_text_file path=")), "\"mcpServers\"");
-    let notes = std::fs::read_to_string(t.dir.path("notes.txt"));
-    assert_eq!(notes.ok().as_deref(), Some("hello"), "{}", report());
-    assert_contains(part(nth("list_directory")), "[FILE] notes.txt");
     assert_no_process_in(t.dir.root(), "the quick start");
 }
 
