@@ -866,35 +866,31 @@ impl Session {
     }
 
     /// The next message. On a thread whose request may be given up
-    /// ([`crate::cancel`]) it is waited for in short slices, and given up
-    /// once the request is (over the 2026-07-28 HTTP wire by closing,
-    /// which is that wire's cancellation). A handshake-era HTTP stream is
-    /// not sliced (a resumption waits longer than a slice): it is waited
-    /// for whole, the cancellation having been sent.
+    /// ([`crate::cancel`]) it is waited for by [`Transport::recv_until`],
+    /// and given up once the request is: over the 2026-07-28 HTTP wire by
+    /// closing (that wire's cancellation); elsewhere the transport
+    /// abandons the request's answer and the session stays.
     fn recv_unless_given_up(&mut self, deadline: &Deadline) -> Result<Value> {
         if let Some(m) = self.held.pop_front() {
             return Ok(m);
         }
-        let http = self.transport.wire() == Wire::Http;
-        if crate::cancel::current().is_none() || (http && !self.modern()) {
+        if crate::cancel::current().is_none() {
             return self.transport.recv(deadline);
         }
-        loop {
-            if crate::cancel::fired() {
-                if http {
-                    self.close();
-                }
-                return Err(given_up());
-            }
-            let slice = deadline.remaining()?.min(crate::cancel::POLL);
-            let d = Deadline::new("a cancellable wait", slice);
-            match self.transport.recv(&d) {
-                Err(e) if e.kind() == Kind::Timeout => {
-                    deadline.remaining()?;
-                }
-                r => return r,
-            }
+        if let Some(m) =
+            self.transport.recv_until(deadline, &crate::cancel::fired)?
+        {
+            return Ok(m);
         }
+        // On the 2026-07-28 wire over HTTP closing the stream is the
+        // cancellation; elsewhere the session stays and only the request's
+        // answer is no longer waited for.
+        if self.modern() && self.transport.wire() == Wire::Http {
+            self.close();
+        } else {
+            self.transport.abandon();
+        }
+        Err(given_up())
     }
 
     /// Handles one incoming message; `Some` when it answers `want`.
@@ -948,9 +944,7 @@ impl Session {
         d: &Deadline,
     ) -> Result<()> {
         self.client.begin_round();
-        let served = if crate::cancel::current().is_some()
-            && self.transport.wire() == Wire::Stdio
-        {
+        let served = if crate::cancel::current().is_some() {
             match self.serve_watching(method, params, &id, d)? {
                 Some(r) => r,
                 // The server cancelled it: no answer is sent.
@@ -978,8 +972,9 @@ impl Session {
     /// `notifications/cancelled` of the request `id` gives the question
     /// up ([`crate::cancel`]: the host is told); what else the server sent
     /// waits in `held` for the request in flight. `None` when the server
-    /// cancelled it (it then gets no answer). Stdio only (over HTTP the
-    /// question is answered before anything more is read).
+    /// cancelled it (it then gets no answer). Over HTTP the server's
+    /// cancellation comes on the stream of the request it belongs to,
+    /// which is read the same way.
     fn serve_watching(
         &mut self,
         method: &str,
@@ -1003,11 +998,12 @@ impl Session {
                         std::thread::sleep(crate::cancel::POLL);
                         continue;
                     }
-                    let slice =
-                        Deadline::new("a question", crate::cancel::POLL);
-                    let m = match transport.recv(&slice) {
-                        Ok(m) => m,
-                        Err(e) if e.kind() == Kind::Timeout => continue,
+                    let stop = || done.load(Ordering::SeqCst);
+                    let m = match transport.recv_until(d, &stop) {
+                        Ok(Some(m)) => m,
+                        Ok(None) => break,
+                        // The question's own wait ends it as well.
+                        Err(e) if e.kind() == Kind::Timeout => break,
                         Err(e) => return Some(e),
                     };
                     for m in mcp::split_batch(m, version).unwrap_or_default() {

@@ -1466,3 +1466,157 @@ fn over_http_a_modern_listen_is_a_stream_closing_it_unsubscribes() {
     let text = read_until(&mut s, "}}");
     assert!(text.contains("needs a stream"), "{text}");
 }
+
+/// A handshake-era HTTP upstream behind `serve`, named `web`: the script's
+/// `echo`, except that a call whose text is `slow` streams nothing until
+/// the client cancels it (or 15 s pass), and one whose text is `ask` asks
+/// a question on its stream, cancels it 200 ms later and then answers
+/// `done`.
+fn http_upstream(test: &str) -> (Dir, crate::util::http::HttpFixture) {
+    use crate::util::http::{HttpFixture, McpScript};
+    let script = McpScript::new().sessions();
+    let fx = HttpFixture::start(move |req, conn| {
+        let msg = req.json();
+        let text = msg.pointer("/params/arguments/text").cloned();
+        if msg["method"] != "tools/call" {
+            return script.handle(req, conn);
+        }
+        let id = msg["id"].clone();
+        if text == Some(json!("slow")) {
+            conn.sse(&[]);
+            conn.wait_for(Duration::from_secs(15), |rs| {
+                rs.iter().any(|r| {
+                    r.rpc_method().as_deref()
+                        == Some("notifications/cancelled")
+                })
+            });
+            conn.close();
+        } else if text == Some(json!("ask")) {
+            conn.sse(&[]);
+            conn.event(
+                None,
+                &json!({"jsonrpc": "2.0", "id": "e1",
+                "method": "elicitation/create", "params": {
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object", "properties": {}}}}),
+            );
+            conn.sleep(Duration::from_millis(200));
+            conn.event(
+                None,
+                &json!({"jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": "e1", "reason": "changed my mind"}}),
+            );
+            conn.sleep(Duration::from_millis(300));
+            conn.event(
+                None,
+                &json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "done"}]}}),
+            );
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = Dir::new(test);
+    write_mcp_json(
+        &dir,
+        &[("web", json!({"url": fx.url(), "protocol": "legacy"}))],
+    );
+    (dir, fx)
+}
+
+#[test]
+fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
+    let (dir, fx) = http_upstream("serve_cancel_http_upstream");
+    let mut h = Host::start(&dir, "web", &["--yes"]);
+    h.initialize(json!({}));
+    h.send(&json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+                   "params": {"name": "web__echo", "arguments": {"text": "slow"}}}));
+    assert!(
+        fx_wait(&fx, |rs| rs
+            .iter()
+            .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
+        "{}",
+        fx.summary()
+    );
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "slow-1", "reason": "user"}}));
+    // The upstream is told, with its own id, in its session.
+    assert!(
+        fx_wait(&fx, |rs| rs
+            .iter()
+            .any(|r| r.rpc_method().as_deref()
+                == Some("notifications/cancelled"))),
+        "{}",
+        fx.summary()
+    );
+    let call = fx.posts_of("tools/call").remove(0);
+    let cancel = fx.posts_of("notifications/cancelled").remove(0);
+    assert_eq!(cancel.json()["params"]["requestId"], call.json()["id"]);
+    assert_eq!(cancel.header("mcp-session-id"), call.header("mcp-session-id"));
+    // The next call goes through at once (the upstream holds the slow
+    // one's stream for 15 s more), in the same session; the cancelled
+    // request gets no response.
+    let r = h.call("web__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "after");
+    assert_eq!(
+        fx.posts_of("initialize").len(),
+        1,
+        "{}\n{:#?}",
+        fx.summary(),
+        journal(&dir)
+    );
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("slow-1")), "{m}");
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
+fn a_handshake_http_upstream_cancelling_its_question_cancels_it_at_the_host() {
+    let (dir, fx) = http_upstream("serve_http_upstream_cancels");
+    let mut h = Host::start(&dir, "web", &["--yes"]);
+    h.initialize(json!({"elicitation": {}}));
+    h.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                   "params": {"name": "web__echo", "arguments": {"text": "ask"}}}));
+    let mut asked = None;
+    let mut cancelled = None;
+    let result = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
+        if m["method"] == "elicitation/create" {
+            asked = Some(m["id"].clone());
+        } else if m["method"] == "notifications/cancelled" {
+            cancelled = Some(m["params"]["requestId"].clone());
+        } else if m["id"] == 50 {
+            break m;
+        }
+    };
+    let asked = asked.expect("the question reached the host");
+    assert_eq!(cancelled, Some(asked), "{result}");
+    assert_eq!(text(&result["result"]), "done", "{result}");
+    assert_eq!(h.finish(), Some(0));
+    // The upstream got no answer to the question it cancelled.
+    assert!(
+        fx.requests().iter().all(|r| r.json().get("id") != Some(&json!("e1"))),
+        "{}",
+        fx.summary()
+    );
+    let j = journal(&dir);
+    let cancelled = events(&j, "serve_cancelled");
+    assert_eq!(cancelled[0]["by"], "server", "{cancelled:?}");
+}
+
+/// Waits up to 10 s for `pred` over what the fixture received.
+fn fx_wait(
+    fx: &crate::util::http::HttpFixture,
+    pred: impl Fn(&[crate::util::http::Request]) -> bool,
+) -> bool {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        if pred(&fx.requests()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}

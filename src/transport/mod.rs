@@ -60,6 +60,11 @@ pub(crate) const TREE_PER_MESSAGE: usize = 2;
 /// The largest message accepted from a server by default (`--max-message`).
 pub(crate) const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
 
+/// How often [`Transport::recv_until`] looks at its `stop` while nothing
+/// arrives.
+pub(crate) const STOP_POLL: std::time::Duration =
+    std::time::Duration::from_millis(50);
+
 /// The memory one parsed message (or a list's pages) may take.
 pub(crate) fn tree_budget(max_message: usize) -> usize {
     max_message.saturating_mul(TREE_PER_MESSAGE)
@@ -109,6 +114,29 @@ pub(crate) trait Transport: Send {
     }
     /// The next message from the server.
     fn recv(&mut self, deadline: &Deadline) -> Result<Value>;
+    /// The next message from the server, or `None` as soon as `stop`
+    /// holds (looked at every [`STOP_POLL`] while nothing arrives): a wait
+    /// another thread may end (`serve`'s host cancelling a request). Here
+    /// by waits of [`STOP_POLL`] each; HTTP waits on its streams alone, so
+    /// that a stream's resumption keeps the whole deadline.
+    fn recv_until(
+        &mut self,
+        deadline: &Deadline,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Value>> {
+        loop {
+            if stop() {
+                return Ok(None);
+            }
+            let slice = deadline.remaining()?.min(STOP_POLL);
+            match self.recv(&Deadline::new("a cancellable wait", slice)) {
+                Err(e) if e.kind() == crate::error::Kind::Timeout => {
+                    deadline.remaining()?;
+                }
+                r => return r.map(Some),
+            }
+        }
+    }
     /// A way to send one notification from another thread (the signal
     /// thread's cancellation on Ctrl-C), without waiting; `None` when this
     /// transport has none.
@@ -122,6 +150,11 @@ pub(crate) trait Transport: Send {
     fn drain(&mut self) -> Vec<Value> {
         vec![]
     }
+    /// Stops waiting for the answer to the request in flight, which was
+    /// given up (`serve`'s host cancelled it); what the server still
+    /// sends for it is dropped. Over HTTP, its response stream is left;
+    /// elsewhere answers come on one channel and nothing is to be done.
+    fn abandon(&mut self) {}
     /// Like [`canceller`], for a whole request sent from the signal
     /// thread without waiting for its answer (a task's `tasks/cancel` on
     /// Ctrl-C), also where closing the stream is how a request is

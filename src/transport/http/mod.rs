@@ -512,11 +512,28 @@ impl HttpTransport {
     /// or the standalone GET stream, resuming the POST stream when the
     /// session says so.
     fn next_message(&mut self, deadline: &Deadline) -> Result<Value> {
+        self.next_message_until(deadline, None)
+            .map(|m| m.expect("no stop, no None"))
+    }
+
+    /// [`next_message`](Self::next_message), or `None` once `stop` holds
+    /// (looked at every [`STOP_POLL`](super::STOP_POLL) while the streams
+    /// are quiet).
+    fn next_message_until(
+        &mut self,
+        deadline: &Deadline,
+        stop: Option<&dyn Fn() -> bool>,
+    ) -> Result<Option<Value>> {
+        let slice = stop.map(|_| super::STOP_POLL);
         loop {
             if let Some(v) = self.pending.pop_front() {
-                return Ok(v);
+                return Ok(Some(v));
             }
-            match self.streams.next(deadline)? {
+            if stop.is_some_and(|f| f()) {
+                return Ok(None);
+            }
+            match self.streams.next(deadline, slice)? {
+                Next::Quiet => {}
                 Next::NoStream => {
                     return Err(self.failed(self.session.no_response(), &[]));
                 }
@@ -524,7 +541,7 @@ impl HttpTransport {
                     let budget =
                         super::tree_budget(self.endpoint.limits.message);
                     return match mcp::parse_message(data.as_bytes(), budget) {
-                        Ok(v) => Ok(v),
+                        Ok(v) => Ok(Some(v)),
                         Err(mcp::Unparsed::Json(e)) => Err(Error::server(
                             format!("an SSE event holds invalid JSON: {e}"),
                         )),
@@ -539,6 +556,14 @@ impl HttpTransport {
                         "server '{}': the standalone stream ended",
                         self.endpoint.name
                     ));
+                }
+                // A given-up request's stream may end (or break) without
+                // its answer: that is the server honouring the
+                // cancellation, not a failure of the session.
+                Next::Broke(..) | Next::Ended(..)
+                    if stop.is_some_and(|f| f()) =>
+                {
+                    return Ok(None);
                 }
                 Next::Broke(e, call) => {
                     let e =
@@ -617,6 +642,10 @@ impl Transport for HttpTransport {
         self.send_with(msg, Some(headers), deadline)
     }
 
+    fn abandon(&mut self) {
+        self.streams.drop_current();
+    }
+
     fn canceller(&self) -> Option<super::Canceller> {
         if !self.session.cancels_by_notification() {
             return None;
@@ -684,6 +713,19 @@ impl Transport for HttpTransport {
         deadline.remaining()?;
         let m = self.next_message(deadline)?;
         self.session.observe(&m);
+        Ok(m)
+    }
+
+    fn recv_until(
+        &mut self,
+        deadline: &Deadline,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Value>> {
+        deadline.remaining()?;
+        let m = self.next_message_until(deadline, Some(stop))?;
+        if let Some(m) = &m {
+            self.session.observe(m);
+        }
         Ok(m)
     }
 

@@ -112,6 +112,9 @@ pub(super) enum Next {
     Broke(std::io::Error, Call<Streaming>),
     /// The request's stream ended; its call, to ask what next.
     Ended(StreamEnd, Call<Streaming>),
+    /// Nothing came within the slice asked for (the deadline has not
+    /// passed).
+    Quiet,
 }
 
 pub(super) struct Streams {
@@ -195,7 +198,11 @@ impl Streams {
 
     /// The next item of the current stream or the standalone one, within
     /// the deadline.
-    pub(super) fn next(&mut self, deadline: &Deadline) -> Result<Next> {
+    pub(super) fn next(
+        &mut self,
+        deadline: &Deadline,
+        slice: Option<Duration>,
+    ) -> Result<Next> {
         loop {
             let Some((current, _)) = &self.current else {
                 return Ok(Next::NoStream);
@@ -206,15 +213,22 @@ impl Streams {
             let held = self.held.iter().position(|(s, _)| mine(s));
             let (source, item) = match held {
                 Some(i) => self.held.remove(i).expect("found above"),
-                None => match self.rx.recv_timeout(deadline.remaining()?) {
-                    Ok(got) => got,
-                    Err(RecvTimeoutError::Timeout) => {
-                        return Err(deadline.error());
+                None => {
+                    let left = deadline.remaining()?;
+                    let wait = slice.map_or(left, |s| s.min(left));
+                    match self.rx.recv_timeout(wait) {
+                        Ok(got) => got,
+                        Err(RecvTimeoutError::Timeout) if wait < left => {
+                            return Ok(Next::Quiet);
+                        }
+                        Err(RecvTimeoutError::Timeout) => {
+                            return Err(deadline.error());
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
+                            unreachable!("the streams hold a sender")
+                        }
                     }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        unreachable!("the streams hold a sender")
-                    }
-                },
+                }
             };
             if !mine(&source) {
                 // Another POST stream's: kept for when it is current again
