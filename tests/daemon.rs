@@ -482,7 +482,26 @@ fn daemon_refuses_a_connection_from_another_uid() {
         open = parent;
     }
     let c = warm(&dir, &["daemon", "status"]);
-    let mut cmd = c.std_command();
+    let ours = c.std_command();
+    // A copy of the binary the other user can run wherever the checkout
+    // is (a clone in a 0700 directory would deny it the original).
+    let copy = dir.path("rivumi-mcp");
+    std::fs::copy(crate::util::bin(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+        .unwrap();
+    let mut cmd = {
+        let mut other = std::process::Command::new(&copy);
+        other.args(ours.get_args()).env_clear();
+        for (k, v) in ours.get_envs() {
+            if let Some(v) = v {
+                other.env(k, v);
+            }
+        }
+        if let Some(cwd) = ours.get_current_dir() {
+            other.current_dir(cwd);
+        }
+        other
+    };
     cmd.uid(65534).gid(65534);
     let out = cmd.stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
