@@ -195,10 +195,10 @@ fn classes(server: &Server) -> [Value; 4] {
     parts
 }
 
-/// The canonical JSON of each class of a server's transport. Long on
-/// purpose: every field that decides what runs or what is sent is listed
-/// here, in one place, so a reviewer sees all a pin covers (and a new key
-/// is one line here).
+// Long on purpose: every field that decides what runs or what is sent is
+// listed here, in one place, so a reviewer sees all a pin covers (and a
+// new key is one line here).
+/// The canonical JSON of each class of a server's transport.
 fn transport_classes(server: &Server) -> [Value; 4] {
     match &server.transport {
         Transport::Stdio(s) => {

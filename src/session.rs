@@ -756,6 +756,19 @@ impl Session {
             // Ask for progress notices; shown on a terminal only.
             mcp::with_progress_token(&mut params, id);
         }
+        // A request `serve` handles may be given up by its host from
+        // another thread (crate::cancel): cancelled on the wire as for a
+        // deadline, and no longer waited for. Armed before the request is
+        // sent: an HTTP server that answers with one JSON body holds the
+        // POST until it answers, and is told while it works.
+        let _given_up = match self.transport.canceller() {
+            Some(c) if method != method::INITIALIZE => {
+                crate::cancel::arm(Arc::new(move || {
+                    c(&mcp::cancelled(id, "cancelled by the client"));
+                }))
+            }
+            _ => None,
+        };
         if self.modern() {
             let mut all = mcp::headers::standard(
                 Version::MODERN.as_str(),
@@ -776,17 +789,6 @@ impl Session {
                 Some(crate::sys::on_interrupt(Arc::new(move || {
                     c(&mcp::cancelled(id, "interrupted"));
                 })))
-            }
-            _ => None,
-        };
-        // A request `serve` handles may be given up by its host from
-        // another thread (crate::cancel): cancelled on the wire as for a
-        // deadline, and no longer waited for.
-        let _given_up = match self.transport.canceller() {
-            Some(c) if method != method::INITIALIZE => {
-                crate::cancel::arm(Arc::new(move || {
-                    c(&mcp::cancelled(id, "cancelled by the client"));
-                }))
             }
             _ => None,
         };

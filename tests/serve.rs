@@ -1270,20 +1270,7 @@ fn an_upstream_cancelling_its_question_cancels_it_at_the_host() {
                    "params": {"name": "demo__echo", "arguments": {"text": "x"}}}));
     // The host gets the question, leaves it unanswered, and is told it
     // was cancelled; the call then ends.
-    let mut asked = None;
-    let mut cancelled = None;
-    let result = loop {
-        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
-        if m["method"] == "elicitation/create" {
-            asked = Some(m["id"].clone());
-        } else if m["method"] == "notifications/cancelled" {
-            cancelled = Some(m["params"]["requestId"].clone());
-        } else if m["id"] == 50 {
-            break m;
-        }
-    };
-    let asked = asked.expect("the question reached the host");
-    assert_eq!(cancelled, Some(asked), "{result}");
+    let result = question_cancelled_then_result(&mut h, 50);
     let answers: Value =
         serde_json::from_str(&text(&result["result"])).unwrap();
     assert_eq!(answers[0]["cancelled"], true, "{answers}");
@@ -1469,7 +1456,9 @@ fn over_http_a_modern_listen_is_a_stream_closing_it_unsubscribes() {
 
 /// A handshake-era HTTP upstream behind `serve`, named `web`: the script's
 /// `echo`, except that a call whose text is `slow` streams nothing until
-/// the client cancels it (or 15 s pass), and one whose text is `ask` asks
+/// the client cancels it (or 15 s pass), one whose text is `slow-json`
+/// holds its POST until then and answers with one JSON body (`told`, or
+/// `never told` after 15 s), and one whose text is `ask` asks
 /// a question on its stream, cancels it 200 ms later and then answers
 /// `done`.
 fn http_upstream(test: &str) -> (Dir, crate::util::http::HttpFixture) {
@@ -1482,7 +1471,23 @@ fn http_upstream(test: &str) -> (Dir, crate::util::http::HttpFixture) {
             return script.handle(req, conn);
         }
         let id = msg["id"].clone();
-        if text == Some(json!("slow")) {
+        if text == Some(json!("slow-json")) {
+            // One JSON body, sent only once the client cancelled (the
+            // POST is held meanwhile, as such servers do).
+            let told = conn.wait_for(Duration::from_secs(15), |rs| {
+                rs.iter().any(|r| {
+                    r.rpc_method().as_deref()
+                        == Some("notifications/cancelled")
+                })
+            });
+            let text = if told { "told" } else { "never told" };
+            conn.json(
+                200,
+                &[],
+                &json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": text}]}}),
+            );
+        } else if text == Some(json!("slow")) {
             conn.sse(&[]);
             conn.wait_for(Duration::from_secs(15), |rs| {
                 rs.iter().any(|r| {
@@ -1533,7 +1538,7 @@ fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
     h.send(&json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
                    "params": {"name": "web__echo", "arguments": {"text": "slow"}}}));
     assert!(
-        fx_wait(&fx, |rs| rs
+        fx_has(&fx, |rs| rs
             .iter()
             .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
         "{}",
@@ -1543,7 +1548,7 @@ fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
                    "params": {"requestId": "slow-1", "reason": "user"}}));
     // The upstream is told, with its own id, in its session.
     assert!(
-        fx_wait(&fx, |rs| rs
+        fx_has(&fx, |rs| rs
             .iter()
             .any(|r| r.rpc_method().as_deref()
                 == Some("notifications/cancelled"))),
@@ -1573,26 +1578,44 @@ fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
 }
 
 #[test]
+fn a_host_cancellation_reaches_an_http_upstream_holding_a_json_answer() {
+    let (dir, fx) = http_upstream("serve_cancel_http_json_upstream");
+    let mut h = Host::start(&dir, "web", &["--yes"]);
+    h.initialize(json!({}));
+    h.send(&json!({"jsonrpc": "2.0", "id": "slow-2", "method": "tools/call",
+                   "params": {"name": "web__echo",
+                              "arguments": {"text": "slow-json"}}}));
+    assert!(
+        fx_has(&fx, |rs| rs
+            .iter()
+            .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
+        "{}",
+        fx.summary()
+    );
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "slow-2", "reason": "user"}}));
+    // Told while it held the POST: the cancellation was not left until
+    // its answer came.
+    let r = h.call("web__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "after");
+    let call = fx.posts_of("tools/call").remove(0);
+    let cancel = fx.posts_of("notifications/cancelled").remove(0);
+    assert_eq!(cancel.json()["params"]["requestId"], call.json()["id"]);
+    assert!(cancel.at < call.done.expect("answered"), "{}", fx.summary());
+    while let Ok(m) = h.lines.try_recv() {
+        assert_ne!(m.get("id"), Some(&json!("slow-2")), "{m}");
+    }
+    assert_eq!(h.finish(), Some(0));
+}
+
+#[test]
 fn a_handshake_http_upstream_cancelling_its_question_cancels_it_at_the_host() {
     let (dir, fx) = http_upstream("serve_http_upstream_cancels");
     let mut h = Host::start(&dir, "web", &["--yes"]);
     h.initialize(json!({"elicitation": {}}));
     h.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
                    "params": {"name": "web__echo", "arguments": {"text": "ask"}}}));
-    let mut asked = None;
-    let mut cancelled = None;
-    let result = loop {
-        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
-        if m["method"] == "elicitation/create" {
-            asked = Some(m["id"].clone());
-        } else if m["method"] == "notifications/cancelled" {
-            cancelled = Some(m["params"]["requestId"].clone());
-        } else if m["id"] == 50 {
-            break m;
-        }
-    };
-    let asked = asked.expect("the question reached the host");
-    assert_eq!(cancelled, Some(asked), "{result}");
+    let result = question_cancelled_then_result(&mut h, 50);
     assert_eq!(text(&result["result"]), "done", "{result}");
     assert_eq!(h.finish(), Some(0));
     // The upstream got no answer to the question it cancelled.
@@ -1606,17 +1629,34 @@ fn a_handshake_http_upstream_cancelling_its_question_cancels_it_at_the_host() {
     assert_eq!(cancelled[0]["by"], "server", "{cancelled:?}");
 }
 
-/// Waits up to 10 s for `pred` over what the fixture received.
-fn fx_wait(
+/// Reads what serve sends the host until the response to request `id`:
+/// an `elicitation/create` must have come first, left unanswered, and
+/// then its `notifications/cancelled`. The response.
+#[track_caller]
+fn question_cancelled_then_result(h: &mut Host, id: u64) -> Value {
+    let mut asked = None;
+    let mut cancelled = None;
+    let result = loop {
+        let m = h.lines.recv_timeout(WAIT).expect("serve went quiet");
+        if m["method"] == "elicitation/create" {
+            asked = Some(m["id"].clone());
+        } else if m["method"] == "notifications/cancelled" {
+            cancelled = Some(m["params"]["requestId"].clone());
+        } else if m["id"] == id {
+            break m;
+        }
+    };
+    let asked = asked.expect("the question reached the host");
+    assert_eq!(cancelled, Some(asked), "{result}");
+    result
+}
+
+/// Whether `pred` comes true, within 10 s, of what the fixture received.
+fn fx_has(
     fx: &crate::util::http::HttpFixture,
     pred: impl Fn(&[crate::util::http::Request]) -> bool,
 ) -> bool {
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    while std::time::Instant::now() < end {
-        if pred(&fx.requests()) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    crate::util::oauth::wait_until(Duration::from_secs(10), || {
+        pred(&fx.requests())
+    })
 }

@@ -467,20 +467,8 @@ impl HostLink for StreamLink {
         let Some(session) = &self.session else {
             return Err("a 2026-07-28 host is not asked on a stream".into());
         };
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
-                             "params": params});
-        let mut sent = false;
-        let r = session.pending.ask(&id, timeout, || {
-            sent = self.event(&request);
-            sent
-        });
-        if sent && crate::cancel::fired() {
-            self.notify(
-                mcp::method::CANCELLED,
-                super::gateway::cancel_params(&id),
-            );
-        }
-        r
+        let question = (&id, method, params);
+        session.pending.ask_host(question, timeout, |m| self.event(m))
     }
 
     fn notify(&self, method: &str, params: Value) {

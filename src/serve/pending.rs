@@ -65,6 +65,32 @@ impl Pending {
         r
     }
 
+    /// Asks the host `method` with `params` under request `id`: written
+    /// by `write` (which says whether it could), waited for as
+    /// [`Pending::ask`] does; a question whose request was given up after
+    /// it was written is cancelled at the host (`notifications/cancelled`,
+    /// written the same way).
+    pub(crate) fn ask_host(
+        &self,
+        (id, method, params): (&Value, &str, Value),
+        timeout: Duration,
+        write: impl Fn(&Value) -> bool,
+    ) -> Answer {
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                                         "method": method, "params": params});
+        let mut sent = false;
+        let r = self.ask(id, timeout, || {
+            sent = write(&request);
+            sent
+        });
+        if sent && crate::cancel::fired() {
+            write(&serde_json::json!({"jsonrpc": "2.0",
+                "method": mcp::method::CANCELLED,
+                "params": super::gateway::cancel_params(id)}));
+        }
+        r
+    }
+
     /// Hands a response to whoever waits for `id`; false when nobody does.
     pub(crate) fn answer(&self, id: &Value, outcome: mcp::Outcome) -> bool {
         let r = match outcome {

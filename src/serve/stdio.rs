@@ -77,21 +77,11 @@ impl HostLink for Link {
             "serve-{}",
             self.next.fetch_add(1, Ordering::SeqCst)
         ));
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method,
-                             "params": params});
-        let mut sent = false;
-        let r = self.pending.ask(&id, timeout, || {
-            self.write(&request);
-            sent = true;
+        let question = (&id, method, params);
+        self.pending.ask_host(question, timeout, |m| {
+            self.write(m);
             true
-        });
-        if sent && crate::cancel::fired() {
-            self.notify(
-                mcp::method::CANCELLED,
-                super::gateway::cancel_params(&id),
-            );
-        }
-        r
+        })
     }
 
     fn notify(&self, method: &str, params: Value) {
