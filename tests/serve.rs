@@ -1533,19 +1533,7 @@ fn http_upstream(test: &str) -> (Dir, crate::util::http::HttpFixture) {
 #[test]
 fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
     let (dir, fx) = http_upstream("serve_cancel_http_upstream");
-    let mut h = Host::start(&dir, "web", &["--yes"]);
-    h.initialize(json!({}));
-    h.send(&json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
-                   "params": {"name": "web__echo", "arguments": {"text": "slow"}}}));
-    assert!(
-        fx_has(&fx, |rs| rs
-            .iter()
-            .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
-        "{}",
-        fx.summary()
-    );
-    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": "slow-1", "reason": "user"}}));
+    let mut h = call_then_cancel(&dir, &fx, "slow-1", "slow");
     // The upstream is told, with its own id, in its session.
     assert!(
         fx_has(&fx, |rs| rs
@@ -1580,20 +1568,7 @@ fn a_host_cancellation_reaches_a_handshake_http_upstream_and_frees_it() {
 #[test]
 fn a_host_cancellation_reaches_an_http_upstream_holding_a_json_answer() {
     let (dir, fx) = http_upstream("serve_cancel_http_json_upstream");
-    let mut h = Host::start(&dir, "web", &["--yes"]);
-    h.initialize(json!({}));
-    h.send(&json!({"jsonrpc": "2.0", "id": "slow-2", "method": "tools/call",
-                   "params": {"name": "web__echo",
-                              "arguments": {"text": "slow-json"}}}));
-    assert!(
-        fx_has(&fx, |rs| rs
-            .iter()
-            .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
-        "{}",
-        fx.summary()
-    );
-    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": "slow-2", "reason": "user"}}));
+    let mut h = call_then_cancel(&dir, &fx, "slow-2", "slow-json");
     // Told while it held the POST: the cancellation was not left until
     // its answer came.
     let r = h.call("web__echo", json!({"text": "after"}));
@@ -1659,4 +1634,28 @@ fn fx_has(
     crate::util::oauth::wait_until(Duration::from_secs(10), || {
         pred(&fx.requests())
     })
+}
+
+/// A `serve` host of `web` that calls `echo` with `text` as request `id`
+/// and, once the upstream has the call, cancels it.
+fn call_then_cancel(
+    dir: &Dir,
+    fx: &crate::util::http::HttpFixture,
+    id: &str,
+    text: &str,
+) -> Host {
+    let mut h = Host::start(dir, "web", &["--yes"]);
+    h.initialize(json!({}));
+    h.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "web__echo", "arguments": {"text": text}}}));
+    assert!(
+        fx_has(fx, |rs| rs
+            .iter()
+            .any(|r| r.rpc_method().as_deref() == Some("tools/call"))),
+        "{}",
+        fx.summary()
+    );
+    h.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": id, "reason": "user"}}));
+    h
 }
