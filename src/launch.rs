@@ -348,7 +348,7 @@ impl Context {
         spec: &config::Stdio,
         program: &str,
         env: &[(String, String)],
-    ) -> Result<Option<crate::sandbox::Plan>> {
+    ) -> Result<Option<crate::sandbox::Decision>> {
         let Some(block) = &spec.sandbox else { return Ok(None) };
         if self.no_sandbox.iter().any(|n| n == name) {
             msg::warn(&format!(
@@ -363,7 +363,7 @@ impl Context {
         }
         let path =
             env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str());
-        crate::sandbox::Plan::new(
+        crate::sandbox::Plan::decide(
             name,
             block,
             program,
@@ -493,14 +493,14 @@ impl Context {
                 let sandbox = self
                     .sandbox(name, spec, &argv.0, &env)
                     .map_err(|e| e.for_server(name))?;
-                // A server with a sandbox block always starts cold, in its
-                // sandbox (or lifted by --no-sandbox for this run only):
-                // the daemon would keep it past this run.
+                // A sandboxed server is kept warm in the same sandbox (the
+                // decision is in the key); one whose sandbox is lifted for
+                // this run only starts cold: the daemon would keep it
+                // unconfined past this run.
+                let lifted = spec.sandbox.is_some() && sandbox.is_none();
                 let task = match want {
                     Want::Cold => None,
-                    Want::Any if !self.daemon || spec.sandbox.is_some() => {
-                        None
-                    }
+                    Want::Any if !self.daemon || lifted => None,
                     Want::Any => Some(None),
                     Want::Warm(_) if !self.daemon => {
                         return Ok(Opened::Unwarmed(
@@ -508,17 +508,22 @@ impl Context {
                              (--no-daemon or RIVUMI_MCP_DAEMON=off)",
                         ));
                     }
-                    Want::Warm(_) if spec.sandbox.is_some() => {
+                    Want::Warm(_) if lifted => {
                         return Ok(Opened::Unwarmed(
-                            "it has a sandbox, and a sandboxed server is \
+                            "its sandbox is lifted for this run \
+                             (--no-sandbox), and an unconfined server is \
                              never kept warm",
                         ));
                     }
                     Want::Warm(task) => Some(task),
                 };
                 if let Some(task) = task {
-                    let (launch, display) =
-                        Context::stdio_launch(spec, &argv, &env);
+                    let (launch, display) = Context::stdio_launch(
+                        spec,
+                        &argv,
+                        &env,
+                        sandbox.as_ref(),
+                    );
                     let warm = self.borrow(
                         name, server, launch, display, startup, task,
                     )?;
@@ -533,6 +538,10 @@ impl Context {
                         (None, _) => {}
                     }
                 }
+                let sandbox = sandbox
+                    .map(|d| crate::sandbox::Plan::make(name, d))
+                    .transpose()
+                    .map_err(|e| e.for_server(name))?;
                 Box::new(
                     StdioTransport::spawn(
                         name,
@@ -553,29 +562,6 @@ impl Context {
                     let v = crate::auth::command::header(name, k, argv)?;
                     headers.push((k.to_ascii_lowercase(), v.expose().into()));
                 }
-                // Kept warm: a server without credentials, or with a
-                // bearer token from a variable that is set (its hash is in
-                // the key: a changed token is another server). Login
-                // tokens and credential commands stay in this process.
-                let plain = spec.oauth.is_none()
-                    && spec.token_command.is_none()
-                    && spec.headers_command.is_empty();
-                let bearer = match &spec.bearer_token_env_var {
-                    None => Some(None),
-                    Some(var) => (self.lookup)(var)
-                        .filter(|t| !t.is_empty())
-                        .map(|t| Some((var.clone(), t))),
-                };
-                if self.daemon
-                    && want == Want::Any
-                    && plain
-                    && let Some(bearer) = bearer
-                    && let Some(s) = self.warm_http(
-                        name, server, spec, &headers, bearer, startup,
-                    )?
-                {
-                    return Ok(Opened::Warm(Box::new(s)));
-                }
                 let auth = Authorization::resolve(
                     name,
                     spec,
@@ -586,6 +572,20 @@ impl Context {
                     },
                 )
                 .map_err(|e| e.for_server(name))?;
+                // Kept warm when the credential is settled for this
+                // invocation (none, a variable's token, a command's, a
+                // stored login's, DPoP-bound or not): its value is in the
+                // key, so a changed token is another server. With step-up
+                // or refresh in effect the renewal belongs here: cold.
+                if self.daemon
+                    && want == Want::Any
+                    && let Some(lent) = auth.lend()
+                    && let Some(s) = self.warm_http(
+                        name, server, spec, &headers, lent, startup,
+                    )?
+                {
+                    return Ok(Opened::Warm(Box::new(s)));
+                }
                 let limits = http::Limits::new(self.max_message);
                 Box::new(
                     HttpTransport::connect(name, spec, headers, auth, limits)
@@ -631,6 +631,7 @@ impl Context {
         spec: &config::Stdio,
         argv: &(String, Vec<String>),
         env: &[(String, String)],
+        sandbox: Option<&crate::sandbox::Decision>,
     ) -> (serde_json::Value, Vec<String>) {
         let mut env_sorted = env.to_vec();
         env_sorted.sort();
@@ -639,6 +640,7 @@ impl Context {
             "argv": std::iter::once(&argv.0).chain(&argv.1).collect::<Vec<_>>(),
             "cwd": spec.cwd_path.as_ref().map(|p| p.display().to_string()),
             "env": env_sorted,
+            "sandbox": sandbox.map(crate::sandbox::Decision::to_json),
         });
         let display = std::iter::once(&spec.command)
             .chain(&spec.args)
@@ -647,16 +649,16 @@ impl Context {
         (launch, display)
     }
 
-    /// The same for an HTTP server without credentials or with a bearer
-    /// token from a variable: the URL, the headers and the token (values
-    /// included) are its launch.
+    /// The same for an HTTP server: the URL, the headers and the
+    /// credential [`Authorization::lend`] gave (values included) are its
+    /// launch.
     fn warm_http(
         &self,
         name: &str,
         server: &Server,
         spec: &config::Http,
         headers: &[(String, String)],
-        bearer: Option<(String, String)>,
+        auth: serde_json::Value,
         startup: Duration,
     ) -> Result<Option<Session>> {
         let mut sorted = headers.to_vec();
@@ -665,7 +667,7 @@ impl Context {
             "transport": "http",
             "url": spec.url_text,
             "headers": sorted,
-            "bearer": bearer.map(|(k, v)| [k, v]),
+            "auth": auth,
         });
         let display = vec![spec.url_text.clone()];
         self.borrow(name, server, launch, display, startup, None)

@@ -19,15 +19,16 @@ use crate::util::{
     write_mcp_json,
 };
 
-/// A daemon started in the foreground for one test; SIGTERM on drop.
-struct Daemon {
+/// A daemon started in the foreground for one test; SIGTERM on drop. Every
+/// command of its `Dir` reaches it (their `XDG_RUNTIME_DIR` is its).
+pub(crate) struct Daemon {
     child: Option<Child>,
     run: PathBuf,
     log: PathBuf,
 }
 
 impl Daemon {
-    fn start(dir: &Dir, extra: &[&str]) -> Daemon {
+    pub(crate) fn start(dir: &Dir, extra: &[&str]) -> Daemon {
         let run = runtime_dir(dir);
         let log = dir.path("daemon.out");
         let mut args = vec!["daemon", "start", "--foreground", "-v"];
@@ -60,7 +61,7 @@ impl Daemon {
         self.run.join("rivumi-mcp/daemon.sock")
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -69,7 +70,7 @@ impl Daemon {
     }
 
     /// Waits for the daemon process to end; its exit status.
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
         let start = Instant::now();
         loop {
@@ -139,11 +140,11 @@ fn run_with(dir: &Dir, allow: &str, args: &[&str], cold: bool) -> Output {
     c.run()
 }
 
-fn status(dir: &Dir) -> Value {
+pub(crate) fn status(dir: &Dir) -> Value {
     warm(dir, &["daemon", "status", "--json"]).assert_exit(0).stdout_json()
 }
 
-fn servers(dir: &Dir) -> Vec<Value> {
+pub(crate) fn servers(dir: &Dir) -> Vec<Value> {
     status(dir)["servers"].as_array().cloned().unwrap_or_default()
 }
 
@@ -1030,19 +1031,19 @@ fn end_session(port: u16, id: &str) {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
-/// An HTTP server with a bearer token from a variable is kept warm,
-/// keyed by the token's hash: a changed token is another server; a
-/// refused token fails as cold; the daemon writes the token nowhere.
-#[test]
-fn daemon_http_bearer_from_env_is_warm_and_never_written() {
-    use crate::util::http::{HttpFixture, McpScript};
-    const GOOD: [&str; 2] = ["tok-AAAA-0123456789", "tok-BBBB-9876543210"];
-    let script = McpScript::new().sessions();
-    let fx = HttpFixture::start(move |req, conn| {
-        let ok = GOOD.iter().any(|t| {
+/// An MCP server over HTTP (with sessions) that answers only a request
+/// bearing one of `tokens` (and `X-Api-Key: key` when given), and 401
+/// anything else.
+fn guarded_server(
+    tokens: &'static [&'static str],
+    key: Option<&'static str>,
+) -> crate::util::http::HttpFixture {
+    let script = crate::util::http::McpScript::new().sessions();
+    crate::util::http::HttpFixture::start(move |req, conn| {
+        let token = tokens.iter().any(|t| {
             req.header("authorization") == Some(&format!("Bearer {t}"))
         });
-        if ok {
+        if token && key.is_none_or(|k| req.header("x-api-key") == Some(k)) {
             script.handle(req, conn);
         } else {
             conn.respond(
@@ -1051,7 +1052,16 @@ fn daemon_http_bearer_from_env_is_warm_and_never_written() {
                 b"no",
             );
         }
-    });
+    })
+}
+
+/// An HTTP server with a bearer token from a variable is kept warm,
+/// keyed by the token's hash: a changed token is another server; a
+/// refused token fails as cold; the daemon writes the token nowhere.
+#[test]
+fn daemon_http_bearer_from_env_is_warm_and_never_written() {
+    const GOOD: [&str; 2] = ["tok-AAAA-0123456789", "tok-BBBB-9876543210"];
+    let fx = guarded_server(&GOOD, None);
     let dir = Dir::new("daemon_http_bearer");
     write_mcp_json(
         &dir,
@@ -1097,6 +1107,69 @@ fn daemon_http_bearer_from_env_is_warm_and_never_written() {
             ("log", &d.log_text()),
         ] {
             assert!(!text.contains(t), "the token is in the {what}: {text}");
+        }
+    }
+}
+
+/// An HTTP server whose token comes from `token_command` and a header from
+/// `headers_command` is kept warm: each invocation runs the commands, as
+/// cold does, and their output is in the key (another output, another
+/// server); a refused token fails exactly as cold; the daemon writes
+/// neither value anywhere.
+#[test]
+fn daemon_http_credential_commands_are_warm_keyed_by_their_output() {
+    const TOKENS: [&str; 2] = ["cmd-tok-AAAA-0123", "cmd-tok-BBBB-4567"];
+    const KEY: &str = "api-key-CCCC-8901";
+    let fx = guarded_server(&TOKENS, Some(KEY));
+    let dir = Dir::new("daemon_http_commands");
+    let token = dir.write("token.txt", TOKENS[0]);
+    dir.write("key.txt", KEY);
+    let runs = dir.path("runs.log");
+    write_mcp_json(
+        &dir,
+        &[(
+            "hc",
+            json!({
+                "url": fx.url(),
+                "token_command": ["sh", "-c",
+                    format!("echo run >> '{}'; cat '{}'", runs.display(),
+                            token.display())],
+                "headers_command":
+                    {"X-Api-Key": ["cat", dir.path("key.txt")]},
+            }),
+        )],
+    );
+    let d = Daemon::start(&dir, &[]);
+    let run = |cold: bool| {
+        run_with(&dir, "hc", &["call", "hc", "echo", "text=hi"], cold)
+    };
+    for _ in 0..2 {
+        let out = run(false);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(out.stdout.trim(), "hi");
+    }
+    assert_eq!(fx.posts_of("initialize").len(), 1, "one warm session");
+    let count = || std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert_eq!(count(), 2, "the command runs in every invocation");
+    assert_eq!(servers(&dir).len(), 1);
+    std::fs::write(&token, TOKENS[1]).unwrap();
+    let other = run(false);
+    assert_eq!(other.code, Some(0), "{}", other.all());
+    let s = servers(&dir);
+    assert_eq!(s.len(), 2, "another token, another server: {s:?}");
+    assert_ne!(s[0]["fingerprint"], s[1]["fingerprint"]);
+    std::fs::write(&token, "cmd-tok-wrong").unwrap();
+    let (cold, hot) = (run(true), run(false));
+    same_output(&cold, &hot);
+    assert_eq!(hot.code, Some(6));
+    assert_contains(&hot.stderr, "token_command 'sh' printed was refused");
+    assert_eq!(servers(&dir).len(), 2, "a refused token keeps nothing");
+    let status = warm(&dir, &["daemon", "status", "--json"]).assert_exit(0);
+    for t in TOKENS.iter().chain(&[KEY, "cmd-tok-wrong"]) {
+        for (what, text) in
+            [("status", &status.stdout), ("log", &d.log_text())]
+        {
+            assert!(!text.contains(t), "a secret is in the {what}: {text}");
         }
     }
 }

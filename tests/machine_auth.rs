@@ -689,6 +689,62 @@ fn dpop_binds_the_token_and_proves_every_request() {
     assert_absent(&out.all(), e["dpop_key"].as_str().unwrap());
 }
 
+/// A stored DPoP-bound token is kept warm: the daemon presents it as
+/// `DPoP` with a fresh proof from the bound key for every request, one
+/// session for two invocations, and writes neither the token nor the key;
+/// with `--refresh` the renewal is the invocation's, so that run is cold.
+#[test]
+fn dpop_login_is_kept_warm_with_fresh_proofs_from_its_key() {
+    let opts = MachineOptions {
+        dpop_algs: Some(vec!["ES256".into()]),
+        ..Default::default()
+    };
+    let (dir, site) = dpop_site("machine_dpop_warm", opts);
+    cmd(&dir, &["login", "web"]).assert_exit(0);
+    let (t, _) = one_token_request(&site);
+    let bound = jwk_thumbprint(&jwt_header(t.header("dpop").unwrap())["jwk"]);
+    let d = crate::daemon::Daemon::start(&dir, &[]);
+    for _ in 0..2 {
+        let out = cmd(&dir, &["call", "web", "echo", "text=hi", "--yes"])
+            .assert_exit(0);
+        assert_eq!(out.stdout.trim(), "hi");
+    }
+    let mcp = site.mcp_requests();
+    let inits = |mcp: &[Request]| {
+        mcp.iter().filter(|r| r.body.contains("\"initialize\"")).count()
+    };
+    assert_eq!(inits(&mcp), 1, "one warm session: {}", site.summary());
+    let mut jtis = vec![];
+    for r in &mcp {
+        assert_eq!(r.header("authorization"), Some("DPoP dpop-at-1"));
+        let proof = r.header("dpop").expect("a DPoP proof");
+        assert_eq!(jwk_thumbprint(&jwt_header(proof)["jwk"]), bound);
+        assert_eq!(proof_claims(r)["htm"], r.method.as_str());
+        jtis.push(proof_claims(r)["jti"].as_str().unwrap().to_string());
+    }
+    let n = jtis.len();
+    jtis.sort();
+    jtis.dedup();
+    assert_eq!(jtis.len(), n, "a fresh proof for every request");
+    assert_eq!(crate::daemon::servers(&dir).len(), 1);
+    cmd(&dir, &["call", "web", "echo", "text=hi", "--yes", "--refresh"])
+        .assert_exit(0);
+    assert_eq!(inits(&site.mcp_requests()), 2, "--refresh runs cold");
+    assert_eq!(crate::daemon::servers(&dir).len(), 1);
+    let key = entry(&dir)["dpop_key"].as_str().unwrap().to_string();
+    let status = cmd(&dir, &["daemon", "status", "--json"]).assert_exit(0);
+    for text in [&status.stdout, &d.log_text()] {
+        assert_absent(text, &key);
+        assert_absent(text, "dpop-at-1");
+    }
+}
+
+/// The decoded header of a compact JWT.
+fn jwt_header(jwt: &str) -> Value {
+    let head = jwt.split('.').next().unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(head).unwrap()).unwrap()
+}
+
 #[test]
 fn dpop_auto_stays_off_when_the_server_does_not_list_it() {
     let (dir, site) =

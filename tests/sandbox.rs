@@ -324,6 +324,21 @@ fn a_loosened_sandbox_no_longer_matches_its_pin() {
         .assert_exit(0);
 }
 
+/// Calls `boxed`'s probe with `arg` and its sandbox lifted
+/// (`--no-sandbox boxed`), then `extra`.
+fn probe_lifted(s: &Setup, arg: &str, extra: &[&str]) -> crate::util::Output {
+    let mut argv = vec![
+        "call",
+        "--yes",
+        "mcp__boxed__probe",
+        arg,
+        "--no-sandbox",
+        "boxed",
+    ];
+    argv.extend_from_slice(extra);
+    run_allowed(&s.proj, "boxed", &argv).assert_exit(0)
+}
+
 #[test]
 fn no_sandbox_lifts_it_for_one_run_and_is_journaled() {
     let s = setup(
@@ -333,21 +348,7 @@ fn no_sandbox_lifts_it_for_one_run_and_is_journaled() {
     let journal = s.dir.path("journal.jsonl");
     let read = format!("read={}", s.secret.display());
     let j = journal.display().to_string();
-    let out = run_allowed(
-        &s.proj,
-        "boxed",
-        &[
-            "call",
-            "--yes",
-            "mcp__boxed__probe",
-            &read,
-            "--no-sandbox",
-            "boxed",
-            "--journal",
-            &j,
-        ],
-    )
-    .assert_exit(0);
+    let out = probe_lifted(&s, &read, &["--journal", &j]);
     assert_contains(&out.stdout, "SECRET-42");
     assert_contains(&out.stderr, "--no-sandbox");
     let text = std::fs::read_to_string(&journal).unwrap();
@@ -387,12 +388,8 @@ fn no_sandbox_lifts_it_for_one_run_and_is_journaled() {
     );
 }
 
-#[test]
-fn the_private_temporary_directory_is_the_servers_and_goes_with_it() {
-    let s = setup(
-        "sandbox_tmp",
-        &[("boxed", probe_server(Some(json!({"network": "none"}))))],
-    );
+/// The `TMPDIR` server `boxed` of `s` runs with (its `env` tool).
+fn server_tmpdir(s: &Setup) -> String {
     let out = run_allowed(
         &s.proj,
         "boxed",
@@ -403,10 +400,64 @@ fn the_private_temporary_directory_is_the_servers_and_goes_with_it() {
     let env: Value =
         serde_json::from_str(v["content"][0]["text"].as_str().unwrap())
             .unwrap();
-    let tmp = env["TMPDIR"]
+    env["TMPDIR"]
         .as_str()
         .unwrap_or_else(|| panic!("no TMPDIR in {env}"))
-        .to_string();
+        .to_string()
+}
+
+/// A sandboxed server is kept warm by the daemon in the same sandbox: the
+/// hostile probe is denied through the warm server as cold, one process
+/// serves both calls (its private temporary directory stays while it is
+/// warm and goes with it); a run that lifts the sandbox (`--no-sandbox`)
+/// starts cold and unconfined and leaves no unconfined server behind.
+#[test]
+fn a_sandboxed_server_is_kept_warm_in_its_sandbox() {
+    let s = setup(
+        "sandbox_warm",
+        &[("boxed", probe_server(Some(json!({"network": "none"}))))],
+    );
+    let mut d = crate::daemon::Daemon::start(&s.proj, &[]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let args = [
+        format!("read={}", s.secret.display()),
+        format!("write={}", s.outside.join("warm").display()),
+        format!("connect=127.0.0.1:{port}"),
+    ];
+    for _ in 0..2 {
+        let v = probe(&s, "boxed", "boxed", &args);
+        denied(&v, "read");
+        denied(&v, "write");
+        denied(&v, "connect");
+        assert_absent_secret(&v);
+    }
+    assert!(!s.outside.join("warm").exists());
+    let (first, second) = (server_tmpdir(&s), server_tmpdir(&s));
+    assert_eq!(first, second, "one warm server");
+    assert_contains(&first, "rivumi-mcp-sandbox-boxed-");
+    assert!(Path::new(&first).is_dir(), "{first} is gone while warm");
+    let warm = crate::daemon::servers(&s.proj);
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let read = format!("read={}", s.secret.display());
+    let out = probe_lifted(&s, &read, &[]);
+    assert_contains(&out.stdout, "SECRET-42");
+    let after = crate::daemon::servers(&s.proj);
+    assert_eq!(after.len(), 1, "a lifted sandbox is never warm: {after:?}");
+    assert_eq!(after[0]["calls"], warm[0]["calls"], "the lifted run was cold");
+    assert_eq!(after[0]["pid"], warm[0]["pid"]);
+    run_allowed(&s.proj, "boxed", &["daemon", "stop"]).assert_exit(0);
+    assert!(d.wait().success());
+    assert!(!Path::new(&first).exists(), "{first} outlived the server");
+}
+
+#[test]
+fn the_private_temporary_directory_is_the_servers_and_goes_with_it() {
+    let s = setup(
+        "sandbox_tmp",
+        &[("boxed", probe_server(Some(json!({"network": "none"}))))],
+    );
+    let tmp = server_tmpdir(&s);
     assert_contains(&tmp, "rivumi-mcp-sandbox-boxed-");
     assert!(!Path::new(&tmp).exists(), "{tmp} outlived the server");
     let v = probe(&s, "boxed", "boxed", &[format!("write={tmp}/x")]);

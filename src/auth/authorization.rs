@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use super::dpop::Dpop;
 use super::flow::Redeem;
+use super::pkce::Secret;
 use super::{DEFAULT_CALLBACK_TIMEOUT, Inline, command, flow, keys, store};
 use crate::config::{Http, OAuth};
 use crate::error::{Error, Kind, Result};
@@ -62,6 +63,8 @@ pub(crate) struct Authorization {
     value: Option<String>,
     /// The proof key of a DPoP-bound token (then `value` is `DPoP ...`).
     dpop: Option<Dpop>,
+    /// That key as the credential store holds it, to lend (secret).
+    dpop_stored: Option<Secret>,
     step_up: Option<StepUp>,
     authorizations: usize,
     /// With refresh opted in: the entry to refresh on a 401.
@@ -92,6 +95,7 @@ impl Authorization {
             source: Source::None,
             value: None,
             dpop: None,
+            dpop_stored: None,
             step_up: None,
             authorizations: 0,
             refresh: None,
@@ -99,17 +103,80 @@ impl Authorization {
         }
     }
 
-    /// The bearer token of the variable `var`, whose value the caller
-    /// read (the daemon reads no environment for a server); checked as
-    /// [`Authorization::resolve`] checks it.
-    pub(crate) fn env_value(
+    /// What the daemon needs to present this credential exactly as this
+    /// invocation would (the header value, a DPoP key as stored, and
+    /// where it came from, for the same refusal hint), when nothing about
+    /// it can change in this invocation: `None` with step-up or refresh
+    /// in effect, whose renewals (a browser, a redemption under the
+    /// store's lock) belong to the invocation. Holds secrets: it goes
+    /// into a launch, whose key is its hash, and nowhere else.
+    pub(crate) fn lend(&self) -> Option<serde_json::Value> {
+        if self.step_up.is_some() || self.refresh.is_some() {
+            return None;
+        }
+        let (source, label) = match &self.source {
+            Source::None => ("none", None),
+            Source::Env(v) => ("env", Some(v.as_str())),
+            Source::Command(p) => ("command", Some(p.as_str())),
+            Source::Login => ("login", None),
+        };
+        Some(serde_json::json!({
+            "source": source,
+            "label": label,
+            "value": self.value,
+            "dpop": self.dpop_stored.as_ref().map(Secret::expose),
+        }))
+    }
+
+    /// The authorization [`Authorization::lend`] described, in the daemon:
+    /// the same header, proofs from the same key, the same hints; no
+    /// step-up and no refresh. `Err` names what is malformed.
+    pub(crate) fn lent(
         server: &str,
-        var: &str,
-        token: &str,
-    ) -> Result<Authorization> {
+        v: &serde_json::Value,
+    ) -> std::result::Result<Authorization, String> {
+        use serde_json::Value;
         let mut a = Authorization::none(server);
-        a.source = Source::Env(var.to_string());
-        a.value = Some(env_bearer(var, &|_| Some(token.to_string()))?);
+        if v.is_null() {
+            return Ok(a);
+        }
+        let label = || {
+            v.get("label")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or("an authorization without its label")
+        };
+        a.source = match v.get("source").and_then(Value::as_str) {
+            Some("none") => Source::None,
+            Some("env") => Source::Env(label()?),
+            Some("command") => Source::Command(label()?),
+            Some("login") => Source::Login,
+            _ => return Err("an authorization of an unknown source".into()),
+        };
+        a.value = match v.get("value") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s))
+                if !s.contains(['\r', '\n', '\0'])
+                    && (s.starts_with("Bearer ")
+                        || s.starts_with("DPoP ")) =>
+            {
+                Some(s.clone())
+            }
+            Some(_) => return Err("a malformed authorization value".into()),
+        };
+        if let Some(k) = v.get("dpop").and_then(Value::as_str) {
+            let k = Secret::new(k.to_string());
+            let key = keys::stored_p256(&k).map_err(|e| e.to_string())?;
+            a.dpop = Some(Dpop::new(key).map_err(|e| e.to_string())?);
+            a.dpop_stored = Some(k);
+        }
+        if a.value.as_deref().is_some_and(|s| s.starts_with("DPoP "))
+            != a.dpop.is_some()
+        {
+            return Err(
+                "a DPoP token without its key, or a key without one".into()
+            );
+        }
         Ok(a)
     }
 
@@ -168,10 +235,12 @@ impl Authorization {
         match &c.dpop_key {
             Some(k) => {
                 self.dpop = Some(Dpop::new(keys::stored_p256(k)?)?);
+                self.dpop_stored = Some(k.clone());
                 self.value = Some(format!("DPoP {token}"));
             }
             None => {
                 self.dpop = None;
+                self.dpop_stored = None;
                 self.value = Some(format!("Bearer {token}"));
             }
         }
@@ -473,4 +542,41 @@ fn stored_bearer(
         .for_server(server));
     }
     Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settled_credential_is_lent_and_rebuilt_the_same() {
+        let mut a = Authorization::none("web");
+        a.source = Source::Command("op".into());
+        a.value = Some("Bearer tok-1".into());
+        let lent = a.lend().unwrap();
+        let b = Authorization::lent("web", &lent).unwrap();
+        assert_eq!(b.source, a.source);
+        assert_eq!(b.headers("POST", "https://x/mcp"), a.headers("POST", "u"));
+        assert_eq!(b.refused_hint(), a.refused_hint());
+        assert!(!format!("{b:?}").contains("tok-1"));
+        assert_eq!(
+            Authorization::lent("web", &serde_json::Value::Null)
+                .unwrap()
+                .headers("GET", "u"),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_malformed_lent_credential_is_refused() {
+        for bad in [
+            serde_json::json!({"source": "magic", "value": "Bearer t"}),
+            serde_json::json!({"source": "env", "value": "Bearer t"}),
+            serde_json::json!({"source": "login", "value": "Basic dXNlcg=="}),
+            serde_json::json!({"source": "login", "value": "Bearer t\r\nX: y"}),
+            serde_json::json!({"source": "login", "value": "DPoP t"}),
+        ] {
+            assert!(Authorization::lent("web", &bad).is_err(), "{bad}");
+        }
+    }
 }

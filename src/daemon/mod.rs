@@ -17,8 +17,8 @@
 //!
 //! The key is the SHA-256 of the complete launch identity as the
 //! invocation computed it after expansion ([`key_of`]): argv, directory,
-//! the whole environment handed to the server (values included), or an
-//! HTTP server's URL, headers and bearer token (values included), the
+//! the whole environment handed to the server and its sandbox, or an
+//! HTTP server's URL, headers and credential (values included), the
 //! protocol choice, the client capabilities and roots declared, the log
 //! level, the message bound and the build. The daemon receives the values
 //! it needs to spawn or connect, recomputes the key to check it, keeps

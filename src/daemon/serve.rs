@@ -9,9 +9,9 @@
 //! group, registration before exec), does the handshake once with the
 //! caller's declared capabilities, and hands the connection to the warm
 //! server ([`super::warm`]); an HTTP server is connected to the same way
-//! (`HttpTransport::connect`), with no credential or with the bearer
-//! token the caller read from `bearer_token_env_var` (kept in memory for
-//! the requests, part of the key through its hash, never written). The
+//! (`HttpTransport::connect`), with the credential the caller settled
+//! (none, a bearer token, a DPoP-bound token and its key: kept in memory
+//! for the requests, part of the key through its hash, never written). The
 //! daemon never reads a config file, the environment of a server or the
 //! allowlist: the caller has already decided that the server may run.
 
@@ -369,9 +369,12 @@ struct Launch {
     cwd: Option<PathBuf>,
     /// stdio: the environment; HTTP: the headers (values are secret).
     env: Vec<(String, String)>,
-    /// HTTP: the variable `bearer_token_env_var` names and the token the
-    /// caller read from it (secret: in memory only, for the requests).
-    bearer: Option<(String, String)>,
+    /// stdio: the sandbox the caller decided (`Null`: none).
+    sandbox: Option<crate::sandbox::Decision>,
+    /// HTTP: the credential the caller settled (`Authorization::lend`:
+    /// a header value, a DPoP key; secret: in memory only, for the
+    /// requests), `Null` for none.
+    auth: Value,
     choice: mcp::Choice,
     caps: mcp::Capabilities,
     /// The declared roots (part of the key), answered as cold does.
@@ -436,16 +439,13 @@ impl Launch {
             })
             .collect::<Option<Vec<_>>>()
             .ok_or("a bad env pair")?;
-        let bearer = match l.get("bearer") {
+        let sandbox = match l.get("sandbox") {
             None | Some(Value::Null) => None,
-            Some(b) => Some(
-                b.get(0)
-                    .and_then(Value::as_str)
-                    .zip(b.get(1).and_then(Value::as_str))
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or("a bad bearer")?,
-            ),
+            Some(v) => Some(crate::sandbox::Decision::from_json(v)?),
         };
+        let auth = l.get("auth").cloned().unwrap_or(Value::Null);
+        // Checked now, so a malformed one is refused before a start.
+        crate::auth::Authorization::lent(name, &auth)?;
         let choice = l
             .get("choice")
             .and_then(Value::as_str)
@@ -462,7 +462,8 @@ impl Launch {
             display,
             cwd: l.get("cwd").and_then(Value::as_str).map(PathBuf::from),
             env,
-            bearer,
+            sandbox,
+            auth,
             choice,
             caps: wire::caps_from_json(l.get("caps").unwrap_or(&Value::Null)),
             roots: l.pointer("/client/roots").cloned().unwrap_or(json!([])),
@@ -493,17 +494,23 @@ impl Launch {
             env_vars: vec![],
             cwd_path: self.cwd.clone(),
             expand: false,
-            // Sandboxed servers are never lent warm (launch.rs).
+            // The block was the caller's to decide: `self.sandbox`.
             sandbox: None,
         };
         let argv = (self.argv[0].clone(), self.argv[1..].to_vec());
+        let sandbox = self
+            .sandbox
+            .clone()
+            .map(|d| crate::sandbox::Plan::make(&self.name, d))
+            .transpose()
+            .map_err(|e| e.for_server(&self.name))?;
         let t = StdioTransport::spawn(
             &self.name,
             &spec,
             &argv,
             self.env.clone(),
             self.max_message,
-            None,
+            sandbox,
         )
         .map_err(|e| e.for_server(&self.name))?;
         let sender = t.sender();
@@ -531,16 +538,12 @@ impl Launch {
 }
 
 impl Launch {
-    /// The `Authorization` of an HTTP server's requests: the bearer token
-    /// the caller read, or none (servers with other credentials run
-    /// cold).
+    /// The `Authorization` of an HTTP server's requests: the credential
+    /// the caller settled, presented as it would present it.
     fn authorization(&self) -> Result<crate::auth::Authorization> {
-        match &self.bearer {
-            Some((var, token)) => {
-                crate::auth::Authorization::env_value(&self.name, var, token)
-            }
-            None => Ok(crate::auth::Authorization::none(&self.name)),
-        }
+        crate::auth::Authorization::lent(&self.name, &self.auth).map_err(|e| {
+            Error::refused(format!("the daemon: {e}")).for_server(&self.name)
+        })
     }
 
     /// The entry an HTTP transport is made from.
@@ -553,10 +556,9 @@ impl Launch {
             url,
             url_text: text,
             headers: vec![],
-            bearer_token_env_var: self.bearer.as_ref().map(|b| b.0.clone()),
+            // The credential is the caller's, settled (`authorization`).
+            bearer_token_env_var: None,
             oauth: None,
-            // Servers with other credentials (commands included) run
-            // cold.
             token_command: None,
             headers_command: vec![],
         })
@@ -625,7 +627,8 @@ impl Launch {
             display: vec![],
             cwd: None,
             env: self.env.clone(),
-            bearer: self.bearer.clone(),
+            sandbox: None,
+            auth: self.auth.clone(),
             choice: self.choice,
             caps: self.caps,
             roots: Value::Null,

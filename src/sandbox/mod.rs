@@ -2,15 +2,18 @@
 //! filesystem, TCP ports and scoping, a user and network namespace for
 //! `network: none|loopback`, and `no_new_privs`. No container runtime.
 //!
-//! [`Plan::new`] decides everything in the parent, before the spawn: the
-//! paths and rights (the block's, plus what a program needs to start —
-//! [`SYSTEM_READ`], the devices, the command's own directory — a private
-//! temporary directory, the server's `cwd` and the `--root` directories of
-//! this run), the kernel features the block needs (refused when missing,
-//! unless `best_effort`), and the Landlock rule set with every rule added.
-//! [`Plan::install`] hands the child a `pre_exec` step that only makes
-//! system calls (`kernel::ChildSteps`), so the server runs no instruction
-//! of its own unconfined.
+//! [`Plan::decide`] decides everything in the invocation, before the
+//! spawn: the paths and rights (the block's, plus what a program needs to
+//! start — [`SYSTEM_READ`], the devices, the command's own directory — a
+//! private temporary directory, the server's `cwd` and the `--root`
+//! directories of this run) and the kernel features the block needs
+//! (refused when missing, unless `best_effort`). [`Plan::make`], in the
+//! process that spawns the server (the invocation, or the daemon handed
+//! the [`Decision`] for a warm server), makes the temporary directory and
+//! the Landlock rule set with every rule added. [`Plan::install`] hands
+//! the child a `pre_exec` step that only makes system calls
+//! (`kernel::ChildSteps`), so the server runs no instruction of its own
+//! unconfined.
 //!
 //! `RIVUMI_MCP_SANDBOX_KERNEL` (e.g. `landlock=3 userns=off`) makes the
 //! kernel look older than it is, to see how a block is refused; it can
@@ -42,7 +45,7 @@ pub(crate) const DEVICES_READ: &[&str] = &["/dev/random", "/dev/urandom"];
 pub(crate) const PRETEND_VAR: &str = "RIVUMI_MCP_SANDBOX_KERNEL";
 
 /// What the kernel offers, possibly narrowed by [`PRETEND_VAR`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Features {
     landlock: u32,
     userns: bool,
@@ -62,6 +65,19 @@ enum Need {
 }
 
 impl Need {
+    const ALL: [Need; 4] =
+        [Need::Filesystem, Need::Ports, Need::Scoping, Need::Namespaces];
+
+    /// Its word in a [`Decision`]'s form.
+    fn name(self) -> &'static str {
+        match self {
+            Need::Filesystem => "filesystem",
+            Need::Ports => "ports",
+            Need::Scoping => "scoping",
+            Need::Namespaces => "namespaces",
+        }
+    }
+
     fn describe(self) -> &'static str {
         match self {
             Need::Filesystem => {
@@ -100,6 +116,99 @@ struct Grant {
     why: &'static str,
 }
 
+/// Every reason a path is granted ([`Grant::why`]).
+const WHYS: &[&str] =
+    &["system", "device", "command", "read", "write", "cwd", "root", "tmp"];
+
+/// What [`Plan::decide`] decided for one launch, before anything is made:
+/// the paths and rights, the network, the ports and the kernel features
+/// the rules are built for. The daemon is handed it ([`Decision::to_json`])
+/// to start a warm server in the same sandbox; the invocation has made
+/// every check (the paths exist, the kernel has what the block needs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    grants: Vec<Grant>,
+    network: Network,
+    connect: Vec<u16>,
+    bind: Vec<u16>,
+    /// Features the kernel lacks and `best_effort` let pass.
+    missing: Vec<Need>,
+    features: Features,
+}
+
+impl Decision {
+    /// Its form in a launch (paths, rights, network, ports, features):
+    /// part of the key, so another sandbox is another server.
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "grants": self.grants.iter().map(|g| json!(
+                [g.path.display().to_string(), g.write, g.why]
+            )).collect::<Vec<_>>(),
+            "network": self.network.name(),
+            "connect": self.connect,
+            "bind": self.bind,
+            "missing": self.missing.iter().map(|n| n.name()).collect::<Vec<_>>(),
+            "landlock": self.features.landlock,
+            "userns": self.features.userns,
+        })
+    }
+
+    /// The decision [`Decision::to_json`] wrote; `Err` names what is
+    /// malformed.
+    pub(crate) fn from_json(
+        v: &Value,
+    ) -> std::result::Result<Decision, String> {
+        let bad = |what: &str| format!("a malformed sandbox ({what})");
+        let grants = v["grants"]
+            .as_array()
+            .ok_or_else(|| bad("grants"))?
+            .iter()
+            .map(|g| {
+                let path = g[0].as_str().filter(|p| p.starts_with('/'))?;
+                let why = WHYS.iter().find(|w| g[2].as_str() == Some(**w))?;
+                Some(Grant { path: path.into(), write: g[1].as_bool()?, why })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("a grant"))?;
+        let network = [Network::None, Network::Loopback, Network::Any]
+            .into_iter()
+            .find(|n| v["network"].as_str() == Some(n.name()))
+            .ok_or_else(|| bad("network"))?;
+        let ports = |k: &str| -> std::result::Result<Vec<u16>, String> {
+            v[k].as_array()
+                .ok_or_else(|| bad(k))?
+                .iter()
+                .map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad(k))
+        };
+        let missing = v["missing"]
+            .as_array()
+            .ok_or_else(|| bad("missing"))?
+            .iter()
+            .map(|n| {
+                Need::ALL.into_iter().find(|m| n.as_str() == Some(m.name()))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("missing"))?;
+        let features = Features {
+            landlock: v["landlock"]
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad("landlock"))?,
+            userns: v["userns"].as_bool().ok_or_else(|| bad("userns"))?,
+        };
+        Ok(Decision {
+            grants,
+            network,
+            connect: ports("connect")?,
+            bind: ports("bind")?,
+            missing,
+            features,
+        })
+    }
+}
+
 /// A sandbox decided for one launch: built before the spawn, installed
 /// into the command, and kept with the server (its private temporary
 /// directory is removed when the plan is dropped).
@@ -121,9 +230,12 @@ pub(crate) struct Plan {
 impl Plan {
     /// Decides the sandbox of server `name` started as `program` (resolved
     /// on `path_var`, the child's `PATH`) in `cwd`, with `roots` (the
-    /// operator's `--root` directories of this run). Refuses when a path
-    /// does not exist or the kernel lacks what the block needs.
-    pub(crate) fn new(
+    /// operator's `--root` directories of this run), with every check:
+    /// refuses when a path does not exist or the kernel lacks what the
+    /// block needs (warns, naming what is not enforced, with
+    /// `best_effort`). Makes nothing: [`Plan::make`] does, in the process
+    /// that spawns the server (this one, or the daemon for a warm one).
+    pub(crate) fn decide(
         name: &str,
         spec: &Sandbox,
         program: &str,
@@ -131,7 +243,7 @@ impl Plan {
         cwd: Option<&Path>,
         roots: &[PathBuf],
         lookup: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Plan> {
+    ) -> Result<Decision> {
         let refuse = |m: String| Error::refused(format!("sandbox: {m}"));
         let features = features(lookup);
         let mut needs = vec![Need::Filesystem];
@@ -212,34 +324,43 @@ impl Plan {
         for r in roots {
             add(r.clone(), true, "root");
         }
-        let tmp = private_tmp(name).map_err(|e| {
-            refuse(format!("private temporary directory: {e}"))
-        })?;
-        add(tmp.clone(), true, "tmp");
-        let not_enforced: Vec<&'static str> =
-            missing.iter().map(|n| n.describe()).collect();
-        let plan = Plan::build(grants, spec, tmp, not_enforced, features);
-        let plan = plan.map_err(|e| refuse(e.to_string()))?;
-        if !plan.not_enforced.is_empty() {
+        if !missing.is_empty() {
+            let what: Vec<&str> =
+                missing.iter().map(|n| n.describe()).collect();
             crate::msg::warn(&format!(
                 "server '{name}': sandbox: best effort: not enforced on this \
                  kernel (Linux {}): {}",
                 release(),
-                plan.not_enforced.join("; ")
+                what.join("; ")
             ));
         }
-        Ok(plan)
+        Ok(Decision {
+            grants,
+            network: spec.network,
+            connect: spec.connect.clone(),
+            bind: spec.bind.clone(),
+            missing,
+            features,
+        })
+    }
+
+    /// Makes what `d` decided for server `name`: its private temporary
+    /// directory (read-write) and the Landlock rule set with every rule
+    /// added, ready for [`Plan::install`].
+    pub(crate) fn make(name: &str, mut d: Decision) -> Result<Plan> {
+        let refuse = |m: String| Error::refused(format!("sandbox: {m}"));
+        let tmp = private_tmp(name).map_err(|e| {
+            refuse(format!("private temporary directory: {e}"))
+        })?;
+        d.grants.push(Grant { path: tmp.clone(), write: true, why: "tmp" });
+        Plan::build(d, tmp).map_err(|e| refuse(e.to_string()))
     }
 
     #[cfg(target_os = "linux")]
-    fn build(
-        grants: Vec<Grant>,
-        spec: &Sandbox,
-        tmp: PathBuf,
-        not_enforced: Vec<&'static str>,
-        f: Features,
-    ) -> std::io::Result<Plan> {
+    fn build(d: Decision, tmp: PathBuf) -> std::io::Result<Plan> {
         use kernel::{SCOPE_ALL, fs, net};
+        let f = d.features;
+        let (grants, spec) = (&d.grants, &d);
         let ruleset = if f.landlock >= 1 {
             let all = kernel::fs_rights(f.landlock);
             let paths: Vec<(&Path, u64)> = grants
@@ -272,25 +393,19 @@ impl Plan {
             ruleset.as_ref().map_or(-1, kernel::Ruleset::raw),
         );
         Ok(Plan {
-            grants,
-            network: spec.network,
-            connect: spec.connect.clone(),
-            bind: spec.bind.clone(),
+            not_enforced: d.missing.iter().map(|n| n.describe()).collect(),
+            grants: d.grants,
+            network: d.network,
+            connect: d.connect,
+            bind: d.bind,
             tmp,
-            not_enforced,
             _ruleset: ruleset,
             steps,
         })
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn build(
-        _: Vec<Grant>,
-        _: &Sandbox,
-        tmp: PathBuf,
-        _: Vec<&'static str>,
-        _: Features,
-    ) -> std::io::Result<Plan> {
+    fn build(_: Decision, tmp: PathBuf) -> std::io::Result<Plan> {
         let _ = std::fs::remove_dir(&tmp);
         Err(std::io::Error::other("the sandbox is supported on Linux only"))
     }
@@ -445,6 +560,35 @@ mod tests {
             program_dirs("no-such-program-x", Some("/usr/bin"), None)
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_decision_goes_to_the_daemon_and_back_unchanged() {
+        let d = Decision {
+            grants: vec![
+                Grant { path: "/usr".into(), write: false, why: "system" },
+                Grant { path: "/tmp/x y".into(), write: true, why: "root" },
+            ],
+            network: Network::Loopback,
+            connect: vec![443],
+            bind: vec![8080],
+            missing: vec![Need::Ports],
+            features: Features { landlock: 3, userns: true },
+        };
+        assert_eq!(Decision::from_json(&d.to_json()).unwrap(), d);
+        for (k, bad) in [
+            ("grants", json!([["relative", true, "root"]])),
+            ("grants", json!([["/x", true, "anything"]])),
+            ("network", json!("everywhere")),
+            ("connect", json!([70000])),
+            ("missing", json!(["wings"])),
+            ("landlock", json!(-1)),
+        ] {
+            let mut v = d.to_json();
+            v[k] = bad;
+            let e = Decision::from_json(&v).unwrap_err();
+            assert!(e.contains("malformed sandbox"), "{k}: {e}");
+        }
     }
 
     #[test]
