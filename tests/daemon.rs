@@ -1015,6 +1015,100 @@ fn daemon_http_callers_run_concurrently_in_one_session() {
     assert_eq!(servers(&dir).len(), 1, "the same warm server");
 }
 
+/// Concurrent callers of one warm HTTP server whose calls each ask a
+/// question on their own request's stream: each question reaches the
+/// caller whose call it came with and is answered by that invocation's
+/// `--answer`, though four calls are in flight at once (over stdio,
+/// whose wire does not say which call a request belongs to, the daemon
+/// refuses rather than guess).
+#[test]
+fn daemon_http_questions_reach_the_caller_whose_call_asked() {
+    use crate::util::http::{HttpFixture, McpScript};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    const N: usize = 4;
+    let script = McpScript::new().sessions();
+    let answers: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+    let calling = Arc::new(AtomicUsize::new(0));
+    let (a2, c2) = (Arc::clone(&answers), Arc::clone(&calling));
+    let fx = HttpFixture::start(move |req, conn| {
+        if req.is_rpc_response() {
+            let v = req.json();
+            let id = v["id"].as_str().unwrap_or_default().to_string();
+            a2.lock().unwrap().insert(id, v["result"].clone());
+            conn.empty(202);
+            return;
+        }
+        if req.rpc_method().as_deref() != Some("tools/call") {
+            return script.handle(req, conn);
+        }
+        let v = req.json();
+        let text =
+            v["params"]["arguments"]["text"].as_str().unwrap().to_owned();
+        // Every call in flight before any asks: the question is
+        // ambiguous unless its stream says whose it is.
+        c2.fetch_add(1, Ordering::SeqCst);
+        let start = Instant::now();
+        while c2.load(Ordering::SeqCst) < N
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let ask = format!("ask-{text}");
+        conn.sse(&[]);
+        conn.event(
+            None,
+            &json!({"jsonrpc": "2.0", "id": ask,
+            "method": "elicitation/create", "params": {
+                "message": format!("Who is {text}?"),
+                "requestedSchema": {"type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]}}}),
+        );
+        let start = Instant::now();
+        let answer = loop {
+            if let Some(a) = a2.lock().unwrap().remove(&ask) {
+                break a;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                break json!("no answer");
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let said = format!("{text}:{}", answer["content"]["name"]);
+        conn.event(
+            None,
+            &json!({"jsonrpc": "2.0", "id": v["id"], "result":
+            {"content": [{"type": "text", "text": said}]}}),
+        );
+    });
+    let dir = Dir::new("daemon_http_asks");
+    write_mcp_json(&dir, &[("hx", json!({"url": fx.url()}))]);
+    let _d = Daemon::start(&dir, &[]);
+    let children: Vec<(usize, Child, TestCommand)> = (0..N)
+        .map(|i| {
+            let (text, name) = (format!("text=c{i}"), format!("name=n{i}"));
+            let mut c =
+                warm(&dir, &["call", "hx", "echo", &text, "--answer", &name]);
+            c.env("RIVUMI_MCP_ALLOWLIST", "hx");
+            (i, c.spawn(), c)
+        })
+        .collect();
+    for (i, child, c) in children {
+        let out = crate::util::wait_with_timeout(child, &c);
+        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(
+            out.stdout.trim(),
+            format!("c{i}:\"n{i}\""),
+            "{}",
+            out.all()
+        );
+    }
+    assert_eq!(fx.posts_of("initialize").len(), 1, "{}", fx.summary());
+    assert_eq!(servers(&dir).len(), 1);
+}
+
 /// DELETEs the session `id` of the fixture at `port` (the server ending
 /// it), as a raw HTTP/1.1 request.
 fn end_session(port: u16, id: &str) {

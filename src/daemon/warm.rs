@@ -13,12 +13,15 @@
 //! replaced the same way), and the answer goes back to that caller with
 //! its own id: two invocations may both use id 1.
 //!
-//! What the server asks (elicitation, sampling) goes to the one caller
-//! with a request in flight (`roots/list` the daemon answers with the
-//! declared roots, which are part of the key); when several are, it is
-//! refused, as nothing could answer it right; when none is, it is
-//! answered as a cold invocation with default options and no terminal
-//! answers it ([`unattended`]). Log messages reach the callers with a
+//! What the server asks (elicitation, sampling) on a request's own stream
+//! (HTTP: the POST's response, `Transport::on_request_stream`) goes to
+//! that request's caller; otherwise to the one caller with a request in
+//! flight (`roots/list` the daemon answers with the declared roots, which
+//! are part of the key); when several are (stdio, whose wire does not say
+//! which call a request belongs to), it is refused, as nothing could
+//! answer it right; when none is, it is answered as a cold invocation
+//! with default options and no terminal answers it ([`unattended`]). Log
+//! messages reach the request's caller likewise, else the callers with a
 //! request in flight (with none, the daemon's `-v` log), `list_changed`
 //! every caller attached. A caller that goes away has its requests
 //! cancelled on the wire (`notifications/cancelled`) and its pending
@@ -501,7 +504,8 @@ impl Warm {
                 continue;
             }
             let d = Deadline::new("the daemon's wait", HTTP_TICK);
-            if let Err(why) = self.receive(t.as_mut(), &d, lane) {
+            if let Err(why) = self.receive(t.as_mut(), &d, lane, want.as_u64())
+            {
                 self.lane_broke(lane, &why, awaiting, queue, rx);
                 break;
             }
@@ -594,19 +598,25 @@ impl Warm {
 
     /// Receives what the server sends before `d` and routes it; `Err`
     /// when the transport failed.
+    /// Receives what the server sends next on `lane`, while the request
+    /// `awaited` (a daemon id) is read there: what comes on its stream is
+    /// its caller's.
     fn receive(
         &self,
         t: &mut dyn Transport,
         d: &Deadline,
         lane: usize,
+        awaited: Option<u64>,
     ) -> Result<(), String> {
+        let on = |t: &dyn Transport| awaited.filter(|_| t.on_request_stream());
         match t.recv(d) {
             Ok(Value::Array(batch)) => {
+                let on = on(t);
                 for m in batch {
-                    self.on_server(m, lane);
+                    self.on_server(m, lane, on);
                 }
             }
-            Ok(m) => self.on_server(m, lane),
+            Ok(m) => self.on_server(m, lane, on(t)),
             Err(e) if e.kind() == Kind::Timeout => {}
             Err(e) => return Err(e.message().to_string()),
         }
@@ -616,7 +626,7 @@ impl Warm {
     fn pump(&self, mut t: Box<dyn Transport>) {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
-            if let Err(why) = self.receive(t.as_mut(), &d, 0) {
+            if let Err(why) = self.receive(t.as_mut(), &d, 0, None) {
                 self.fail(&why);
                 break;
             }
@@ -646,13 +656,15 @@ impl Warm {
         }
     }
 
-    fn on_server(&self, mut m: Value, lane: usize) {
+    /// What the server sent on `lane`; `on`: the request (a daemon id)
+    /// on whose stream it came, when the wire says.
+    fn on_server(&self, mut m: Value, lane: usize, on: Option<u64>) {
         let method =
             m.get("method").and_then(Value::as_str).map(str::to_string);
         let has_id = m.get("id").is_some_and(|i| !i.is_null());
         match (method, has_id) {
-            (Some(method), true) => self.server_asks(&method, m, lane),
-            (Some(method), false) => self.server_notifies(&method, m),
+            (Some(method), true) => self.server_asks(&method, m, lane, on),
+            (Some(method), false) => self.server_notifies(&method, m, on),
             (None, true) => {
                 let n = m.get("id").and_then(Value::as_u64);
                 let p = n.and_then(|n| {
@@ -730,7 +742,13 @@ impl Warm {
         s.holds.contains_key(fingerprint)
     }
 
-    fn server_asks(&self, method: &str, m: Value, lane: usize) {
+    fn server_asks(
+        &self,
+        method: &str,
+        m: Value,
+        lane: usize,
+        on: Option<u64>,
+    ) {
         let id = m.get("id").cloned().unwrap_or(Value::Null);
         if method == method::PING {
             let _ = self.send(&mcp::response(id, json!({})), None, lane);
@@ -743,11 +761,15 @@ impl Warm {
         }
         let (target, anyone) = {
             let mut s = lock(&self.state);
+            // On a request's stream (HTTP), it is that request's caller's;
+            // else the one caller with requests in flight, if one.
+            let tied = on.and_then(|n| s.pending.get(&n)).map(|p| &p.caller);
             let mut owners = s.pending.values().map(|p| &p.caller);
             let first = owners.next().cloned();
             let anyone = first.is_some();
-            let unique = first
-                .filter(|f| owners.all(|c| c.id == f.id))
+            let unique = tied
+                .cloned()
+                .or_else(|| first.filter(|f| owners.all(|c| c.id == f.id)))
                 .filter(|_| s.asks.len() < MAX_IN_FLIGHT);
             if let Some(c) = &unique {
                 s.asks.insert(id.to_string(), (Arc::clone(c), lane));
@@ -816,7 +838,7 @@ impl Warm {
         reply
     }
 
-    fn server_notifies(&self, method: &str, mut m: Value) {
+    fn server_notifies(&self, method: &str, mut m: Value, on: Option<u64>) {
         let targets: Vec<Arc<Caller>> = {
             let s = lock(&self.state);
             if method == method::PROGRESS {
@@ -833,7 +855,13 @@ impl Warm {
                 }
             } else if method == method::MESSAGE {
                 let mut v: Vec<Arc<Caller>> = vec![];
-                for p in s.pending.values() {
+                // On a request's stream: its caller's alone.
+                let tied = on.and_then(|n| s.pending.get(&n));
+                let from = match tied {
+                    Some(p) => vec![p],
+                    None => s.pending.values().collect(),
+                };
+                for p in from {
                     if !v.iter().any(|c| c.id == p.caller.id) {
                         v.push(Arc::clone(&p.caller));
                     }

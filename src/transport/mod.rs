@@ -143,6 +143,15 @@ pub(crate) trait Transport: Send {
     fn canceller(&self) -> Option<Canceller> {
         None
     }
+    /// Whether the message [`recv`] returned last came on the stream of
+    /// the request in flight (HTTP: that POST's response), so belongs to
+    /// that request; `false` where the wire does not say (stdio, HTTP's
+    /// standalone stream).
+    ///
+    /// [`recv`]: Transport::recv
+    fn on_request_stream(&self) -> bool {
+        false
+    }
     /// Before closing: the messages the server already sent on a stream
     /// that belongs to no request (HTTP's standalone stream), read within
     /// a small bound, so that a log line sent just before the last result

@@ -171,6 +171,9 @@ pub(crate) struct HttpTransport {
     streams: Streams,
     /// Messages read and not yet taken.
     pending: VecDeque<Value>,
+    /// Whether the message last returned came on the stream (or in the
+    /// JSON answer) of the request in flight, not the standalone stream.
+    last_on_request: bool,
     closed: bool,
 }
 
@@ -256,6 +259,7 @@ impl HttpTransport {
             session: Session::new(),
             streams: Streams::new(limits.message),
             pending: VecDeque::new(),
+            last_on_request: false,
             closed: false,
         })
     }
@@ -527,6 +531,7 @@ impl HttpTransport {
         let slice = stop.map(|_| super::STOP_POLL);
         loop {
             if let Some(v) = self.pending.pop_front() {
+                self.last_on_request = true;
                 return Ok(Some(v));
             }
             if stop.is_some_and(|f| f()) {
@@ -537,7 +542,8 @@ impl HttpTransport {
                 Next::NoStream => {
                     return Err(self.failed(self.session.no_response(), &[]));
                 }
-                Next::Message(data) => {
+                Next::Message(data, standalone) => {
+                    self.last_on_request = !standalone;
                     let budget =
                         super::tree_budget(self.endpoint.limits.message);
                     return match mcp::parse_message(data.as_bytes(), budget) {
@@ -714,6 +720,10 @@ impl Transport for HttpTransport {
         let m = self.next_message(deadline)?;
         self.session.observe(&m);
         Ok(m)
+    }
+
+    fn on_request_stream(&self) -> bool {
+        self.last_on_request
     }
 
     fn recv_until(

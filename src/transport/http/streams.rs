@@ -103,9 +103,9 @@ fn pump(
 pub(super) enum Next {
     /// No request stream to wait on.
     NoStream,
-    /// One message's data (from the request's stream or the standalone
-    /// one).
-    Message(String),
+    /// One message's data, and whether it came on the standalone stream
+    /// (else the request's).
+    Message(String, bool),
     /// The standalone stream ended.
     StandaloneEnded,
     /// The request's stream broke; its call.
@@ -242,9 +242,9 @@ impl Streams {
                 continue;
             }
             return Ok(match (source, item) {
-                (_, Pumped::Data(data)) => {
+                (source, Pumped::Data(data)) => {
                     self.inflight.fetch_sub(data.len(), Ordering::SeqCst);
-                    Next::Message(data)
+                    Next::Message(data, source == Source::Get)
                 }
                 (Source::Get, Pumped::End(_) | Pumped::Failed(_)) => {
                     Next::StandaloneEnded
