@@ -169,6 +169,71 @@ fn tcp_ports_narrow_the_network() {
     denied(&shut, "connect");
 }
 
+/// `bind` lists the ports the server may listen on (Landlock ABI 4): one
+/// listed is granted, any other denied; unconfined it may listen on any.
+#[test]
+fn bind_ports_narrow_what_the_server_may_listen_on() {
+    let free_port = || {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    };
+    let yes = free_port();
+    let no = std::iter::repeat_with(free_port).find(|&p| p != yes).unwrap();
+    let s = setup(
+        "sandbox_bind",
+        &[
+            ("free", probe_server(None)),
+            (
+                "boxed",
+                probe_server(Some(json!({"network": "any", "bind": [yes]}))),
+            ),
+        ],
+    );
+    let arg = |p: u16| [format!("bind=127.0.0.1:{p}")];
+    let free = probe(&s, "free,boxed", "free", &arg(no));
+    assert_eq!(free["bind"]["ok"], "ok", "{free}");
+    let boxed = probe(&s, "free,boxed", "boxed", &arg(yes));
+    assert_eq!(boxed["bind"]["ok"], "ok", "{boxed}");
+    let boxed = probe(&s, "free,boxed", "boxed", &arg(no));
+    denied(&boxed, "bind");
+}
+
+/// Besides its block a sandboxed server may read its `cwd` (not write
+/// it), and read and write the `--root` directories the operator names
+/// for that run; the next run without `--root` cannot reach them.
+#[test]
+fn the_cwd_and_roots_named_for_the_run_are_granted() {
+    let s = setup("sandbox_roots", &[]);
+    let work = s.dir.create_dir("work");
+    std::fs::write(work.join("note.txt"), "NOTE-7\n").unwrap();
+    let shared = s.dir.create_dir("shared");
+    std::fs::write(shared.join("in.txt"), "SHARED-9\n").unwrap();
+    let mut entry = probe_server(Some(json!({"network": "none"})));
+    entry["cwd"] = json!("../work");
+    write_mcp_json(&s.proj, &[("boxed", entry)]);
+    let read_cwd = format!("read={}", work.join("note.txt").display());
+    let write_cwd = format!("write={}", work.join("made").display());
+    let v = probe(&s, "boxed", "boxed", &[read_cwd, write_cwd]);
+    assert_eq!(v["read"]["ok"], "NOTE-7", "{v}");
+    denied(&v, "write");
+    assert!(!work.join("made").exists());
+
+    let read = format!("read={}", shared.join("in.txt").display());
+    let write = format!("write={}", shared.join("out").display());
+    let root = shared.display().to_string();
+    let argv =
+        ["call", "--yes", "mcp__boxed__probe", &read, &write, "--root", &root];
+    let out = run_allowed(&s.proj, "boxed", &argv).assert_exit(0);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["read"]["ok"], "SHARED-9", "{v}");
+    assert_eq!(v["write"]["ok"], "ok", "{v}");
+    assert!(shared.join("out").exists());
+    std::fs::remove_file(shared.join("out")).unwrap();
+    let v = probe(&s, "boxed", "boxed", &[read, write]);
+    denied(&v, "read");
+    denied(&v, "write");
+    assert!(!shared.join("out").exists());
+}
+
 /// A set-uid-root copy of `id` in an allowed directory; the server drops
 /// to uid 65534 and runs it: unconfined the helper's euid is 0, inside the
 /// sandbox (no_new_privs) it is not.
