@@ -3,8 +3,8 @@
 //! real binary against the [`OAuthSite`] of `util/oauth.rs`:
 //!
 //! - the device authorization grant (RFC 8628): pending, slow_down,
-//!   denied, expired, success, and a verification URI with terminal
-//!   escapes shown sanitised;
+//!   denied, expired, success, the login's --timeout, and a verification
+//!   URI with terminal escapes shown sanitised;
 //! - paste-back (`login --no-browser`): the redirect address read from
 //!   stdin, checked like the callback (state, iss, the redirect URI);
 //! - `"refresh": "auto"` / `--refresh`: twelve commands with one expired
@@ -192,6 +192,31 @@ fn device_code_that_outlives_its_lifetime_is_not_polled_further() {
         out.stderr
     );
     assert!(grants(&auth, DEVICE_GRANT).len() <= 2, "{}", auth.summary());
+}
+
+#[test]
+fn device_polling_ends_at_the_login_timeout() {
+    // Pending for as long as the code lives (60 s): `--timeout 3` ends
+    // the polling, with nothing stored.
+    let (auth, mcp) = device_pair(DeviceScript {
+        before: vec!["authorization_pending"; 100],
+        ..DeviceScript::default()
+    });
+    let dir = web_dir("headless_device_timeout", &mcp, bare());
+    let started = std::time::Instant::now();
+    let out =
+        web_command(&dir, &["login", "web", "--device", "--timeout", "3"])
+            .assert_exit(5);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': timed out after 3s waiting for the device \
+         authorization"
+    );
+    let polls = grants(&auth, DEVICE_GRANT).len();
+    assert!((1..=3).contains(&polls), "{}", auth.summary());
+    assert!(!creds(&dir).exists());
 }
 
 #[test]
