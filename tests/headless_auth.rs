@@ -3,15 +3,17 @@
 //! real binary against the [`OAuthSite`] of `util/oauth.rs`:
 //!
 //! - the device authorization grant (RFC 8628): pending, slow_down,
-//!   denied, expired, success, and a verification URI with terminal
-//!   escapes shown sanitised;
+//!   denied, expired, success, the login's --timeout, and a verification
+//!   URI with terminal escapes shown sanitised;
 //! - paste-back (`login --no-browser`): the redirect address read from
 //!   stdin, checked like the callback (state, iss, the redirect URI);
 //! - `"refresh": "auto"` / `--refresh`: twelve commands with one expired
 //!   token make one refresh request; a 401 `invalid_token` refreshes and
 //!   retries once; a failed refresh leaves the credential file as it was;
 //! - `token_command`: its output is the bearer token and appears in no
-//!   output and no journal; a failure names the exit status only.
+//!   output and no journal; a failure names the exit status only; its
+//!   argv is pinned by the fingerprint; it gets the helper variables only
+//!   and a bounded stdout.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -190,6 +192,31 @@ fn device_code_that_outlives_its_lifetime_is_not_polled_further() {
         out.stderr
     );
     assert!(grants(&auth, DEVICE_GRANT).len() <= 2, "{}", auth.summary());
+}
+
+#[test]
+fn device_polling_ends_at_the_login_timeout() {
+    // Pending for as long as the code lives (60 s): `--timeout 3` ends
+    // the polling, with nothing stored.
+    let (auth, mcp) = device_pair(DeviceScript {
+        before: vec!["authorization_pending"; 100],
+        ..DeviceScript::default()
+    });
+    let dir = web_dir("headless_device_timeout", &mcp, bare());
+    let started = std::time::Instant::now();
+    let out =
+        web_command(&dir, &["login", "web", "--device", "--timeout", "3"])
+            .assert_exit(5);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': timed out after 3s waiting for the device \
+         authorization"
+    );
+    let polls = grants(&auth, DEVICE_GRANT).len();
+    assert!((1..=3).contains(&polls), "{}", auth.summary());
+    assert!(!creds(&dir).exists());
 }
 
 #[test]
@@ -586,6 +613,91 @@ fn a_failing_token_command_names_the_exit_status_only() {
         last_line(&out).contains("printed more than one token"),
         "{out:?}"
     );
+}
+
+/// The fingerprint `check-config --json` gives server `web`.
+fn web_fingerprint(dir: &Dir) -> String {
+    let v = web_command(dir, &["check-config", "--json"])
+        .assert_exit(0)
+        .stdout_json();
+    v["servers"][0]["fingerprint"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_changed_token_command_no_longer_matches_its_pin() {
+    let mcp =
+        OAuthSite::start(SiteOptions { mcp: true, ..SiteOptions::default() });
+    mcp.ledger().issue(CMD_TOKEN, "mcp:tools");
+    let dir = command_dir(
+        "headless_token_command_pin",
+        &mcp,
+        json!(["printf", "%s\\n", CMD_TOKEN]),
+    );
+    let pin = format!("web@{}", web_fingerprint(&dir));
+    let out = web_command(&dir, &["list", "web"])
+        .env("RIVUMI_MCP_ALLOWLIST", &pin)
+        .assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    let seen = mcp.requests().len();
+    // Another command (here one that would also leave a trace) is
+    // refused before it runs: nothing runs, nothing is sent.
+    let script = format!("echo ran > ran.log; printf '%s\\n' {CMD_TOKEN}");
+    let dir2 = command_dir(
+        "headless_token_command_pin_changed",
+        &mcp,
+        json!(["sh", "-c", script]),
+    );
+    let out = web_command(&dir2, &["list", "web"])
+        .env("RIVUMI_MCP_ALLOWLIST", &pin)
+        .assert_exit(3);
+    assert!(
+        last_line(&out).contains(
+            "pinned in RIVUMI_MCP_ALLOWLIST but auth \
+             changed since"
+        ),
+        "{out:?}"
+    );
+    assert!(!dir2.path("ran.log").exists(), "the command ran");
+    assert_eq!(mcp.requests().len(), seen);
+}
+
+#[test]
+fn a_token_command_gets_the_helper_variables_only_and_a_bounded_output() {
+    let mcp =
+        OAuthSite::start(SiteOptions { mcp: true, ..SiteOptions::default() });
+    mcp.ledger().issue(CMD_TOKEN, "mcp:tools");
+    // A variable of the invoking environment does not reach it; one a
+    // credential helper needs (GnuPG's) does.
+    let script = format!(
+        "test -z \"$RIVUMI_TEST_LEAK\" || exit 3; \
+         test \"$GNUPGHOME\" = /gnupg-home || exit 4; \
+         printf '%s\\n' {CMD_TOKEN}"
+    );
+    let dir = command_dir(
+        "headless_token_command_env",
+        &mcp,
+        json!(["sh", "-c", script]),
+    );
+    let out = web_command(&dir, &["list", "web"])
+        .env("RIVUMI_TEST_LEAK", "from-the-shell")
+        .env("GNUPGHOME", "/gnupg-home")
+        .assert_exit(0);
+    assert_eq!(out.stdout, LIST_OUT);
+    // More than 16 KiB on stdout is no token; none of it is shown.
+    let dir = command_dir(
+        "headless_token_command_big",
+        &mcp,
+        json!(["sh", "-c", "head -c 20000 /dev/zero | tr '\\0' q"]),
+    );
+    let seen = mcp.requests().len();
+    let out = web_command(&dir, &["list", "web"]).assert_exit(6);
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': the token_command 'sh' printed more than \
+         16 KiB; no token"
+    );
+    assert_absent(&out.all(), "qqqq");
+    assert_eq!(mcp.requests().len(), seen);
 }
 
 #[test]

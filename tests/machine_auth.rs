@@ -4,7 +4,8 @@
 //! assertion from a variable or a file, refusals that are final),
 //! enterprise-managed authorization (token exchange at the IdP, then
 //! jwt-bearer) and DPoP (proofs at the token endpoint and on every MCP
-//! request, nonces at both, a nonce loop that ends).
+//! request, nonces at both, a nonce loop that ends); the device grant
+//! with a client key and DPoP.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -15,9 +16,9 @@ use serde_json::{Value, json};
 
 use crate::util::http::Request;
 use crate::util::oauth::{
-    LIST_OUT, MachineOptions, MachineSite, config, creds, form_decode,
-    jwk_thumbprint, jwt_claims, last_line, param, read_json, verify_es256,
-    web_command,
+    LIST_OUT, MachineOptions, MachineSite, USER_CODE, config, creds,
+    form_decode, jwk_thumbprint, jwt_claims, last_line, param, read_json,
+    verify_es256, web_command,
 };
 use crate::util::{Dir, TestCommand, assert_absent, assert_contains};
 
@@ -906,4 +907,68 @@ fn login_refresh_signs_a_new_assertion_and_proves_with_the_same_key() {
     assert_eq!(e["refresh_token"], "rt-2");
     assert_eq!(e["dpop_key"], bound_key);
     cmd(&dir, &["call", "web", "echo", "text=hi", "--yes"]).assert_exit(0);
+}
+
+#[test]
+fn the_device_grant_signs_client_assertions_and_binds_with_dpop() {
+    // The device grant (RFC 8628) composes with private_key_jwt and DPoP:
+    // the device authorization request and the poll each carry a fresh
+    // client assertion, the poll a DPoP proof, and the token is bound to
+    // its key.
+    let opts = MachineOptions {
+        signing_algs: Some(vec!["ES256".into()]),
+        dpop_algs: Some(vec!["ES256".into()]),
+        device: true,
+        ..Default::default()
+    };
+    let (dir, site) = site("machine_device", opts, json!({}));
+    let pem = key_pem("p256.pem");
+    let key = write_key(&dir, "client.pem", pem.as_bytes(), 0o600);
+    config(
+        &dir,
+        &site.url(),
+        json!({"client_id": CLIENT, "client_key_file": key,
+               "authorization_server": site.issuer(), "dpop": true}),
+    );
+    let out = cmd(&dir, &["login", "web", "--device", "--timeout", "20"])
+        .assert_exit(0);
+    assert_contains(&out.stderr, USER_CODE);
+    assert_contains(&out.stdout, "logged in to 'web'");
+    let d = site.device_requests();
+    assert_eq!(d.len(), 1, "{}", site.summary());
+    let f = form_decode(&d[0].body);
+    assert_eq!(param(&f, "client_id"), CLIENT);
+    assert_eq!(param(&f, "resource"), site.url());
+    assert_eq!(param(&f, "code_challenge_method"), "S256");
+    let first = param(&f, "client_assertion").to_string();
+    assert!(verify_with_p256(&first, &pem), "the assertion verifies");
+    check_assertion_claims(&first, &site.issuer());
+    let (t, f) = one_token_request(&site);
+    assert_eq!(
+        param(&f, "grant_type"),
+        "urn:ietf:params:oauth:grant-type:device_code"
+    );
+    assert_eq!(param(&f, "device_code"), "dc-1");
+    let jwt = param(&f, "client_assertion");
+    assert!(verify_with_p256(jwt, &pem), "the poll's assertion verifies");
+    check_assertion_claims(jwt, &site.issuer());
+    assert_ne!(jwt, first, "a fresh assertion for each request");
+    assert!(f.iter().all(|(k, _)| k != "client_secret"));
+    let c = proof_claims(&t);
+    assert_eq!(c["htu"], format!("{}/token", site.issuer()));
+    let e = entry(&dir);
+    assert_eq!(e["access_token"], "dpop-at-1");
+    assert_eq!(e["auth_method"], "private_key_jwt");
+    assert!(e["dpop_key"].is_string());
+    // The bound token is used with a proof of its key (the site refuses
+    // it otherwise).
+    cmd(&dir, &["call", "web", "echo", "text=hi", "--yes"]).assert_exit(0);
+    let mcp = site.mcp_requests();
+    assert!(!mcp.is_empty());
+    assert!(
+        mcp.iter()
+            .all(|r| r.header("authorization") == Some("DPoP dpop-at-1")),
+        "{}",
+        site.summary()
+    );
 }

@@ -3,8 +3,10 @@
 //! outside its paths, connect to a listening 127.0.0.1 port and raise its
 //! privileges with a set-uid helper. Inside a sandbox every attempt is
 //! denied; the same server unconfined succeeds at each, so each test can
-//! fail. Also: refusals on kernels that lack a feature (made to look
-//! older with RIVUMI_MCP_SANDBOX_KERNEL), the fingerprint, `--no-sandbox`,
+//! fail; signals to processes outside it are denied (scoping). Also:
+//! `bind` ports, the cwd and `--root` grants, paths with variables,
+//! refusals on kernels that lack a feature (made to look older with
+//! RIVUMI_MCP_SANDBOX_KERNEL), the fingerprint, `--no-sandbox`,
 //! check-config and the journal.
 
 #![cfg(target_os = "linux")]
@@ -167,6 +169,152 @@ fn tcp_ports_narrow_the_network() {
     assert_eq!(open["connect"]["ok"], "ok", "{open}");
     let shut = probe(&s, "open,shut", "shut", &arg);
     denied(&shut, "connect");
+}
+
+/// Sandbox paths expand `${VAR}` and a leading `~/` (to `$HOME`) as other
+/// fields do; with the variable unset the server does not start.
+#[test]
+fn sandbox_paths_expand_variables_and_home() {
+    let s = setup(
+        "sandbox_expand",
+        &[(
+            "boxed",
+            probe_server(Some(json!({
+                "read": ["${PROBE_DIR}/secret.txt"],
+                "write": ["~/outside"],
+            }))),
+        )],
+    );
+    let base = s.secret.parent().unwrap().display().to_string();
+    let read = format!("read={}", s.secret.display());
+    let write = format!("write={}", s.outside.join("made").display());
+    let argv = ["call", "--yes", "mcp__boxed__probe", &read, &write];
+    let mut cmd = run_allowed(&s.proj, "boxed", &argv);
+    cmd.env("PROBE_DIR", &base).env("HOME", &base);
+    let out = cmd.assert_exit(0);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["read"]["ok"], "SECRET-42", "{v}");
+    assert_eq!(v["write"]["ok"], "ok", "{v}");
+    assert!(s.outside.join("made").exists());
+    // Unset, the path cannot be known: refused before anything starts.
+    let mut cmd = run_allowed(&s.proj, "boxed", &argv);
+    cmd.env_remove("PROBE_DIR").env("HOME", &base);
+    let out = cmd.assert_exit(3);
+    assert_contains(&out.stderr, "PROBE_DIR");
+}
+
+/// Landlock scoping (ABI 6): a sandboxed server cannot signal a process
+/// outside its sandbox (here `kill -0` of a `sleep` the test started, run
+/// by a script the server executes); unconfined it can.
+#[test]
+fn signals_to_processes_outside_the_sandbox_are_denied() {
+    let s = setup(
+        "sandbox_signals",
+        &[
+            ("free", probe_server(None)),
+            (
+                "boxed",
+                probe_server(Some(
+                    json!({"network": "any", "read": ["../tools"]}),
+                )),
+            ),
+        ],
+    );
+    let mut sleeper =
+        std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let tools = s.dir.create_dir("tools");
+    let script = tools.join("signal.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nkill -0 {} && echo reachable\n", sleeper.id()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .unwrap();
+    let args = [format!("exec={}", script.display())];
+    let free = probe(&s, "free,boxed", "free", &args);
+    let boxed = probe(&s, "free,boxed", "boxed", &args);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(free["exec"]["ok"], "reachable", "{free}");
+    let text = boxed["exec"]["ok"].as_str().unwrap_or_default();
+    assert!(!text.contains("reachable"), "signalled outside: {boxed}");
+    assert_contains(text, "not permitted");
+}
+
+/// `bind` lists the ports the server may listen on (Landlock ABI 4): one
+/// listed is granted, any other denied, and no port may be connected to;
+/// unconfined it may listen on any.
+#[test]
+fn bind_ports_narrow_what_the_server_may_listen_on() {
+    let free_port = || {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    };
+    let yes = free_port();
+    let no = std::iter::repeat_with(free_port).find(|&p| p != yes).unwrap();
+    let s = setup(
+        "sandbox_bind",
+        &[
+            ("free", probe_server(None)),
+            (
+                "boxed",
+                probe_server(Some(json!({"network": "any", "bind": [yes]}))),
+            ),
+        ],
+    );
+    let arg = |p: u16| [format!("bind=127.0.0.1:{p}")];
+    let free = probe(&s, "free,boxed", "free", &arg(no));
+    assert_eq!(free["bind"]["ok"], "ok", "{free}");
+    let boxed = probe(&s, "free,boxed", "boxed", &arg(yes));
+    assert_eq!(boxed["bind"]["ok"], "ok", "{boxed}");
+    let boxed = probe(&s, "free,boxed", "boxed", &arg(no));
+    denied(&boxed, "bind");
+    // With a port list every other TCP port is denied, to connect too.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = [format!("connect=127.0.0.1:{port}")];
+    let free = probe(&s, "free,boxed", "free", &connect);
+    assert_eq!(free["connect"]["ok"], "ok", "{free}");
+    let boxed = probe(&s, "free,boxed", "boxed", &connect);
+    denied(&boxed, "connect");
+}
+
+/// Besides its block a sandboxed server may read its `cwd` (not write
+/// it), and read and write the `--root` directories the operator names
+/// for that run; the next run without `--root` cannot reach them.
+#[test]
+fn the_cwd_and_roots_named_for_the_run_are_granted() {
+    let s = setup("sandbox_roots", &[]);
+    let work = s.dir.create_dir("work");
+    std::fs::write(work.join("note.txt"), "NOTE-7\n").unwrap();
+    let shared = s.dir.create_dir("shared");
+    std::fs::write(shared.join("in.txt"), "SHARED-9\n").unwrap();
+    let mut entry = probe_server(Some(json!({"network": "none"})));
+    entry["cwd"] = json!("../work");
+    write_mcp_json(&s.proj, &[("boxed", entry)]);
+    let read_cwd = format!("read={}", work.join("note.txt").display());
+    let write_cwd = format!("write={}", work.join("made").display());
+    let v = probe(&s, "boxed", "boxed", &[read_cwd, write_cwd]);
+    assert_eq!(v["read"]["ok"], "NOTE-7", "{v}");
+    denied(&v, "write");
+    assert!(!work.join("made").exists());
+
+    let read = format!("read={}", shared.join("in.txt").display());
+    let write = format!("write={}", shared.join("out").display());
+    let root = shared.display().to_string();
+    let argv =
+        ["call", "--yes", "mcp__boxed__probe", &read, &write, "--root", &root];
+    let out = run_allowed(&s.proj, "boxed", &argv).assert_exit(0);
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["read"]["ok"], "SHARED-9", "{v}");
+    assert_eq!(v["write"]["ok"], "ok", "{v}");
+    assert!(shared.join("out").exists());
+    std::fs::remove_file(shared.join("out")).unwrap();
+    let v = probe(&s, "boxed", "boxed", &[read, write]);
+    denied(&v, "read");
+    denied(&v, "write");
+    assert!(!shared.join("out").exists());
 }
 
 /// A set-uid-root copy of `id` in an allowed directory; the server drops

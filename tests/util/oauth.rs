@@ -1553,6 +1553,9 @@ pub struct MachineOptions {
     pub ignore_dpop: bool,
     /// Every token answer carries a refresh token `rt-N`.
     pub refresh_tokens: bool,
+    /// Publishes and serves a device authorization endpoint (`/device`,
+    /// RFC 8628); the token endpoint grants the first poll.
+    pub device: bool,
 }
 
 /// An authorization server, an identity provider (`/idp/token`) and an MCP
@@ -1688,8 +1691,19 @@ impl MachineSite {
                     if let Some(a) = &opts.dpop_algs {
                         m["dpop_signing_alg_values_supported"] = json!(a);
                     }
+                    if opts.device {
+                        m["device_authorization_endpoint"] =
+                            json!(format!("{base}/device"));
+                    }
                     conn.json(200, &[], &m);
                 }
+                ("POST", "/device") if opts.device => conn.json(
+                    200,
+                    &[],
+                    &json!({"device_code": "dc-1", "user_code": USER_CODE,
+                        "verification_uri": format!("{base}/device-page"),
+                        "expires_in": 60, "interval": 1}),
+                ),
                 ("GET", "/.well-known/oauth-protected-resource/mcp") => conn
                     .json(
                         200,
@@ -1857,6 +1871,10 @@ impl MachineSite {
 
     pub fn token_requests(&self) -> Vec<Request> {
         requests_under(&self.fx, Some("POST"), "/token")
+    }
+
+    pub fn device_requests(&self) -> Vec<Request> {
+        requests_under(&self.fx, Some("POST"), "/device")
     }
 
     pub fn idp_requests(&self) -> Vec<Request> {
