@@ -615,6 +615,42 @@ fn a_failing_token_command_names_the_exit_status_only() {
     );
 }
 
+/// A token command that hangs is ended at its 30 s deadline, its whole
+/// process group with it (a helper it started too), and the command fails
+/// naming the server and the deadline; nothing reaches the server.
+#[test]
+fn a_token_command_that_hangs_is_ended_at_its_deadline() {
+    let mcp =
+        OAuthSite::start(SiteOptions { mcp: true, ..SiteOptions::default() });
+    let dir = Dir::new("headless_token_command_hangs");
+    let pids = dir.path("pids");
+    let script = format!(
+        "sleep 300 & echo $! > '{p}'; echo $$ >> '{p}'; wait",
+        p = pids.display()
+    );
+    crate::util::write_mcp_json(
+        &dir,
+        &[(
+            "web",
+            json!({"url": mcp.url(),
+                         "token_command": ["sh", "-c", script]}),
+        )],
+    );
+    let start = std::time::Instant::now();
+    let out = web_command(&dir, &["list", "web"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert_exit(6);
+    let took = start.elapsed();
+    assert_eq!(
+        last_line(&out),
+        "rivumi-mcp: server 'web': the token_command 'sh' timed out after \
+         30s; no token"
+    );
+    assert!(took >= std::time::Duration::from_secs(29), "{took:?}");
+    crate::util::assert_pids_gone(&pids, std::time::Duration::from_secs(5));
+    assert!(mcp.requests().is_empty());
+}
+
 /// The fingerprint `check-config --json` gives server `web`.
 fn web_fingerprint(dir: &Dir) -> String {
     let v = web_command(dir, &["check-config", "--json"])
