@@ -221,20 +221,23 @@ impl Session {
 
     /// A session on a server that is already open (a warm server the
     /// daemon lends): no handshake, the era and what the server said of
-    /// itself as the daemon's handshake found them.
+    /// itself as the daemon's handshake found them; `sandbox`, what a
+    /// sandboxed server is confined to, for the journal.
     pub(crate) fn resume(
         name: &str,
         transport: Box<dyn Transport>,
         server: ServerInfo,
         request_timeout: Duration,
         client: Arc<dyn Client>,
+        sandbox: Option<Value>,
     ) -> Session {
-        crate::journal::event(
-            "initialized",
-            json!({"server": name, "protocol": server.protocol,
+        let mut event = json!({"server": name, "protocol": server.protocol,
                    "serverInfo": server.info, "chosen": server.chosen,
-                   "warm": true}),
-        );
+                   "warm": true});
+        if let Some(s) = sandbox {
+            event["sandbox"] = s;
+        }
+        crate::journal::event("initialized", event);
         let mut s =
             Session::new(name, transport, server, request_timeout, client);
         s.warm = true;

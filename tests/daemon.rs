@@ -1097,7 +1097,14 @@ fn daemon_http_questions_reach_the_caller_whose_call_asked() {
         .collect();
     for (i, child, c) in children {
         let out = crate::util::wait_with_timeout(child, &c);
-        assert_eq!(out.code, Some(0), "{}", out.all());
+        assert_eq!(
+            out.code,
+            Some(0),
+            "{}\n{}\n{}",
+            out.all(),
+            fx.summary(),
+            _d.log_text()
+        );
         assert_eq!(
             out.stdout.trim(),
             format!("c{i}:\"n{i}\""),

@@ -585,6 +585,31 @@ fn a_sandboxed_server_is_kept_warm_in_its_sandbox() {
     assert_eq!(first, second, "one warm server");
     assert_contains(&first, "rivumi-mcp-sandbox-boxed-");
     assert!(Path::new(&first).is_dir(), "{first} is gone while warm");
+    // The journal of a warm call says what its server is confined to.
+    let journal = s.dir.path("warm.jsonl");
+    let j = journal.display().to_string();
+    run_allowed(
+        &s.proj,
+        "boxed",
+        &["call", "--yes", "mcp__boxed__env", "--journal", &j],
+    )
+    .assert_exit(0);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let init: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "initialized")
+        .unwrap();
+    assert_eq!(init["warm"], true, "{init}");
+    assert_eq!(init["sandbox"]["network"], "none", "{init}");
+    let read: Vec<&str> = init["sandbox"]["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["path"].as_str())
+        .collect();
+    assert!(read.contains(&"/usr"), "{init}");
+    assert!(!text.contains("server_spawned"), "the daemon spawned it");
     let warm = crate::daemon::servers(&s.proj);
     assert_eq!(warm.len(), 1, "{warm:?}");
     let read = format!("read={}", s.secret.display());

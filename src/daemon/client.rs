@@ -116,6 +116,13 @@ pub(crate) fn session(
     let mut req = wire::request("open");
     req.insert("name".into(), json!(plan.name));
     req.insert("key".into(), json!(key));
+    // A sandboxed server's confinement, for the journal (the daemon
+    // spawns it as the invocation decided).
+    let sandbox = plan
+        .launch
+        .get("sandbox")
+        .and_then(|v| crate::sandbox::Decision::from_json(v).ok())
+        .map(|d| d.summary());
     req.insert("launch".into(), plan.launch);
     req.insert("display".into(), json!(plan.display));
     req.insert("startup_ms".into(), json!(plan.startup.as_millis() as u64));
@@ -175,6 +182,7 @@ pub(crate) fn session(
         info,
         plan.request_timeout,
         client,
+        sandbox,
     )))
 }
 

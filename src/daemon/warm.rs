@@ -8,7 +8,8 @@
 //! opening; the others take up its session id, or speak the sessionless
 //! 2026-07-28 wire), reading one request's stream at a time, so that
 //! concurrent callers' requests run concurrently, as Streamable HTTP
-//! allows, and a request waits only when every lane is busy. Every request
+//! allows, and a request waits only when every lane is busy (then for
+//! the first lane to be free, [`Warm::waiting`]). Every request
 //! a caller sends gets a fresh id of the daemon's (its progress token is
 //! replaced the same way), and the answer goes back to that caller with
 //! its own id: two invocations may both use id 1.
@@ -77,6 +78,8 @@ const FIRST_ID: u64 = 1000;
 pub(crate) const MAX_IN_FLIGHT: usize = 4096;
 /// At most this many requests of one HTTP server run at once (lanes).
 pub(crate) const MAX_LANES: usize = 4;
+/// The lane of a request that waits for a free one ([`Warm::waiting`]).
+const WAITING: usize = usize::MAX;
 /// At most this many lanes are made in a server's life (a lane that
 /// failed is replaced, up to this).
 const MAX_MADE_LANES: usize = 2 * MAX_LANES;
@@ -239,6 +242,10 @@ pub(crate) struct Warm {
     lanes: Mutex<Vec<Lane>>,
     /// HTTP: how to make another lane (`None`: one lane only).
     make: Option<MakeLane>,
+    /// HTTP: requests that came while every lane was busy, taken in order
+    /// by the first lane to be free (never queued behind one slow
+    /// request while another lane is idle).
+    waiting: Mutex<std::collections::VecDeque<Out>>,
     /// HTTP, handshake era: the session id the lanes share, as the first
     /// lane has it now (a session the server expired is started again
     /// there, and the others follow).
@@ -286,6 +293,7 @@ impl Warm {
             stdio,
             lanes: Mutex::new(vec![]),
             make,
+            waiting: Mutex::default(),
             session: Mutex::new(None),
             roots,
             state: Mutex::new(State {
@@ -356,7 +364,7 @@ impl Warm {
     }
 
     /// The lane for a new request: an idle one, else a new one while
-    /// there may be more, else the least busy; counted as busier.
+    /// there may be more (counted as busier), else [`WAITING`].
     fn pick_lane(&self) -> usize {
         let (idle, count) = {
             let lanes = lock(&self.lanes);
@@ -390,17 +398,45 @@ impl Warm {
                 )),
             }
         }
-        let lanes = lock(&self.lanes);
-        let n = pick.unwrap_or_else(|| {
-            (0..lanes.len())
-                .filter(|i| lanes[*i].open.load(Ordering::SeqCst))
-                .min_by_key(|i| lanes[*i].load.load(Ordering::SeqCst))
-                .unwrap_or(0)
-        });
-        if let Some(l) = lanes.get(n) {
+        let Some(n) = pick else { return WAITING };
+        if let Some(l) = lock(&self.lanes).get(n) {
             l.load.fetch_add(1, Ordering::SeqCst);
         }
         n
+    }
+
+    /// Puts a request no lane could take at once in [`Warm::waiting`],
+    /// and wakes a lane that has become free meanwhile.
+    fn wait_for_lane(&self, o: Out) {
+        lock(&self.waiting).push_back(o);
+        let lanes = lock(&self.lanes);
+        let free = lanes.iter().find(|l| {
+            l.open.load(Ordering::SeqCst) && l.load.load(Ordering::SeqCst) == 0
+        });
+        if let Some(l) = free {
+            // A wake-up: the lane looks at `waiting` and drops this.
+            let _ = l.tx.try_send((Value::Null, None));
+        }
+    }
+
+    /// The next waiting request, for lane `lane` now free (counted on
+    /// `load`, its `Pending` moved to the lane).
+    fn take_waiting(&self, lane: usize, load: &AtomicUsize) -> Option<Out> {
+        let o = lock(&self.waiting).pop_front()?;
+        load.fetch_add(1, Ordering::SeqCst);
+        if let Some(n) = o.0.get("id").and_then(Value::as_u64)
+            && let Some(p) = lock(&self.state).pending.get_mut(&n)
+        {
+            p.lane = lane;
+        }
+        Some(o)
+    }
+
+    /// Takes request `n` out of [`Warm::waiting`]: it never reached the
+    /// server, so nothing is to be cancelled there.
+    fn unwait(&self, n: u64) {
+        lock(&self.waiting)
+            .retain(|(m, _)| m.get("id").and_then(Value::as_u64) != Some(n));
     }
 
     /// Sends `m` to the server: over stdio through its writer queue, over
@@ -456,7 +492,8 @@ impl Warm {
         // The session id this lane's transport carries.
         let mut mine: Option<String> = None;
         'run: while !self.stop.load(Ordering::SeqCst) {
-            if awaiting.is_none() && queue.is_empty() {
+            let free = awaiting.is_none() && queue.is_empty();
+            if free && lock(&self.waiting).is_empty() {
                 match rx.recv_timeout(PUMP_TICK) {
                     Ok(o) => queue.push_back(o),
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -468,12 +505,27 @@ impl Warm {
             while let Ok(o) = rx.try_recv() {
                 queue.push_back(o);
             }
-            while let Some((m, _)) = queue.front() {
-                let request = is_request(m);
+            if awaiting.is_none()
+                && !queue.iter().any(|(m, _)| is_request(m))
+                && let Some(o) = self.take_waiting(lane, load)
+            {
+                queue.push_back(o);
+            }
+            // In order; but what is not a request (an answer to the
+            // server's question, a notification) never waits behind a
+            // held request: the server may need it to finish the request
+            // in flight.
+            let mut i = 0;
+            while i < queue.len() {
+                let request = is_request(&queue[i].0);
                 if request && awaiting.is_some() {
-                    break;
+                    i += 1;
+                    continue;
                 }
-                let Some((m, h)) = queue.pop_front() else { break };
+                let Some((m, h)) = queue.remove(i) else { break };
+                if m.is_null() {
+                    continue;
+                }
                 if request {
                     // Its caller may have left while it waited.
                     let id = m.get("id").cloned().unwrap_or(Value::Null);
@@ -636,6 +688,7 @@ impl Warm {
 
     /// Fails every call in flight with `why` and marks the server dead.
     fn fail(&self, why: &str) {
+        lock(&self.waiting).clear();
         let callers: Vec<Arc<Caller>> = {
             let mut s = lock(&self.state);
             s.dead = Some(why.to_string());
@@ -978,7 +1031,9 @@ impl Warm {
                     n
                 };
                 m["id"] = json!(n);
-                if let Err(why) = self.send(&m, headers, lane) {
+                if lane == WAITING {
+                    self.wait_for_lane((m, headers));
+                } else if let Err(why) = self.send(&m, headers, lane) {
                     lock(&self.state).pending.remove(&n);
                     self.unload(lane);
                     c.send(&json!({"gone": why}));
@@ -1005,9 +1060,13 @@ impl Warm {
                         .map(|(n, _)| *n);
                     n.and_then(|n| s.pending.remove(&n).map(|p| (n, p.lane)))
                 };
-                if let Some((n, lane)) = found {
-                    m["params"]["requestId"] = json!(n);
-                    let _ = self.send(&m, None, lane);
+                match found {
+                    Some((n, WAITING)) => self.unwait(n),
+                    Some((n, lane)) => {
+                        m["params"]["requestId"] = json!(n);
+                        let _ = self.send(&m, None, lane);
+                    }
+                    None => {}
                 }
             }
             _ => {}
@@ -1060,6 +1119,10 @@ impl Warm {
             (ns, asks)
         };
         for (n, lane) in ns {
+            if lane == WAITING {
+                self.unwait(n);
+                continue;
+            }
             crate::msg::debug(&format!(
                 "server '{}': the caller left; request {n} cancelled",
                 self.facts.name

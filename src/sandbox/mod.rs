@@ -153,6 +153,21 @@ impl Decision {
         })
     }
 
+    /// What it confines the server to, as [`Plan::summary`] says it
+    /// (without the private temporary directory, which the spawning
+    /// process makes).
+    pub(crate) fn summary(&self) -> Value {
+        let missing: Vec<&str> =
+            self.missing.iter().map(|n| n.describe()).collect();
+        summary(
+            &self.grants,
+            self.network,
+            &self.connect,
+            &self.bind,
+            &missing,
+        )
+    }
+
     /// The decision [`Decision::to_json`] wrote; `Err` names what is
     /// malformed.
     pub(crate) fn from_json(
@@ -428,22 +443,41 @@ impl Plan {
 
     /// What the server is confined to, for the journal and `-v`.
     pub(crate) fn summary(&self) -> Value {
-        let list = |write: bool| -> Vec<Value> {
-            self.grants
-                .iter()
-                .filter(|g| g.write == write)
-                .map(|g| json!({"path": g.path.display().to_string(), "why": g.why}))
-                .collect()
-        };
-        json!({
-            "read": list(false),
-            "write": list(true),
-            "network": self.network.name(),
-            "connect": self.connect,
-            "bind": self.bind,
-            "not_enforced": self.not_enforced,
-        })
+        summary(
+            &self.grants,
+            self.network,
+            &self.connect,
+            &self.bind,
+            &self.not_enforced,
+        )
     }
+}
+
+/// What a server is confined to, for the journal and `-v`: the paths
+/// read-only and writable (each with why), the network, the ports, and
+/// what the kernel does not enforce.
+fn summary(
+    grants: &[Grant],
+    network: Network,
+    connect: &[u16],
+    bind: &[u16],
+    not_enforced: &[&str],
+) -> Value {
+    let list = |write: bool| -> Vec<Value> {
+        grants
+            .iter()
+            .filter(|g| g.write == write)
+            .map(|g| json!({"path": g.path.display().to_string(), "why": g.why}))
+            .collect()
+    };
+    json!({
+        "read": list(false),
+        "write": list(true),
+        "network": network.name(),
+        "connect": connect,
+        "bind": bind,
+        "not_enforced": not_enforced,
+    })
 }
 
 impl Drop for Plan {
