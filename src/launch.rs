@@ -402,7 +402,8 @@ impl Context {
 
     /// A stdio server's warm session from the daemon, never a cold one:
     /// `Ok(Err(why))` when it cannot be had warm (no daemon runs, it is
-    /// off for this invocation, the server has a sandbox). With `task`
+    /// off for this invocation, this run lifts its sandbox or grants it
+    /// `--root` directories). With `task`
     /// (a task's fingerprint), only the warm server that holds that task,
     /// never a new one.
     pub(crate) fn start_warm(
@@ -483,116 +484,153 @@ impl Context {
         startup: Duration,
         want: Want<'_>,
     ) -> Result<Opened> {
-        Ok(Opened::Cold(match &server.transport {
+        match &server.transport {
             Transport::Stdio(spec) => {
-                let lookup = |n: &str| self.lookup_for_servers(n);
-                let argv =
-                    spec.argv(&lookup).map_err(|e| e.for_server(name))?;
-                let env = stdio::child_env(spec, &lookup)
-                    .map_err(|e| e.for_server(name))?;
-                let sandbox = self
-                    .sandbox(name, spec, &argv.0, &env)
-                    .map_err(|e| e.for_server(name))?;
-                // A sandboxed server is kept warm in the same sandbox (the
-                // decision is in the key); one whose sandbox is lifted for
-                // this run only starts cold: the daemon would keep it
-                // unconfined past this run.
-                let lifted = spec.sandbox.is_some() && sandbox.is_none();
-                let task = match want {
-                    Want::Cold => None,
-                    Want::Any if !self.daemon || lifted => None,
-                    Want::Any => Some(None),
-                    Want::Warm(_) if !self.daemon => {
-                        return Ok(Opened::Unwarmed(
-                            "the daemon is off for this invocation \
-                             (--no-daemon or RIVUMI_MCP_DAEMON=off)",
-                        ));
-                    }
-                    Want::Warm(_) if lifted => {
-                        return Ok(Opened::Unwarmed(
-                            "its sandbox is lifted for this run \
-                             (--no-sandbox), and an unconfined server is \
-                             never kept warm",
-                        ));
-                    }
-                    Want::Warm(task) => Some(task),
-                };
-                if let Some(task) = task {
-                    let (launch, display) = Context::stdio_launch(
-                        spec,
-                        &argv,
-                        &env,
-                        sandbox.as_ref(),
-                    );
-                    let warm = self.borrow(
-                        name, server, launch, display, startup, task,
-                    )?;
-                    match (warm, want) {
-                        (Some(s), _) => return Ok(Opened::Warm(Box::new(s))),
-                        (None, Want::Warm(_)) => {
-                            return Ok(Opened::Unwarmed(
-                                "no daemon runs ('rivumi-mcp daemon start' \
-                                 keeps servers warm)",
-                            ));
-                        }
-                        (None, _) => {}
-                    }
-                }
-                let sandbox = sandbox
-                    .map(|d| crate::sandbox::Plan::make(name, d))
-                    .transpose()
-                    .map_err(|e| e.for_server(name))?;
-                Box::new(
-                    StdioTransport::spawn(
-                        name,
-                        spec,
-                        &argv,
-                        env,
-                        self.max_message,
-                        sandbox,
-                    )
-                    .map_err(|e| e.for_server(name))?,
-                )
+                self.stdio_transport(name, server, spec, startup, want)
             }
             Transport::Http(spec) => {
-                let lookup = |n: &str| self.lookup_for_servers(n);
-                let mut headers = http::headers(spec, &lookup)
-                    .map_err(|e| e.for_server(name))?;
-                for (k, argv) in &spec.headers_command {
-                    let v = crate::auth::command::header(name, k, argv)?;
-                    headers.push((k.to_ascii_lowercase(), v.expose().into()));
-                }
-                let auth = Authorization::resolve(
-                    name,
-                    spec,
-                    self.lookup,
-                    crate::auth::Inline {
-                        step_up: self.step_up,
-                        refresh: self.refresh,
-                    },
-                )
-                .map_err(|e| e.for_server(name))?;
-                // Kept warm when the credential is settled for this
-                // invocation (none, a variable's token, a command's, a
-                // stored login's, DPoP-bound or not): its value is in the
-                // key, so a changed token is another server. With step-up
-                // or refresh in effect the renewal belongs here: cold.
-                if self.daemon
-                    && want == Want::Any
-                    && let Some(lent) = auth.lend()
-                    && let Some(s) = self.warm_http(
-                        name, server, spec, &headers, lent, startup,
-                    )?
-                {
-                    return Ok(Opened::Warm(Box::new(s)));
-                }
-                let limits = http::Limits::new(self.max_message);
-                Box::new(
-                    HttpTransport::connect(name, spec, headers, auth, limits)
-                        .map_err(|e| e.for_server(name))?,
-                )
+                self.http_transport(name, server, spec, startup, want)
             }
-        }))
+        }
+    }
+
+    /// [`Context::transport`] for a stdio server.
+    fn stdio_transport(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Stdio,
+        startup: Duration,
+        want: Want<'_>,
+    ) -> Result<Opened> {
+        let lookup = |n: &str| self.lookup_for_servers(n);
+        let argv = spec.argv(&lookup).map_err(|e| e.for_server(name))?;
+        let env =
+            stdio::child_env(spec, &lookup).map_err(|e| e.for_server(name))?;
+        let sandbox = self
+            .sandbox(name, spec, &argv.0, &env)
+            .map_err(|e| e.for_server(name))?;
+        // A sandboxed server is kept warm in the same sandbox (the
+        // decision is in the key); one whose sandbox is lifted, or
+        // grants --root directories, for this run only starts
+        // cold: the daemon would keep it past this run.
+        let lifted = spec.sandbox.is_some() && sandbox.is_none();
+        let not_lendable = if lifted {
+            Some(
+                "its sandbox is lifted for this run (--no-sandbox), \
+                 and an unconfined server is never kept warm",
+            )
+        } else {
+            sandbox.as_ref().and_then(|d| d.not_lendable())
+        };
+        let task = match want {
+            Want::Cold => None,
+            Want::Any if !self.daemon || not_lendable.is_some() => None,
+            Want::Any => Some(None),
+            Want::Warm(_) if !self.daemon => {
+                return Ok(Opened::Unwarmed(
+                    "the daemon is off for this invocation \
+                     (--no-daemon or RIVUMI_MCP_DAEMON=off)",
+                ));
+            }
+            Want::Warm(_) if not_lendable.is_some() => {
+                return Ok(Opened::Unwarmed(not_lendable.unwrap_or_default()));
+            }
+            Want::Warm(task) => Some(task),
+        };
+        if let Some(task) = task {
+            let (launch, display) =
+                Context::stdio_launch(spec, &argv, &env, sandbox.as_ref());
+            let warm =
+                self.borrow(name, server, launch, display, startup, task)?;
+            match (warm, want) {
+                (Some(s), _) => return Ok(Opened::Warm(Box::new(s))),
+                (None, Want::Warm(_)) => {
+                    return Ok(Opened::Unwarmed(
+                        "no daemon runs ('rivumi-mcp daemon start' \
+                         keeps servers warm)",
+                    ));
+                }
+                (None, _) => {}
+            }
+        }
+        let sandbox = sandbox
+            .map(|d| crate::sandbox::Plan::make(name, d))
+            .transpose()
+            .map_err(|e| e.for_server(name))?;
+        Ok(Opened::Cold(Box::new(
+            StdioTransport::spawn(
+                name,
+                spec,
+                &argv,
+                env,
+                self.max_message,
+                sandbox,
+            )
+            .map_err(|e| e.for_server(name))?,
+        )))
+    }
+
+    /// [`Context::transport`] for an HTTP server.
+    fn http_transport(
+        &self,
+        name: &str,
+        server: &Server,
+        spec: &config::Http,
+        startup: Duration,
+        want: Want<'_>,
+    ) -> Result<Opened> {
+        let lookup = |n: &str| self.lookup_for_servers(n);
+        let mut headers =
+            http::headers(spec, &lookup).map_err(|e| e.for_server(name))?;
+        for (k, argv) in &spec.headers_command {
+            let v = crate::auth::command::header(name, k, argv)?;
+            headers.push((k.to_ascii_lowercase(), v.expose().into()));
+        }
+        let auth = Authorization::resolve(
+            name,
+            spec,
+            self.lookup,
+            crate::auth::Inline {
+                step_up: self.step_up,
+                refresh: self.refresh,
+            },
+        )
+        .map_err(|e| e.for_server(name))?;
+        // The proxy is this invocation's to choose (the daemon's
+        // environment is not the caller's): in the key, given.
+        let proxy = crate::net::env_proxy_for(&spec.url);
+        // Kept warm when the credential is settled for this
+        // invocation (none, a variable's token, a command's, a
+        // stored login's, DPoP-bound or not): its value is in the
+        // key, so a changed token is another server. With step-up
+        // or refresh in effect the renewal belongs here: cold.
+        if self.daemon
+            && want == Want::Any
+            && let Some(lent) = auth.lend()
+            && let Some(s) = self.warm_http(
+                name,
+                server,
+                spec,
+                (&headers, proxy.as_deref()),
+                lent,
+                startup,
+            )?
+        {
+            return Ok(Opened::Warm(Box::new(s)));
+        }
+        let limits = http::Limits::new(self.max_message);
+        Ok(Opened::Cold(Box::new(
+            HttpTransport::connect(
+                name,
+                spec,
+                headers,
+                auth,
+                limits,
+                proxy.as_deref(),
+            )
+            .map_err(|e| e.for_server(name))?,
+        )))
     }
 }
 
@@ -649,15 +687,15 @@ impl Context {
         (launch, display)
     }
 
-    /// The same for an HTTP server: the URL, the headers and the
-    /// credential [`Authorization::lend`] gave (values included) are its
-    /// launch.
+    /// The same for an HTTP server: the URL, the headers, the proxy and
+    /// the credential [`Authorization::lend`] gave (values included) are
+    /// its launch.
     fn warm_http(
         &self,
         name: &str,
         server: &Server,
         spec: &config::Http,
-        headers: &[(String, String)],
+        (headers, proxy): (&[(String, String)], Option<&str>),
         auth: serde_json::Value,
         startup: Duration,
     ) -> Result<Option<Session>> {
@@ -668,6 +706,7 @@ impl Context {
             "url": spec.url_text,
             "headers": sorted,
             "auth": auth,
+            "proxy": proxy,
         });
         let display = vec![spec.url_text.clone()];
         self.borrow(name, server, launch, display, startup, None)

@@ -222,8 +222,51 @@ impl Reach {
 /// keep-alive timeout of common servers (Node, uvicorn, Apache).
 const IDLE_REUSE: Duration = Duration::from_secs(3);
 
-/// An agent for requests to `url`'s origin.
+/// The proxy this process's environment routes requests to `url`
+/// through, as ureq reads it (`ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY`,
+/// their lowercase forms, less what `NO_PROXY` exempts): `None` for a
+/// loopback URL, for none set, and for a SOCKS proxy (this build does
+/// not speak SOCKS and goes direct, as it does with one from the
+/// environment). An MCP server's transport is given it explicitly
+/// ([`agent_via`]), so a warm server's connection, made by the daemon,
+/// goes the way the invocation's would.
+pub(crate) fn env_proxy_for(url: &Url) -> Option<String> {
+    if url.is_loopback() {
+        return None;
+    }
+    let p = ureq::Proxy::try_from_env()?;
+    let uri: ureq::http::Uri = url.to_string().parse().ok()?;
+    let socks = !matches!(
+        p.protocol(),
+        ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https
+    );
+    if socks || p.is_no_proxy(&uri) {
+        return None;
+    }
+    Some(p.uri().to_string())
+}
+
+/// An agent for requests to `url`'s origin, through the environment's
+/// proxy (OAuth's requests).
 pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
+    agent_with(url, None)
+}
+
+/// An agent for requests to `url`'s origin through exactly `proxy` (a
+/// URL [`env_proxy_for`] gave), or directly.
+pub(crate) fn agent_via(url: &Url, proxy: Option<&str>) -> Result<Agent> {
+    let p = match proxy {
+        Some(p) => Some(ureq::Proxy::new(p).map_err(|e| {
+            Error::refused(format!("the proxy for {url}: {e}"))
+        })?),
+        None => None,
+    };
+    agent_with(url, Some(p))
+}
+
+/// An agent for `url`'s origin; `proxy`: `None` for the environment's,
+/// else exactly the one given (or none).
+fn agent_with(url: &Url, proxy: Option<Option<ureq::Proxy>>) -> Result<Agent> {
     let mut config = Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
@@ -238,6 +281,8 @@ pub(crate) fn agent_for(url: &Url) -> Result<Agent> {
     if url.is_loopback() {
         // Loopback traffic never goes through a proxy.
         config = config.proxy(None);
+    } else if let Some(p) = proxy {
+        config = config.proxy(p);
     }
     let config = config.build();
     Ok(match &url.host {

@@ -1015,6 +1015,157 @@ fn daemon_http_callers_run_concurrently_in_one_session() {
     assert_eq!(servers(&dir).len(), 1, "the same warm server");
 }
 
+/// A server that answers a call with JSON only when the result is ready
+/// (11 s here, past the daemon's 10 s bound for handing a message over)
+/// holds the POST that long: the warm call waits for it as the caller
+/// does, as cold, and the server stays warm.
+#[test]
+fn daemon_http_a_slow_json_answer_is_waited_for_as_cold() {
+    let script = crate::util::http::McpScript::new().sessions();
+    let fx = crate::util::http::HttpFixture::start(move |req, conn| {
+        if req.rpc_method().as_deref() == Some("tools/call") {
+            thread::sleep(Duration::from_secs(11));
+        }
+        script.handle(req, conn);
+    });
+    let dir = Dir::new("daemon_http_slow_json");
+    write_mcp_json(&dir, &[("hs", json!({"url": fx.url()}))]);
+    let _d = Daemon::start(&dir, &[]);
+    let mut c = warm(&dir, &["call", "hs", "echo", "text=late"]);
+    c.env("RIVUMI_MCP_ALLOWLIST", "hs");
+    c.timeout(Duration::from_secs(60));
+    let out = c.run();
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert_eq!(out.stdout.trim(), "late");
+    let s = servers(&dir);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["alive"], true, "{s:?}");
+}
+
+/// An HTTPS server the invocation reaches through its proxy
+/// (`HTTPS_PROXY`) is reached through that proxy warm too: the daemon,
+/// started without one, uses the invocation's, never its own environment.
+#[test]
+fn daemon_http_the_invocations_proxy_is_used_warm() {
+    let proxy = crate::util::http::HttpFixture::start(|_req, conn| {
+        conn.respond(502, &[], b"no upstream here");
+    });
+    let dir = Dir::new("daemon_http_proxy");
+    write_mcp_json(
+        &dir,
+        &[("hp", json!({"url": "https://mcp.example.test/mcp"}))],
+    );
+    let _d = Daemon::start(&dir, &[]);
+    let via = format!("http://127.0.0.1:{}", proxy.port());
+    let run = |cold: bool| {
+        let mut all = vec!["list", "hp"];
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(&dir, &all);
+        c.env("RIVUMI_MCP_ALLOWLIST", "hp");
+        c.env("HTTPS_PROXY", &via);
+        c.run()
+    };
+    let cold = run(true);
+    let seen = |p: &crate::util::http::HttpFixture| {
+        p.requests().iter().filter(|r| r.method == "CONNECT").count()
+    };
+    let n = seen(&proxy);
+    assert!(n >= 1, "cold went through the proxy: {}", proxy.summary());
+    let hot = run(false);
+    assert!(seen(&proxy) > n, "warm did too: {}", proxy.summary());
+    assert_eq!(hot.code, cold.code, "{}\n{}", hot.all(), cold.all());
+}
+
+/// A token the server stops accepting while its warm session lives fails
+/// the next call as cold fails it (an authentication error, exit 6, the
+/// same hint), not as a server failure (exit 4).
+#[test]
+fn daemon_a_token_refused_mid_session_fails_as_cold() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let script = crate::util::http::McpScript::new().sessions();
+    let revoked = Arc::new(AtomicBool::new(false));
+    let r2 = Arc::clone(&revoked);
+    let fx = crate::util::http::HttpFixture::start(move |req, conn| {
+        if r2.load(Ordering::SeqCst) {
+            conn.respond(
+                401,
+                &[("www-authenticate", "Bearer error=\"invalid_token\"")],
+                b"no",
+            );
+        } else {
+            script.handle(req, conn);
+        }
+    });
+    let dir = Dir::new("daemon_http_revoked");
+    write_mcp_json(
+        &dir,
+        &[(
+            "hr",
+            json!({"url": fx.url(), "bearer_token_env_var": "HR_TOKEN"}),
+        )],
+    );
+    let _d = Daemon::start(&dir, &[]);
+    let run = |cold: bool| {
+        let mut all = vec!["call", "hr", "echo", "text=hi"];
+        if cold {
+            all.push("--no-daemon");
+        }
+        let mut c = warm(&dir, &all);
+        c.env("RIVUMI_MCP_ALLOWLIST", "hr");
+        c.env("HR_TOKEN", "tok-revoked-soon");
+        c.run()
+    };
+    let first = run(false);
+    assert_eq!(first.code, Some(0), "{}", first.all());
+    assert_eq!(servers(&dir).len(), 1);
+    revoked.store(true, Ordering::SeqCst);
+    let hot = run(false);
+    let cold = run(true);
+    assert_eq!(cold.code, Some(6), "{}", cold.all());
+    assert_eq!(hot.code, Some(6), "{}", hot.all());
+    for out in [&hot, &cold] {
+        assert_contains(&out.stderr, "the token in 'HR_TOKEN' was refused");
+    }
+}
+
+/// A token command that prints a new token every run (a minted token)
+/// never fills the daemon: each run's server retires the previous run's,
+/// and 70 runs (more than the daemon's 64 servers) all succeed warm.
+#[test]
+fn daemon_a_token_new_every_run_never_fills_the_daemon() {
+    let fx = crate::util::http::HttpFixture::mcp(
+        crate::util::http::McpScript::new().sessions(),
+    );
+    let dir = Dir::new("daemon_http_minted");
+    write_mcp_json(
+        &dir,
+        &[(
+            "hm",
+            json!({"url": fx.url(),
+                        "token_command": ["sh", "-c", "echo minted-$$"]}),
+        )],
+    );
+    let _d = Daemon::start(&dir, &[]);
+    for i in 0..70 {
+        let out =
+            run_with(&dir, "hm", &["call", "hm", "echo", "text=x"], false);
+        assert_eq!(out.code, Some(0), "run {i}: {}", out.all());
+        assert_eq!(out.stderr, "", "run {i} ran warm and quiet");
+    }
+    let s = servers(&dir);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(fx.posts_of("initialize").len(), 70);
+    let tokens: std::collections::HashSet<String> = fx
+        .posts_of("initialize")
+        .iter()
+        .filter_map(|r| r.header("authorization").map(str::to_string))
+        .collect();
+    assert_eq!(tokens.len(), 70, "a new token each run");
+}
+
 /// Concurrent callers of one warm HTTP server whose calls each ask a
 /// question on their own request's stream: each question reaches the
 /// caller whose call it came with and is answered by that invocation's
@@ -1157,8 +1308,9 @@ fn guarded_server(
 }
 
 /// An HTTP server with a bearer token from a variable is kept warm,
-/// keyed by the token's hash: a changed token is another server; a
-/// refused token fails as cold; the daemon writes the token nowhere.
+/// keyed by the token's hash: a changed token is another server (the old
+/// one retires); a refused token fails as cold; the daemon writes the
+/// token nowhere.
 #[test]
 fn daemon_http_bearer_from_env_is_warm_and_never_written() {
     const GOOD: [&str; 2] = ["tok-AAAA-0123456789", "tok-BBBB-9876543210"];
@@ -1188,17 +1340,20 @@ fn daemon_http_bearer_from_env_is_warm_and_never_written() {
         assert_eq!(out.stdout.trim(), "hi");
     }
     assert_eq!(fx.posts_of("initialize").len(), 1, "one warm session");
-    assert_eq!(servers(&dir).len(), 1);
+    let first = servers(&dir);
+    assert_eq!(first.len(), 1);
     let other = run(GOOD[1], false);
     assert_eq!(other.code, Some(0), "{}", other.all());
+    // Another token is another server, and the old token's retires.
     let s = servers(&dir);
-    assert_eq!(s.len(), 2, "another token, another server: {s:?}");
-    assert_ne!(s[0]["fingerprint"], s[1]["fingerprint"]);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_ne!(s[0]["fingerprint"], first[0]["fingerprint"]);
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
     let (cold, hot) = (run("tok-wrong", true), run("tok-wrong", false));
     assert_eq!(hot.code, cold.code, "{}\n{}", hot.all(), cold.all());
     assert_eq!(hot.code, Some(6));
     assert_contains(&hot.stderr, "the token in 'HB_TOKEN' was refused");
-    assert_eq!(servers(&dir).len(), 2, "a refused token keeps nothing");
+    assert_eq!(servers(&dir).len(), 1, "a refused token keeps nothing");
     let status = warm(&dir, &["daemon", "status", "--json"]).assert_exit(0);
     let human = warm(&dir, &["daemon", "status"]).assert_exit(0);
     for t in GOOD.iter().chain(&["tok-wrong"]) {
@@ -1215,7 +1370,8 @@ fn daemon_http_bearer_from_env_is_warm_and_never_written() {
 /// An HTTP server whose token comes from `token_command` and a header from
 /// `headers_command` is kept warm: each invocation runs the commands, as
 /// cold does, and their output is in the key (another output, another
-/// server); a refused token fails exactly as cold; the daemon writes
+/// server, the old one retired); a refused token fails exactly as cold;
+/// the daemon writes
 /// neither value anywhere.
 #[test]
 fn daemon_http_credential_commands_are_warm_keyed_by_their_output() {
@@ -1252,19 +1408,22 @@ fn daemon_http_credential_commands_are_warm_keyed_by_their_output() {
     assert_eq!(fx.posts_of("initialize").len(), 1, "one warm session");
     let count = || std::fs::read_to_string(&runs).unwrap().lines().count();
     assert_eq!(count(), 2, "the command runs in every invocation");
-    assert_eq!(servers(&dir).len(), 1);
+    let first = servers(&dir);
+    assert_eq!(first.len(), 1);
     std::fs::write(&token, TOKENS[1]).unwrap();
     let other = run(false);
     assert_eq!(other.code, Some(0), "{}", other.all());
+    // Another output is another server, and the old output's retires.
     let s = servers(&dir);
-    assert_eq!(s.len(), 2, "another token, another server: {s:?}");
-    assert_ne!(s[0]["fingerprint"], s[1]["fingerprint"]);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_ne!(s[0]["fingerprint"], first[0]["fingerprint"]);
+    assert_eq!(fx.posts_of("initialize").len(), 2, "{}", fx.summary());
     std::fs::write(&token, "cmd-tok-wrong").unwrap();
     let (cold, hot) = (run(true), run(false));
     same_output(&cold, &hot);
     assert_eq!(hot.code, Some(6));
     assert_contains(&hot.stderr, "token_command 'sh' printed was refused");
-    assert_eq!(servers(&dir).len(), 2, "a refused token keeps nothing");
+    assert_eq!(servers(&dir).len(), 1, "a refused token keeps nothing");
     let status = warm(&dir, &["daemon", "status", "--json"]).assert_exit(0);
     for t in TOKENS.iter().chain(&[KEY, "cmd-tok-wrong"]) {
         for (what, text) in

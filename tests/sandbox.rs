@@ -558,7 +558,8 @@ fn server_tmpdir(s: &Setup) -> String {
 /// hostile probe is denied through the warm server as cold, one process
 /// serves both calls (its private temporary directory stays while it is
 /// warm and goes with it); a run that lifts the sandbox (`--no-sandbox`)
-/// starts cold and unconfined and leaves no unconfined server behind.
+/// starts cold and unconfined and leaves no unconfined server behind, and
+/// so does a run that grants a `--root` directory.
 #[test]
 fn a_sandboxed_server_is_kept_warm_in_its_sandbox() {
     let s = setup(
@@ -618,6 +619,21 @@ fn a_sandboxed_server_is_kept_warm_in_its_sandbox() {
     let after = crate::daemon::servers(&s.proj);
     assert_eq!(after.len(), 1, "a lifted sandbox is never warm: {after:?}");
     assert_eq!(after[0]["calls"], warm[0]["calls"], "the lifted run was cold");
+    assert_eq!(after[0]["pid"], warm[0]["pid"]);
+    // A run that grants a --root directory writes there, cold: a warm
+    // server would keep the grant after the run.
+    let shared = s.dir.create_dir("shared");
+    let root = shared.display().to_string();
+    let write = format!("write={}", shared.join("made").display());
+    let out = run_allowed(
+        &s.proj,
+        "boxed",
+        &["call", "--yes", "mcp__boxed__probe", &write, "--root", &root],
+    )
+    .assert_exit(0);
+    assert!(shared.join("made").exists(), "{}", out.all());
+    let after = crate::daemon::servers(&s.proj);
+    assert_eq!(after.len(), 1, "a --root run is never warm: {after:?}");
     assert_eq!(after[0]["pid"], warm[0]["pid"]);
     run_allowed(&s.proj, "boxed", &["daemon", "stop"]).assert_exit(0);
     assert!(d.wait().success());

@@ -568,6 +568,30 @@ mod tests {
     }
 
     #[test]
+    fn a_dpop_bound_login_is_lent_with_its_key_and_proves_each_request() {
+        let key = keys::generate_p256().unwrap();
+        let v = serde_json::json!({"source": "login", "label": null,
+            "value": "DPoP tok-9", "dpop": key.expose()});
+        let a = Authorization::lent("web", &v).unwrap();
+        let again = Authorization::lent("web", &a.lend().unwrap()).unwrap();
+        for auth in [&a, &again] {
+            let h = auth.headers("POST", "https://x/mcp");
+            assert_eq!(h[0], ("authorization", "DPoP tok-9".to_string()));
+            assert_eq!(h[1].0, "dpop", "a proof for every request");
+        }
+        let p1 = &a.headers("POST", "https://x/mcp")[1].1;
+        let p2 = &a.headers("POST", "https://x/mcp")[1].1;
+        assert_ne!(p1, p2, "a fresh proof each time");
+        assert!(!format!("{a:?}").contains(key.expose()));
+        let bearer_with_key = serde_json::json!({"source": "login",
+            "value": "Bearer tok-9", "dpop": key.expose()});
+        assert!(Authorization::lent("web", &bearer_with_key).is_err());
+        let bad_key = serde_json::json!({"source": "login",
+            "value": "DPoP tok-9", "dpop": "not-a-key"});
+        assert!(Authorization::lent("web", &bad_key).is_err());
+    }
+
+    #[test]
     fn a_malformed_lent_credential_is_refused() {
         for bad in [
             serde_json::json!({"source": "magic", "value": "Bearer t"}),

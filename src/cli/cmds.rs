@@ -661,8 +661,10 @@ metadata (RFC 8414 / OpenID Connect), and prints them with a suggested
                     "daemon stop",
                 ],
                 about: "\
-Keeps servers warm between invocations (stdio servers, and HTTP servers
-without credentials; never one with a sandbox block). While the daemon
+Keeps servers warm between invocations (stdio servers, sandboxed ones in
+their sandbox, and HTTP servers with the credential the invocation settles;
+never one whose sandbox a run lifts or one step-up or refresh may renew
+mid-run). While the daemon
 runs, list, call, read, prompt, resources, prompts, batch and lock get
 their sessions from it; every check (allowlist, pins, lock, hooks,
 approval, output bound, journal) still runs in the invocation. Nothing

@@ -199,6 +199,12 @@ struct DaemonTransport {
     closed: Option<Closed>,
 }
 
+/// How long the request may take, for the daemon (which waits as long
+/// for the server as this invocation waits for the answer).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn write(
     w: &Mutex<UnixStream>,
     v: &Value,
@@ -220,10 +226,11 @@ impl Transport for DaemonTransport {
         headers: &[(String, String)],
         deadline: &Deadline,
     ) -> Result<()> {
+        let left = deadline.remaining()?;
         write(
             &self.writer,
-            &json!({"m": m, "h": headers}),
-            deadline.remaining()?,
+            &json!({"m": m, "h": headers, "t": millis(left)}),
+            left,
         )
         .map_err(|e| {
             Error::server(format!("the daemon's connection failed: {e}"))
@@ -231,7 +238,8 @@ impl Transport for DaemonTransport {
     }
 
     fn send(&mut self, m: &Value, deadline: &Deadline) -> Result<()> {
-        write(&self.writer, &json!({"m": m}), deadline.remaining()?).map_err(
+        let left = deadline.remaining()?;
+        write(&self.writer, &json!({"m": m, "t": millis(left)}), left).map_err(
             |e| Error::server(format!("the daemon's connection failed: {e}")),
         )
     }
@@ -259,7 +267,12 @@ impl Transport for DaemonTransport {
                         return Ok(m.take());
                     }
                     if let Some(why) = v.get("gone").and_then(Value::as_str) {
-                        return Err(Error::server(crate::term::line(why)));
+                        let kind = v
+                            .get("kind")
+                            .and_then(Value::as_str)
+                            .and_then(Kind::named)
+                            .unwrap_or(Kind::Server);
+                        return Err(Error::new(kind, crate::term::line(why)));
                     }
                 }
                 Ok(None) => {

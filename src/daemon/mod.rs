@@ -138,6 +138,30 @@ pub(crate) fn key_of(launch: &Value) -> String {
     crate::files::hex(&Sha256::digest(text.as_bytes()))
 }
 
+/// The family of a launch identity: its key with the values left out
+/// (the environment's and the headers' values, the credential's): the
+/// same server, started for a value that has since changed (a rotated
+/// token, a new variable), is of the same family, and its unused warm
+/// server is retired when the new one starts (see `pool`). Another
+/// option (the protocol, the roots, a sandbox) is another family.
+pub(crate) fn family_of(launch: &Value) -> String {
+    let mut l = launch.clone();
+    for k in ["env", "headers"] {
+        if let Some(pairs) = l.get_mut(k).and_then(Value::as_array_mut) {
+            for p in pairs.iter_mut() {
+                if let Some(v) = p.get_mut(1) {
+                    *v = Value::Null;
+                }
+            }
+        }
+    }
+    if let Some(a) = l.get_mut("auth").filter(|a| a.is_object()) {
+        *a = serde_json::json!({"source": a.get("source"),
+                                "label": a.get("label")});
+    }
+    key_of(&l)
+}
+
 /// `rivumi-mcp daemon ...` (dispatched before the other commands);
 /// `help` is its help text (from the command line's tables).
 pub(crate) fn command(args: &[OsString], help: &str) -> Result<()> {
@@ -455,6 +479,27 @@ mod tests {
         assert_ne!(key_of(&a), key_of(&b));
         assert_eq!(key_of(&a), key_of(&a.clone()));
         assert_eq!(key_of(&a).len(), 64);
+    }
+
+    #[test]
+    fn the_family_leaves_out_values_and_only_values() {
+        let a = json!({"argv": ["srv"], "env": [["TOKEN", "one"]],
+                       "choice": "auto"});
+        let b = json!({"argv": ["srv"], "env": [["TOKEN", "two"]],
+                       "choice": "auto"});
+        assert_eq!(family_of(&a), family_of(&b));
+        let legacy = json!({"argv": ["srv"], "env": [["TOKEN", "one"]],
+                            "choice": "legacy"});
+        assert_ne!(family_of(&a), family_of(&legacy));
+        let renamed = json!({"argv": ["srv"], "env": [["OTHER", "one"]],
+                             "choice": "auto"});
+        assert_ne!(family_of(&a), family_of(&renamed));
+        let h = |v: &str, src: &str| {
+            json!({"url": "https://x/mcp", "headers": [["x-key", v]],
+                   "auth": {"source": src, "label": "VAR", "value": v}})
+        };
+        assert_eq!(family_of(&h("k1", "env")), family_of(&h("k2", "env")));
+        assert_ne!(family_of(&h("k1", "env")), family_of(&h("k1", "login")));
     }
 
     #[test]

@@ -6,13 +6,17 @@
 //! when nobody has used it, and how to close it. Starting is serialised
 //! per key (two callers asking for one key at once start one server, the
 //! second waits for it), never across keys, and the number of entries is
-//! bounded.
+//! bounded: when it is full, the entry unused the longest makes room, and
+//! with none unused nothing is started. Each key belongs to a family (the
+//! same server but for a value: a rotated token, a changed variable): an
+//! entry started for a key retires the unused entries of its family,
+//! which nobody will ask for again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// What a pool can hold.
 pub(crate) trait Pooled: Send + Sync {
@@ -26,9 +30,9 @@ pub(crate) trait Pooled: Send + Sync {
 
 type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
 
-/// Entries of type `T` by key.
+/// Entries of type `T` by key, each with its family.
 pub(crate) struct Pool<T> {
-    slots: Mutex<HashMap<String, Slot<T>>>,
+    slots: Mutex<HashMap<String, (String, Slot<T>)>>,
     max: usize,
 }
 
@@ -48,28 +52,42 @@ impl<T: Pooled> Pool<T> {
         Pool { slots: Mutex::new(HashMap::new()), max }
     }
 
-    /// The live entry of `key`, or a new one from `start` (called with
-    /// only this key's slot held); `true` when it was started now. A dead
-    /// entry is closed and replaced.
+    /// The live entry of `key` (of `family`), or a new one from `start`
+    /// (called with only this key's slot held); `true` when it was
+    /// started now. A dead entry is closed and replaced. `None`: the pool
+    /// is full of entries in use.
     pub(crate) fn get_or_start(
         &self,
         key: &str,
+        family: &str,
         start: impl FnOnce() -> Result<Arc<T>>,
-    ) -> Result<(Arc<T>, bool)> {
-        let slot = {
-            let mut slots = lock(&self.slots);
-            if !slots.contains_key(key) && slots.len() >= self.max {
-                return Err(Error::server(format!(
-                    "the daemon holds {} servers already, its bound",
-                    self.max
-                )));
+    ) -> Result<Option<(Arc<T>, bool)>> {
+        let slot = loop {
+            {
+                let mut slots = lock(&self.slots);
+                if slots.contains_key(key) || slots.len() < self.max {
+                    let (_, slot) =
+                        slots.entry(key.to_string()).or_insert_with(|| {
+                            (family.to_string(), Slot::default())
+                        });
+                    break Arc::clone(slot);
+                }
             }
-            Arc::clone(slots.entry(key.to_string()).or_default())
+            // Full: the entry unused the longest makes room.
+            let unused = self
+                .entries()
+                .into_iter()
+                .filter_map(|(k, t)| t.idle_since().map(|s| (s, k, t)))
+                .min_by_key(|(s, _, _)| *s);
+            match unused {
+                Some((_, k, t)) => self.retire(&k, &t),
+                None => return Ok(None),
+            }
         };
         let mut held = lock(&slot);
         if let Some(t) = held.as_ref() {
             if t.alive() {
-                return Ok((Arc::clone(t), false));
+                return Ok(Some((Arc::clone(t), false)));
             }
             t.close();
             *held = None;
@@ -77,7 +95,9 @@ impl<T: Pooled> Pool<T> {
         match start() {
             Ok(t) => {
                 *held = Some(Arc::clone(&t));
-                Ok((t, true))
+                drop(held);
+                self.retire_family(key, family);
+                Ok(Some((t, true)))
             }
             Err(e) => {
                 drop(held);
@@ -87,12 +107,27 @@ impl<T: Pooled> Pool<T> {
         }
     }
 
+    /// Retires the unused entries of `family` other than `key`'s: the
+    /// same server started for a value that has changed since.
+    fn retire_family(&self, key: &str, family: &str) {
+        let kin: Vec<String> = lock(&self.slots)
+            .iter()
+            .filter(|(k, (f, _))| f == family && *k != key)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (k, t) in self.entries() {
+            if kin.contains(&k) && t.idle_since().is_some() {
+                self.retire(&k, &t);
+            }
+        }
+    }
+
     /// Removes `key`'s slot when it holds nothing (nobody is starting it).
     fn forget_empty(&self, key: &str) {
         let mut slots = lock(&self.slots);
-        let empty = slots
-            .get(key)
-            .is_some_and(|s| s.try_lock().is_ok_and(|held| held.is_none()));
+        let empty = slots.get(key).is_some_and(|(_, s)| {
+            s.try_lock().is_ok_and(|held| held.is_none())
+        });
         if empty {
             slots.remove(key);
         }
@@ -100,7 +135,7 @@ impl<T: Pooled> Pool<T> {
 
     /// Removes and closes `key`'s entry when it is still `which`.
     pub(crate) fn retire(&self, key: &str, which: &Arc<T>) {
-        let slot = lock(&self.slots).get(key).cloned();
+        let slot = lock(&self.slots).get(key).map(|(_, s)| Arc::clone(s));
         let Some(slot) = slot else { return };
         let taken = {
             let mut held = lock(&slot);
@@ -119,7 +154,7 @@ impl<T: Pooled> Pool<T> {
     pub(crate) fn entries(&self) -> Vec<(String, Arc<T>)> {
         let slots: Vec<(String, Slot<T>)> = lock(&self.slots)
             .iter()
-            .map(|(k, s)| (k.clone(), Arc::clone(s)))
+            .map(|(k, (_, s))| (k.clone(), Arc::clone(s)))
             .collect();
         slots
             .into_iter()
@@ -153,7 +188,8 @@ impl<T: Pooled> Pool<T> {
     pub(crate) fn close_all(&self) {
         let all: Vec<Arc<T>> = {
             let mut slots = lock(&self.slots);
-            let taken: Vec<Slot<T>> = slots.drain().map(|(_, s)| s).collect();
+            let taken: Vec<Slot<T>> =
+                slots.drain().map(|(_, (_, s))| s).collect();
             taken.iter().filter_map(|s| lock(s).take()).collect()
         };
         std::thread::scope(|s| {
@@ -169,6 +205,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     use super::*;
+    use crate::error::Error;
 
     struct Item {
         alive: AtomicBool,
@@ -199,15 +236,25 @@ mod tests {
         }
     }
 
+    /// `get_or_start` of `key` in `family` that must find or start one.
+    fn get(
+        p: &Pool<Item>,
+        key: &str,
+        family: &str,
+        start: impl FnOnce() -> Result<Arc<Item>>,
+    ) -> (Arc<Item>, bool) {
+        p.get_or_start(key, family, start).unwrap().expect("room")
+    }
+
     #[test]
     fn one_entry_per_key_and_a_dead_one_is_replaced() {
         let p = Pool::new(4);
-        let (a, fresh) = p.get_or_start("k", || Ok(Item::new(None))).unwrap();
+        let (a, fresh) = get(&p, "k", "f", || Ok(Item::new(None)));
         assert!(fresh);
-        let (b, fresh) = p.get_or_start("k", || panic!("started")).unwrap();
+        let (b, fresh) = get(&p, "k", "f", || panic!("started"));
         assert!(!fresh && Arc::ptr_eq(&a, &b));
         a.alive.store(false, Ordering::SeqCst);
-        let (c, fresh) = p.get_or_start("k", || Ok(Item::new(None))).unwrap();
+        let (c, fresh) = get(&p, "k", "f", || Ok(Item::new(None)));
         assert!(fresh && !Arc::ptr_eq(&a, &c));
         assert_eq!(a.closed.load(Ordering::SeqCst), 1);
     }
@@ -215,18 +262,50 @@ mod tests {
     #[test]
     fn bounded_and_a_failed_start_leaves_nothing() {
         let p = Pool::new(1);
-        assert!(p.get_or_start("a", || Err(Error::server("no"))).is_err());
+        assert!(
+            p.get_or_start("a", "a", || Err(Error::server("no"))).is_err()
+        );
         assert!(p.is_empty());
-        p.get_or_start("a", || Ok(Item::new(None))).unwrap();
-        assert!(p.get_or_start("b", || Ok(Item::new(None))).is_err());
+        get(&p, "a", "a", || Ok(Item::new(None)));
+        // Full of an entry in use: nothing is started.
+        let full = p.get_or_start("b", "b", || panic!("started")).unwrap();
+        assert!(full.is_none());
+    }
+
+    #[test]
+    fn a_full_pool_makes_room_by_the_entry_unused_longest() {
+        let p = Pool::new(2);
+        let ago = |s| Instant::now().checked_sub(Duration::from_secs(s));
+        let (old, _) = get(&p, "old", "x", || Ok(Item::new(ago(20))));
+        let (new, _) = get(&p, "new", "y", || Ok(Item::new(ago(10))));
+        let (c, fresh) = get(&p, "c", "z", || Ok(Item::new(None)));
+        assert!(fresh);
+        assert_eq!(old.closed.load(Ordering::SeqCst), 1, "the oldest went");
+        assert_eq!(new.closed.load(Ordering::SeqCst), 0);
+        assert_eq!(c.closed.load(Ordering::SeqCst), 0);
+        assert_eq!(p.entries().len(), 2);
+    }
+
+    #[test]
+    fn a_new_key_retires_the_unused_entries_of_its_family() {
+        let p = Pool::new(8);
+        let idle = Instant::now().checked_sub(Duration::from_secs(1));
+        let (stale, _) = get(&p, "tok-1", "web", || Ok(Item::new(idle)));
+        let (busy, _) = get(&p, "tok-2", "web", || Ok(Item::new(None)));
+        let (other, _) = get(&p, "x", "files", || Ok(Item::new(idle)));
+        get(&p, "tok-3", "web", || Ok(Item::new(None)));
+        assert_eq!(stale.closed.load(Ordering::SeqCst), 1, "superseded");
+        assert_eq!(busy.closed.load(Ordering::SeqCst), 0, "in use: stays");
+        assert_eq!(other.closed.load(Ordering::SeqCst), 0, "another family");
+        assert_eq!(p.entries().len(), 3);
     }
 
     #[test]
     fn idle_entries_retire_and_close_all_closes() {
         let p = Pool::new(4);
         let old = Instant::now().checked_sub(Duration::from_secs(10));
-        let (a, _) = p.get_or_start("old", || Ok(Item::new(old))).unwrap();
-        let (b, _) = p.get_or_start("busy", || Ok(Item::new(None))).unwrap();
+        let (a, _) = get(&p, "old", "o", || Ok(Item::new(old)));
+        let (b, _) = get(&p, "busy", "b", || Ok(Item::new(None)));
         assert_eq!(p.retire_idle(Duration::from_secs(5)), 1);
         assert_eq!(a.closed.load(Ordering::SeqCst), 1);
         assert_eq!(p.entries().len(), 1);

@@ -257,16 +257,25 @@ impl Daemon {
         // replaced once, as the next cold run would start a new one.
         let mut attempt = 0;
         let (warm, fresh) = loop {
-            let got = self.pool.get_or_start(&key, || match task {
-                Some(_) => Err(gone()),
-                None => launch.start(),
-            });
-            let got = got.and_then(|(w, fresh)| match task {
-                Some(fp) if !w.holds(fp) => Err(gone()),
-                _ => Ok((w, fresh)),
+            let got =
+                self.pool.get_or_start(&key, &launch.family, || match task {
+                    Some(_) => Err(gone()),
+                    None => launch.start(),
+                });
+            let got = got.and_then(|got| match (got, task) {
+                (Some((w, _)), Some(fp)) if !w.holds(fp) => Err(gone()),
+                (got, _) => Ok(got),
             });
             let (warm, fresh) = match got {
-                Ok(w) => w,
+                Ok(Some(w)) => w,
+                Ok(None) => {
+                    // No kind: the invocation runs cold, as with any
+                    // daemon that cannot serve it.
+                    caller.send(&json!({"ok": false, "error": format!(
+                        "the daemon holds {MAX_SERVERS} servers, all in use"
+                    )}));
+                    return;
+                }
                 Err(e) => {
                     caller.send(&json!({"ok": false,
                                         "kind": e.kind().name(),
@@ -300,7 +309,16 @@ impl Daemon {
         {
             if let Some(m) = line.get_mut("m") {
                 let m = m.take();
-                warm.on_caller(caller, m, wire::headers_from_json(&line));
+                let wait = line
+                    .get("t")
+                    .and_then(Value::as_u64)
+                    .map(Duration::from_millis);
+                warm.on_caller(
+                    caller,
+                    m,
+                    wire::headers_from_json(&line),
+                    wait,
+                );
             } else if line.get("op").and_then(Value::as_str) == Some("retire")
             {
                 msg::debug(&format!(
@@ -360,6 +378,11 @@ impl Daemon {
 /// What an `open` asks the daemon to run, as the caller computed it.
 struct Launch {
     key: String,
+    /// The key without the values (`super::family_of`).
+    family: String,
+    /// HTTP: the proxy the caller's environment routes the URL through
+    /// (never the daemon's own environment's).
+    proxy: Option<String>,
     name: String,
     /// An HTTP server's URL; `None` for stdio.
     url: Option<String>,
@@ -455,6 +478,8 @@ impl Launch {
             |k: &str| req.get(k).and_then(Value::as_u64).unwrap_or(30_000);
         Ok(Launch {
             key: key.to_string(),
+            family: super::family_of(l),
+            proxy: l.get("proxy").and_then(Value::as_str).map(str::to_string),
             url,
             name: crate::term::clip(&crate::term::line(name), 200)
                 .into_owned(),
@@ -572,6 +597,7 @@ impl Launch {
             self.env.clone(),
             self.authorization()?,
             http::Limits::new(self.max_message),
+            self.proxy.as_deref(),
         )
         .map_err(|e| e.for_server(&self.name))
     }
@@ -621,6 +647,8 @@ impl Launch {
     fn clone_spec(&self) -> Launch {
         Launch {
             key: String::new(),
+            family: String::new(),
+            proxy: self.proxy.clone(),
             name: self.name.clone(),
             url: self.url.clone(),
             argv: vec![],

@@ -66,6 +66,11 @@ pub(crate) type MakeLane =
 const CALLER_WRITE: Duration = Duration::from_secs(2);
 /// How long a message for the server may wait for room in its queue.
 const SERVER_WRITE: Duration = Duration::from_secs(10);
+/// How long a caller that did not say waits for an answer (the default
+/// `--timeout`).
+const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+/// The longest a lane waits for a server to answer one POST.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 /// How often the pump looks up from waiting to see whether to stop.
 const PUMP_TICK: Duration = Duration::from_millis(200);
 /// How often an HTTP lane, waiting for an answer, looks for messages of
@@ -126,6 +131,12 @@ impl Caller {
     }
 }
 
+/// What a caller is told when its request failed with the server's
+/// transport: the error's message and kind (its exit code, as cold).
+fn gone(kind: Kind, why: &str) -> Value {
+    json!({"gone": why, "kind": kind.name()})
+}
+
 fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -165,8 +176,13 @@ struct Pending {
     caller: Arc<Caller>,
     id: Value,
     token: Option<Value>,
-    /// The HTTP lane it went out on (0 over stdio).
+    /// The HTTP lane it went out on (0 over stdio; [`WAITING`] until a
+    /// lane takes it).
     lane: usize,
+    /// Until when the caller waits for the answer: an HTTP lane waits as
+    /// long for the server to answer the POST (a server that answers
+    /// with JSON holds it until the result).
+    until: Instant,
     task: Option<TaskAsk>,
 }
 
@@ -463,6 +479,20 @@ impl Warm {
         })
     }
 
+    /// How long request `id` (a daemon id) may still take: until its
+    /// caller stops waiting.
+    fn wait_of(&self, id: &Value) -> Duration {
+        id.as_u64()
+            .and_then(|n| {
+                lock(&self.state)
+                    .pending
+                    .get(&n)
+                    .map(|p| p.until.saturating_duration_since(Instant::now()))
+            })
+            .unwrap_or(SERVER_WRITE)
+            .max(Duration::from_millis(1))
+    }
+
     fn is_pending(&self, id: &Value) -> bool {
         id.as_u64().is_some_and(|n| lock(&self.state).pending.contains_key(&n))
     }
@@ -538,13 +568,20 @@ impl Warm {
                         self.follow_session(t.as_mut(), &mut mine);
                     }
                 }
-                let d = Deadline::new("the daemon's send", SERVER_WRITE);
+                // A request's POST may be held until its result (a server
+                // answering with JSON): as long as its caller waits.
+                let limit = match &awaiting {
+                    Some(id) if request => self.wait_of(id),
+                    _ => SERVER_WRITE,
+                };
+                let d = Deadline::new("the daemon's send", limit);
                 let sent = match &h {
                     Some(h) => t.send_modern(&m, h, &d),
                     None => t.send(&m, &d),
                 };
                 if let Err(e) = sent {
-                    self.lane_broke(lane, e.message(), awaiting, queue, rx);
+                    let why = (e.kind(), e.message());
+                    self.lane_broke(lane, why, awaiting, queue, rx);
                     break 'run;
                 }
             }
@@ -556,9 +593,10 @@ impl Warm {
                 continue;
             }
             let d = Deadline::new("the daemon's wait", HTTP_TICK);
-            if let Err(why) = self.receive(t.as_mut(), &d, lane, want.as_u64())
+            if let Err((kind, why)) =
+                self.receive(t.as_mut(), &d, lane, want.as_u64())
             {
-                self.lane_broke(lane, &why, awaiting, queue, rx);
+                self.lane_broke(lane, (kind, &why), awaiting, queue, rx);
                 break;
             }
             if !self.is_pending(&want) {
@@ -607,13 +645,13 @@ impl Warm {
     fn lane_broke(
         &self,
         lane: usize,
-        why: &str,
+        (kind, why): (Kind, &str),
         awaiting: Option<Value>,
         mut queue: std::collections::VecDeque<Out>,
         rx: &std::sync::mpsc::Receiver<Out>,
     ) {
         if lane == 0 {
-            self.fail(why);
+            self.fail(kind, why);
             return;
         }
         if let Some(l) = lock(&self.lanes).get(lane) {
@@ -628,7 +666,7 @@ impl Warm {
             lock(&self.state).pending.remove(&n).map(|p| p.caller)
         });
         if let Some(c) = owner {
-            c.send(&json!({"gone": why}));
+            c.send(&gone(kind, why));
         }
         while let Ok(o) = rx.try_recv() {
             queue.push_back(o);
@@ -648,9 +686,8 @@ impl Warm {
         }
     }
 
-    /// Receives what the server sends before `d` and routes it; `Err`
-    /// when the transport failed.
-    /// Receives what the server sends next on `lane`, while the request
+    /// Receives what the server sends next on `lane` (before `d`; `Err`
+    /// when the transport failed), while the request
     /// `awaited` (a daemon id) is read there: what comes on its stream is
     /// its caller's.
     fn receive(
@@ -659,7 +696,7 @@ impl Warm {
         d: &Deadline,
         lane: usize,
         awaited: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), (Kind, String)> {
         let on = |t: &dyn Transport| awaited.filter(|_| t.on_request_stream());
         match t.recv(d) {
             Ok(Value::Array(batch)) => {
@@ -670,7 +707,7 @@ impl Warm {
             }
             Ok(m) => self.on_server(m, lane, on(t)),
             Err(e) if e.kind() == Kind::Timeout => {}
-            Err(e) => return Err(e.message().to_string()),
+            Err(e) => return Err((e.kind(), e.message().to_string())),
         }
         Ok(())
     }
@@ -678,16 +715,18 @@ impl Warm {
     fn pump(&self, mut t: Box<dyn Transport>) {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
-            if let Err(why) = self.receive(t.as_mut(), &d, 0, None) {
-                self.fail(&why);
+            if let Err((kind, why)) = self.receive(t.as_mut(), &d, 0, None) {
+                self.fail(kind, &why);
                 break;
             }
         }
         t.close();
     }
 
-    /// Fails every call in flight with `why` and marks the server dead.
-    fn fail(&self, why: &str) {
+    /// Fails every call in flight with `why` (an error of `kind`: a
+    /// refused credential is an authentication error there as cold) and
+    /// marks the server dead.
+    fn fail(&self, kind: Kind, why: &str) {
         lock(&self.waiting).clear();
         let callers: Vec<Arc<Caller>> = {
             let mut s = lock(&self.state);
@@ -705,7 +744,7 @@ impl Warm {
             self.facts.name, self.facts.pid
         ));
         for c in callers {
-            c.send(&json!({"gone": why}));
+            c.send(&gone(kind, why));
         }
     }
 
@@ -812,22 +851,32 @@ impl Warm {
             let _ = self.send(&mcp::response(id, r), None, lane);
             return;
         }
-        let (target, anyone) = {
+        let (target, anyone, taken) = {
             let mut s = lock(&self.state);
-            // On a request's stream (HTTP), it is that request's caller's;
-            // else the one caller with requests in flight, if one.
-            let tied = on.and_then(|n| s.pending.get(&n)).map(|p| &p.caller);
-            let mut owners = s.pending.values().map(|p| &p.caller);
-            let first = owners.next().cloned();
-            let anyone = first.is_some();
-            let unique = tied
-                .cloned()
-                .or_else(|| first.filter(|f| owners.all(|c| c.id == f.id)))
-                .filter(|_| s.asks.len() < MAX_IN_FLIGHT);
+            let (who, anyone) = match on {
+                // On a request's stream (HTTP): that request's caller's, or
+                // nobody's once it is answered or given up.
+                Some(n) => {
+                    let c = s.pending.get(&n).map(|p| Arc::clone(&p.caller));
+                    let anyone = c.is_some();
+                    (c, anyone)
+                }
+                // Else the one caller with requests in flight, if one.
+                None => {
+                    let mut owners = s.pending.values().map(|p| &p.caller);
+                    let first = owners.next().cloned();
+                    let anyone = first.is_some();
+                    (first.filter(|f| owners.all(|c| c.id == f.id)), anyone)
+                }
+            };
+            // Two questions with one id could not both be answered.
+            let taken = s.asks.contains_key(&id.to_string());
+            let unique =
+                who.filter(|_| !taken && s.asks.len() < MAX_IN_FLIGHT);
             if let Some(c) = &unique {
                 s.asks.insert(id.to_string(), (Arc::clone(c), lane));
             }
-            (unique, anyone)
+            (unique, anyone, taken)
         };
         let reply = match target {
             Some(c) => {
@@ -836,6 +885,11 @@ impl Warm {
                 }
                 return;
             }
+            None if taken => mcp::error_response(
+                id,
+                mcp::code::INVALID_REQUEST,
+                "a request with this id is already waiting for its answer",
+            ),
             None if !anyone => self.answer_unattended(method, &m, id),
             None => mcp::error_response(
                 id,
@@ -908,10 +962,10 @@ impl Warm {
                 }
             } else if method == method::MESSAGE {
                 let mut v: Vec<Arc<Caller>> = vec![];
-                // On a request's stream: its caller's alone.
-                let tied = on.and_then(|n| s.pending.get(&n));
-                let from = match tied {
-                    Some(p) => vec![p],
+                // On a request's stream: its caller's alone (nobody's once
+                // that request is answered or given up).
+                let from: Vec<&Pending> = match on {
+                    Some(n) => s.pending.get(&n).into_iter().collect(),
                     None => s.pending.values().collect(),
                 };
                 for p in from {
@@ -968,6 +1022,7 @@ impl Warm {
         c: &Arc<Caller>,
         mut m: Value,
         headers: Option<Vec<(String, String)>>,
+        wait: Option<Duration>,
     ) {
         let method =
             m.get("method").and_then(Value::as_str).map(str::to_string);
@@ -1022,6 +1077,8 @@ impl Warm {
                             id,
                             token,
                             lane,
+                            until: Instant::now()
+                                + wait.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT),
                             task,
                         },
                     );
@@ -1177,7 +1234,7 @@ impl Pooled for Warm {
     fn close(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if lock(&self.state).dead.is_none() {
-            self.fail("the daemon retired the server");
+            self.fail(Kind::Server, "the daemon retired the server");
         }
         let hs: Vec<_> = lock(&self.pumps).drain(..).collect();
         for h in hs {
@@ -1209,6 +1266,7 @@ mod tests {
             id: json!(1),
             token: None,
             lane: 0,
+            until: Instant::now(),
             task: task.map(|(method, fp)| TaskAsk {
                 method,
                 fingerprint: fp.to_string(),

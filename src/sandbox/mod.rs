@@ -168,6 +168,29 @@ impl Decision {
         )
     }
 
+    /// Why a server in this sandbox may not be kept warm, if so: the
+    /// `--root` directories it is granted are this run's alone (a warm
+    /// server would keep writing there after the run), and a path the
+    /// daemon could not be handed exactly (relative, or not UTF-8) would
+    /// confine it otherwise.
+    pub(crate) fn not_lendable(&self) -> Option<&'static str> {
+        if self.grants.iter().any(|g| g.why == "root") {
+            return Some(
+                "its sandbox grants --root directories for this run only, \
+                 and a warm server would outlive the run",
+            );
+        }
+        let exact =
+            |g: &Grant| g.path.is_absolute() && g.path.to_str().is_some();
+        if !self.grants.iter().all(exact) {
+            return Some(
+                "a path of its sandbox is relative or not UTF-8, and the \
+                 daemon could not be handed it exactly",
+            );
+        }
+        None
+    }
+
     /// The decision [`Decision::to_json`] wrote; `Err` names what is
     /// malformed.
     pub(crate) fn from_json(

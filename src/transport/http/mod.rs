@@ -221,15 +221,19 @@ fn encode(m: &Value) -> Result<Vec<u8>> {
 }
 
 impl HttpTransport {
+    /// Connects to `spec`'s URL with `headers` and `auth`, within
+    /// `limits`, through `proxy` (`net::env_proxy_for`, decided by the
+    /// invocation) or directly.
     pub(crate) fn connect(
         name: &str,
         spec: &Http,
         headers: Vec<(String, String)>,
         auth: Authorization,
         limits: Limits,
+        proxy: Option<&str>,
     ) -> Result<HttpTransport> {
         let url = spec.url.clone();
-        let agent = crate::net::agent_for(&url)?;
+        let agent = crate::net::agent_via(&url, proxy)?;
         let names: Vec<&str> = headers
             .iter()
             .map(|(k, _)| k.as_str())
