@@ -586,15 +586,18 @@ fn a_sandboxed_server_is_kept_warm_in_its_sandbox() {
     assert_eq!(first, second, "one warm server");
     assert_contains(&first, "rivumi-mcp-sandbox-boxed-");
     assert!(Path::new(&first).is_dir(), "{first} is gone while warm");
-    // The journal of a warm call says what its server is confined to.
+    // -v and the journal of a warm call say what its server is confined
+    // to.
     let journal = s.dir.path("warm.jsonl");
     let j = journal.display().to_string();
-    run_allowed(
+    let out = run_allowed(
         &s.proj,
         "boxed",
-        &["call", "--yes", "mcp__boxed__env", "--journal", &j],
+        &["-v", "call", "--yes", "mcp__boxed__env", "--journal", &j],
     )
     .assert_exit(0);
+    assert_contains(&out.stderr, "warm from the daemon");
+    assert_contains(&out.stderr, "server 'boxed': sandbox {");
     let text = std::fs::read_to_string(&journal).unwrap();
     let init: Value = text
         .lines()

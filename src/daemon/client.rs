@@ -116,8 +116,8 @@ pub(crate) fn session(
     let mut req = wire::request("open");
     req.insert("name".into(), json!(plan.name));
     req.insert("key".into(), json!(key));
-    // A sandboxed server's confinement, for the journal (the daemon
-    // spawns it as the invocation decided).
+    // A sandboxed server's confinement, for -v and the journal (the
+    // daemon spawns it as the invocation decided).
     let sandbox = plan
         .launch
         .get("sandbox")
@@ -165,6 +165,9 @@ pub(crate) fn session(
             ""
         }
     ));
+    if let Some(s) = &sandbox {
+        msg::debug(&format!("server '{}': sandbox {s}", plan.name));
+    }
     let _ = stream.set_read_timeout(None);
     let t = DaemonTransport {
         name: plan.name.to_string(),
