@@ -8,9 +8,11 @@
 //! second waits for it), never across keys, and the number of entries is
 //! bounded: when it is full, the entry unused the longest makes room, and
 //! with none unused nothing is started. Each key belongs to a family (the
-//! same server but for a value: a rotated token, a changed variable): an
-//! entry started for a key retires the unused entries of its family,
-//! which nobody will ask for again.
+//! same server but for a value: a rotated token, a changed variable): a
+//! family keeps at most [`FAMILY_MAX`] entries, the unused ones beyond
+//! that retiring when a new one starts. An entry is retired only once it
+//! is claimed unused ([`Pooled::claim_if_unused`]), atomically with
+//! whatever would take it up.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,9 +28,16 @@ pub(crate) trait Pooled: Send + Sync {
     fn idle_since(&self) -> Option<Instant>;
     /// Closes it for good (and what it started); idempotent.
     fn close(&self);
+    /// Marks it closing when nobody uses it, atomically with whatever
+    /// takes it up (so nobody can once this says true); false when in
+    /// use.
+    fn claim_if_unused(&self) -> bool;
 }
 
 type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
+
+/// The most entries one family keeps (see [`Pool::get_or_start`]).
+pub(crate) const FAMILY_MAX: usize = 4;
 
 /// Entries of type `T` by key, each with its family.
 pub(crate) struct Pool<T> {
@@ -80,7 +89,13 @@ impl<T: Pooled> Pool<T> {
                 .filter_map(|(k, t)| t.idle_since().map(|s| (s, k, t)))
                 .min_by_key(|(s, _, _)| *s);
             match unused {
-                Some((_, k, t)) => self.retire(&k, &t),
+                // A dead one goes too; one taken up meanwhile is no longer
+                // unused, so the next look passes it by.
+                Some((_, k, t)) => {
+                    if !t.alive() || t.claim_if_unused() {
+                        self.retire(&k, &t);
+                    }
+                }
                 None => return Ok(None),
             }
         };
@@ -107,17 +122,32 @@ impl<T: Pooled> Pool<T> {
         }
     }
 
-    /// Retires the unused entries of `family` other than `key`'s: the
-    /// same server started for a value that has changed since.
+    /// Keeps at most [`FAMILY_MAX`] entries of `family`: beyond that, the
+    /// unused ones other than `key`'s retire, unused the longest first
+    /// (the same server started for values that changed since: a minted
+    /// token, a rotated variable). A few are kept, so that two users of
+    /// one server with different values do not restart it in turn.
     fn retire_family(&self, key: &str, family: &str) {
         let kin: Vec<String> = lock(&self.slots)
             .iter()
-            .filter(|(k, (f, _))| f == family && *k != key)
+            .filter(|(_, (f, _))| f == family)
             .map(|(k, _)| k.clone())
             .collect();
-        for (k, t) in self.entries() {
-            if kin.contains(&k) && t.idle_since().is_some() {
+        let mut over = kin.len().saturating_sub(FAMILY_MAX);
+        let mut unused: Vec<(Instant, String, Arc<T>)> = self
+            .entries()
+            .into_iter()
+            .filter(|(k, _)| k != key && kin.contains(k))
+            .filter_map(|(k, t)| t.idle_since().map(|s| (s, k, t)))
+            .collect();
+        unused.sort_by_key(|(s, _, _)| *s);
+        for (_, k, t) in unused {
+            if over == 0 {
+                break;
+            }
+            if t.claim_if_unused() {
                 self.retire(&k, &t);
+                over -= 1;
             }
         }
     }
@@ -169,7 +199,8 @@ impl<T: Pooled> Pool<T> {
     pub(crate) fn retire_idle(&self, idle: Duration) -> usize {
         let mut n = 0;
         for (k, t) in self.entries() {
-            let unused = t.idle_since().is_some_and(|s| s.elapsed() >= idle);
+            let unused = t.idle_since().is_some_and(|s| s.elapsed() >= idle)
+                && t.claim_if_unused();
             if unused || !t.alive() {
                 self.retire(&k, &t);
                 n += 1;
@@ -234,6 +265,9 @@ mod tests {
             self.closed.fetch_add(1, Ordering::SeqCst);
             self.alive.store(false, Ordering::SeqCst);
         }
+        fn claim_if_unused(&self) -> bool {
+            self.idle.is_some()
+        }
     }
 
     /// `get_or_start` of `key` in `family` that must find or start one.
@@ -287,17 +321,22 @@ mod tests {
     }
 
     #[test]
-    fn a_new_key_retires_the_unused_entries_of_its_family() {
-        let p = Pool::new(8);
-        let idle = Instant::now().checked_sub(Duration::from_secs(1));
-        let (stale, _) = get(&p, "tok-1", "web", || Ok(Item::new(idle)));
+    fn a_family_keeps_a_few_and_retires_the_unused_longest_beyond() {
+        let p = Pool::new(16);
+        let ago = |s| Instant::now().checked_sub(Duration::from_secs(s));
+        let (oldest, _) = get(&p, "tok-1", "web", || Ok(Item::new(ago(40))));
         let (busy, _) = get(&p, "tok-2", "web", || Ok(Item::new(None)));
-        let (other, _) = get(&p, "x", "files", || Ok(Item::new(idle)));
-        get(&p, "tok-3", "web", || Ok(Item::new(None)));
-        assert_eq!(stale.closed.load(Ordering::SeqCst), 1, "superseded");
+        let (old, _) = get(&p, "tok-3", "web", || Ok(Item::new(ago(30))));
+        let (other, _) = get(&p, "x", "files", || Ok(Item::new(ago(50))));
+        get(&p, "tok-4", "web", || Ok(Item::new(ago(20))));
+        // Four of "web": none retires yet.
+        assert_eq!(oldest.closed.load(Ordering::SeqCst), 0);
+        get(&p, "tok-5", "web", || Ok(Item::new(None)));
+        assert_eq!(oldest.closed.load(Ordering::SeqCst), 1, "unused longest");
+        assert_eq!(old.closed.load(Ordering::SeqCst), 0);
         assert_eq!(busy.closed.load(Ordering::SeqCst), 0, "in use: stays");
         assert_eq!(other.closed.load(Ordering::SeqCst), 0, "another family");
-        assert_eq!(p.entries().len(), 3);
+        assert_eq!(p.entries().len(), 5);
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub(crate) type MakeLane =
 const CALLER_WRITE: Duration = Duration::from_secs(2);
 /// How long a message for the server may wait for room in its queue.
 const SERVER_WRITE: Duration = Duration::from_secs(10);
+/// How long closing a warm HTTP server waits for its lanes to end.
+const LANE_CLOSE: Duration = Duration::from_secs(2);
 /// How long a caller that did not say waits for an answer (the default
 /// `--timeout`).
 const DEFAULT_WAIT: Duration = Duration::from_secs(300);
@@ -354,24 +356,30 @@ impl Warm {
     ) -> std::io::Result<Arc<Warm>> {
         let w = Warm::new(facts, info, None, make, roots);
         *lock(&w.session) = session;
-        w.add_lane(transport)?;
+        w.add_lane(transport, 0)?;
         Ok(w)
     }
 
-    /// Starts a lane with `t`; its index. Every lane but the first leaves
-    /// the session to the first when it ends, however it ends.
-    fn add_lane(&self, t: Box<dyn Transport>) -> std::io::Result<usize> {
+    /// Starts a lane with `t` and `load` requests counted on it; its
+    /// index. Every lane but the first leaves the session to the first
+    /// when it ends, however it ends.
+    fn add_lane(
+        &self,
+        t: Box<dyn Transport>,
+        load: usize,
+    ) -> std::io::Result<usize> {
         let mut lanes = lock(&self.lanes);
         let n = lanes.len();
         let t = LaneTransport { t, ends_session: n == 0 };
         let Some(me) = self.me.upgrade() else {
             return Err(std::io::Error::other("the server is closing"));
         };
-        if n >= MAX_MADE_LANES {
+        let open = lanes.iter().filter(|l| l.open.load(Ordering::SeqCst));
+        if n >= MAX_MADE_LANES || open.count() >= MAX_LANES {
             return Err(std::io::Error::other("as many lanes as the bound"));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(MAX_IN_FLIGHT);
-        let load = Arc::new(AtomicUsize::new(0));
+        let load = Arc::new(AtomicUsize::new(load));
         let l = Arc::clone(&load);
         let h = spawn_pump(move || me.pump_lane(n, t, &rx, &l))?;
         lanes.push(Lane { tx, load, open: AtomicBool::new(true) });
@@ -382,43 +390,84 @@ impl Warm {
     /// The lane for a new request: an idle one, else a new one while
     /// there may be more (counted as busier), else [`WAITING`].
     fn pick_lane(&self) -> usize {
-        let (idle, count) = {
+        let count = {
             let lanes = lock(&self.lanes);
             let open = |l: &&Lane| l.open.load(Ordering::SeqCst);
-            let idle = lanes
-                .iter()
-                .position(|l| open(&l) && l.load.load(Ordering::SeqCst) == 0);
-            (idle, lanes.iter().filter(open).count())
+            // Claimed at once (0 -> 1): two requests never pick one idle
+            // lane together.
+            let idle = lanes.iter().position(|l| {
+                open(&l)
+                    && l.load
+                        .compare_exchange(
+                            0,
+                            1,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        )
+                        .is_ok()
+            });
+            if let Some(n) = idle {
+                return n;
+            }
+            lanes.iter().filter(open).count()
         };
-        let mut pick = idle;
-        if pick.is_none()
-            && count < MAX_LANES
-            && !self.stop.load(Ordering::SeqCst)
-            && let Some(make) = &self.make
-        {
-            let made = make()
-                .map_err(|e| e.message().to_string())
-                .and_then(|t| self.add_lane(t).map_err(|e| e.to_string()));
-            match made {
-                Ok(n) => {
-                    crate::msg::debug(&format!(
-                        "server '{}': lane {} opened",
-                        self.facts.name,
-                        n + 1
-                    ));
-                    pick = Some(n);
-                }
-                Err(why) => crate::msg::debug(&format!(
+        if count >= MAX_LANES || self.stop.load(Ordering::SeqCst) {
+            return WAITING;
+        }
+        let Some(make) = &self.make else { return WAITING };
+        // Made claimed, so that nobody else takes it first.
+        let made = make()
+            .map_err(|e| e.message().to_string())
+            .and_then(|t| self.add_lane(t, 1).map_err(|e| e.to_string()));
+        match made {
+            Ok(n) => {
+                crate::msg::debug(&format!(
+                    "server '{}': lane {} opened",
+                    self.facts.name,
+                    n + 1
+                ));
+                n
+            }
+            Err(why) => {
+                crate::msg::debug(&format!(
                     "server '{}': no other lane: {why}",
                     self.facts.name
-                )),
+                ));
+                WAITING
             }
         }
-        let Some(n) = pick else { return WAITING };
-        if let Some(l) = lock(&self.lanes).get(n) {
-            l.load.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The lane a notice about a request on lane `busy` goes out on (a
+    /// cancellation): an idle one, since `busy` may be inside a POST the
+    /// server holds until its result, which would hold the notice back
+    /// until it is useless; else `busy`.
+    fn notice_lane(&self, busy: usize) -> usize {
+        if self.stdio.is_some() {
+            return busy;
         }
-        n
+        let (idle, count) = {
+            let lanes = lock(&self.lanes);
+            let open = |i: &usize| lanes[*i].open.load(Ordering::SeqCst);
+            let idle = (0..lanes.len()).find(|i| {
+                *i != busy
+                    && open(i)
+                    && lanes[*i].load.load(Ordering::SeqCst) == 0
+            });
+            (idle, (0..lanes.len()).filter(open).count())
+        };
+        if let Some(i) = idle {
+            return i;
+        }
+        // Another lane, while under the bound (a server without a
+        // session id has one lane only: the notice waits on it).
+        match &self.make {
+            Some(make) if count < MAX_LANES => make()
+                .ok()
+                .and_then(|t| self.add_lane(t, 0).ok())
+                .unwrap_or(busy),
+            _ => busy,
+        }
     }
 
     /// Puts a request no lane could take at once in [`Warm::waiting`],
@@ -467,8 +516,19 @@ impl Warm {
             return s.send(m, Instant::now() + SERVER_WRITE);
         }
         let lanes = lock(&self.lanes);
-        let l =
-            lanes.get(lane).or(lanes.first()).ok_or("the server is gone")?;
+        let open = lanes.get(lane).filter(|l| l.open.load(Ordering::SeqCst));
+        if open.is_none() && lane != 0 && is_request(m) {
+            // Its lane failed meanwhile: it waits for a free one.
+            drop(lanes);
+            if let Some(n) = m.get("id").and_then(Value::as_u64)
+                && let Some(p) = lock(&self.state).pending.get_mut(&n)
+            {
+                p.lane = WAITING;
+            }
+            self.wait_for_lane((m.clone(), headers));
+            return Ok(());
+        }
+        let l = open.or(lanes.first()).ok_or("the server is gone")?;
         l.tx.try_send((m.clone(), headers)).map_err(|e| match e {
             std::sync::mpsc::TrySendError::Full(_) => {
                 "the server has too many messages waiting"
@@ -587,7 +647,9 @@ impl Warm {
             }
             let Some(want) = awaiting.clone() else { continue };
             if !self.is_pending(&want) {
-                // Cancelled: no answer is expected any more.
+                // Cancelled: no answer is expected any more, and its
+                // stream is left.
+                t.abandon();
                 awaiting = None;
                 done();
                 continue;
@@ -651,11 +713,19 @@ impl Warm {
         rx: &std::sync::mpsc::Receiver<Out>,
     ) {
         if lane == 0 {
-            self.fail(kind, why);
+            self.fail(kind, why, awaiting.as_ref().and_then(Value::as_u64));
             return;
         }
-        if let Some(l) = lock(&self.lanes).get(lane) {
-            l.open.store(false, Ordering::SeqCst);
+        {
+            // Closed and drained under the lanes' lock: `send` looks at
+            // `open` under it, so nothing lands here unread afterwards.
+            let lanes = lock(&self.lanes);
+            if let Some(l) = lanes.get(lane) {
+                l.open.store(false, Ordering::SeqCst);
+            }
+            while let Ok(o) = rx.try_recv() {
+                queue.push_back(o);
+            }
         }
         crate::msg::debug(&format!(
             "server '{}': lane {} failed ({why}); the first carries on",
@@ -668,21 +738,19 @@ impl Warm {
         if let Some(c) = owner {
             c.send(&gone(kind, why));
         }
-        while let Ok(o) = rx.try_recv() {
-            queue.push_back(o);
-        }
+        // What it had not sent: requests wait for a free lane again,
+        // the rest goes out on the first.
         for (m, h) in queue {
-            if is_request(&m) {
-                if let Some(l) = lock(&self.lanes).first() {
-                    l.load.fetch_add(1, Ordering::SeqCst);
-                }
-                if let Some(n) = m.get("id").and_then(Value::as_u64)
-                    && let Some(p) = lock(&self.state).pending.get_mut(&n)
-                {
-                    p.lane = 0;
-                }
+            if !is_request(&m) {
+                let _ = self.send(&m, h, 0);
+                continue;
             }
-            let _ = self.send(&m, h, 0);
+            if let Some(n) = m.get("id").and_then(Value::as_u64)
+                && let Some(p) = lock(&self.state).pending.get_mut(&n)
+            {
+                p.lane = WAITING;
+            }
+            self.wait_for_lane((m, h));
         }
     }
 
@@ -716,25 +784,29 @@ impl Warm {
         while !self.stop.load(Ordering::SeqCst) {
             let d = Deadline::new("the daemon's wait", PUMP_TICK);
             if let Err((kind, why)) = self.receive(t.as_mut(), &d, 0, None) {
-                self.fail(kind, &why);
+                self.fail(kind, &why, None);
                 break;
             }
         }
         t.close();
     }
 
-    /// Fails every call in flight with `why` (an error of `kind`: a
-    /// refused credential is an authentication error there as cold) and
-    /// marks the server dead.
-    fn fail(&self, kind: Kind, why: &str) {
+    /// Fails every call in flight with `why` and marks the server dead.
+    /// The caller of `owner` (the request whose transport failed) is told
+    /// the error's `kind` (a refused credential is an authentication
+    /// error, as cold); the others, that the server failed.
+    fn fail(&self, kind: Kind, why: &str, owner: Option<u64>) {
         lock(&self.waiting).clear();
-        let callers: Vec<Arc<Caller>> = {
+        let callers: Vec<(Arc<Caller>, Kind)> = {
             let mut s = lock(&self.state);
             s.dead = Some(why.to_string());
-            let mut seen: Vec<Arc<Caller>> = vec![];
-            for p in s.pending.drain().map(|(_, p)| p) {
-                if !seen.iter().any(|c| c.id == p.caller.id) {
-                    seen.push(p.caller);
+            let mut seen: Vec<(Arc<Caller>, Kind)> = vec![];
+            for (n, p) in s.pending.drain() {
+                let k = if Some(n) == owner { kind } else { Kind::Server };
+                match seen.iter_mut().find(|(c, _)| c.id == p.caller.id) {
+                    Some(e) if k != Kind::Server => e.1 = k,
+                    Some(_) => {}
+                    None => seen.push((p.caller, k)),
                 }
             }
             seen
@@ -743,8 +815,8 @@ impl Warm {
             "server '{}' (pid {}): {why}",
             self.facts.name, self.facts.pid
         ));
-        for c in callers {
-            c.send(&gone(kind, why));
+        for (c, k) in callers {
+            c.send(&gone(k, why));
         }
     }
 
@@ -1121,7 +1193,7 @@ impl Warm {
                     Some((n, WAITING)) => self.unwait(n),
                     Some((n, lane)) => {
                         m["params"]["requestId"] = json!(n);
-                        let _ = self.send(&m, None, lane);
+                        let _ = self.send(&m, None, self.notice_lane(lane));
                     }
                     None => {}
                 }
@@ -1185,7 +1257,7 @@ impl Warm {
                 self.facts.name
             ));
             let m = mcp::cancelled(n, "the invocation ended");
-            let _ = self.send(&m, None, lane);
+            let _ = self.send(&m, None, self.notice_lane(lane));
         }
         for (k, lane) in asks {
             let id: Value = serde_json::from_str(&k).unwrap_or(Value::Null);
@@ -1234,12 +1306,48 @@ impl Pooled for Warm {
     fn close(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if lock(&self.state).dead.is_none() {
-            self.fail(Kind::Server, "the daemon retired the server");
+            self.fail(Kind::Server, "the daemon retired the server", None);
         }
         let hs: Vec<_> = lock(&self.pumps).drain(..).collect();
-        for h in hs {
-            let _ = h.join();
+        if self.stdio.is_some() {
+            // The pump closes the process (its group, no orphan) as it
+            // ends: waited for.
+            for h in hs {
+                let _ = h.join();
+            }
+            return;
         }
+        // An HTTP lane may be inside a POST the server holds until its
+        // result (as long as its caller waited): nothing interrupts it,
+        // so a lane still there after LANE_CLOSE is left to end on its
+        // own when the POST returns (it sees `stop` and drops its
+        // transport), rather than holding up whoever closes.
+        let until = Instant::now() + LANE_CLOSE;
+        for h in hs {
+            while !h.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Marks the server closing if nobody uses it (no caller attached, no
+    /// request in flight, no task held), atomically with `attach`: then
+    /// no caller can take it up any more and it may be closed.
+    fn claim_if_unused(&self) -> bool {
+        let mut s = lock(&self.state);
+        let held = s.live_holds();
+        if s.dead.is_some()
+            || !s.pending.is_empty()
+            || !s.attached.is_empty()
+            || held > 0
+        {
+            return false;
+        }
+        s.dead = Some("the daemon retired the server".into());
+        true
     }
 }
 
