@@ -1146,6 +1146,73 @@ fn daemon_http_a_held_post_neither_delays_a_cancel_nor_a_stop() {
     cancelled.store(true, Ordering::SeqCst);
 }
 
+/// A server that refuses the cancellation a killed caller's request gets
+/// (HTTP 400) does not lose its warm session: a notification is best
+/// effort, as cold sends one, even when it goes out on the first lane.
+#[test]
+fn daemon_http_a_refused_cancellation_keeps_the_server() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let script = crate::util::http::McpScript::new().sessions();
+    let held = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let (h2, c2) = (Arc::clone(&held), Arc::clone(&cancelled));
+    let fx = crate::util::http::HttpFixture::start(move |req, conn| match req
+        .rpc_method()
+        .as_deref()
+    {
+        Some("tools/call") => {
+            let text = req.json()["params"]["arguments"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let hold = match text.as_str() {
+                "first" => Duration::from_millis(1500),
+                "second" => Duration::from_secs(30),
+                _ => Duration::ZERO,
+            };
+            h2.fetch_add(1, Ordering::SeqCst);
+            let start = Instant::now();
+            while start.elapsed() < hold && !c2.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(10));
+            }
+            h2.fetch_sub(1, Ordering::SeqCst);
+            script.handle(req, conn);
+        }
+        Some("notifications/cancelled") => {
+            c2.store(true, Ordering::SeqCst);
+            conn.respond(400, &[], b"cancellation not taken");
+        }
+        _ => script.handle(req, conn),
+    });
+    let dir = Dir::new("daemon_http_refused_cancel");
+    write_mcp_json(&dir, &[("hc", json!({"url": fx.url()}))]);
+    let _d = Daemon::start(&dir, &[]);
+    let call = |text: &str| {
+        let arg = format!("text={text}");
+        let mut c = warm(&dir, &["call", "hc", "echo", &arg]);
+        c.env("RIVUMI_MCP_ALLOWLIST", "hc");
+        c
+    };
+    // The first call holds the first lane, the second the next one.
+    let (first_cmd, second_cmd) = (call("first"), call("second"));
+    let first = first_cmd.spawn();
+    wait_for("the first call", || held.load(Ordering::SeqCst) == 1);
+    let mut second = second_cmd.spawn();
+    wait_for("the second call", || held.load(Ordering::SeqCst) == 2);
+    let out = crate::util::wait_with_timeout(first, &first_cmd);
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    // The first lane is idle now: the cancellation goes out on it.
+    second.kill().unwrap();
+    let _ = second.wait();
+    wait_for("the cancellation", || cancelled.load(Ordering::SeqCst));
+    let out = call("third").run();
+    assert_eq!(out.code, Some(0), "{}", out.all());
+    assert_eq!(out.stdout.trim(), "third");
+    assert_eq!(fx.posts_of("initialize").len(), 1, "{}", fx.summary());
+    assert_eq!(servers(&dir).len(), 1);
+}
+
 /// A token the server stops accepting while its warm session lives fails
 /// the next call as cold fails it (an authentication error, exit 6, the
 /// same hint), not as a server failure (exit 4).

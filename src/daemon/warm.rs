@@ -634,14 +634,10 @@ impl Warm {
                     Some(id) if request => self.wait_of(id),
                     _ => SERVER_WRITE,
                 };
-                let d = Deadline::new("the daemon's send", limit);
-                let sent = match &h {
-                    Some(h) => t.send_modern(&m, h, &d),
-                    None => t.send(&m, &d),
-                };
-                if let Err(e) = sent {
-                    let why = (e.kind(), e.message());
-                    self.lane_broke(lane, why, awaiting, queue, rx);
+                if let Err((kind, why)) =
+                    self.lane_send(t.as_mut(), &m, h.as_deref(), limit)
+                {
+                    self.lane_broke(lane, (kind, &why), awaiting, queue, rx);
                     break 'run;
                 }
             }
@@ -698,6 +694,37 @@ impl Warm {
                 t.resume(id, &self.facts.protocol);
             }
             *mine = now;
+        }
+    }
+
+    /// Sends `m` (with the 2026-07-28 headers `h`) on a lane's transport
+    /// within `limit`. A notification the server refuses is only noted:
+    /// it is best effort, as cold sends one (a server that does not take
+    /// a cancellation does not end the lane, nor, on the first, the
+    /// server).
+    fn lane_send(
+        &self,
+        t: &mut dyn Transport,
+        m: &Value,
+        h: Option<&[(String, String)]>,
+        limit: Duration,
+    ) -> Result<(), (Kind, String)> {
+        let d = Deadline::new("the daemon's send", limit);
+        let sent = match h {
+            Some(h) => t.send_modern(m, h, &d),
+            None => t.send(m, &d),
+        };
+        match sent {
+            Err(e) if m.get("method").is_some() && m.get("id").is_none() => {
+                crate::msg::debug(&format!(
+                    "server '{}': a notification was not taken: {}",
+                    self.facts.name,
+                    e.message()
+                ));
+                Ok(())
+            }
+            Err(e) => Err((e.kind(), e.message().to_string())),
+            Ok(()) => Ok(()),
         }
     }
 
