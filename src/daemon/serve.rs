@@ -466,9 +466,9 @@ impl Launch {
             None | Some(Value::Null) => None,
             Some(v) => Some(crate::sandbox::Decision::from_json(v)?),
         };
+        // Rebuilt (and a malformed one refused) when the server is
+        // connected to (`authorization`), not on every open.
         let auth = l.get("auth").cloned().unwrap_or(Value::Null);
-        // Checked now, so a malformed one is refused before a start.
-        crate::auth::Authorization::lent(name, &auth)?;
         let choice = l
             .get("choice")
             .and_then(Value::as_str)

@@ -390,13 +390,12 @@ impl Warm {
     /// The lane for a new request: an idle one, else a new one while
     /// there may be more (counted as busier), else [`WAITING`].
     fn pick_lane(&self) -> usize {
-        let count = {
+        {
             let lanes = lock(&self.lanes);
-            let open = |l: &&Lane| l.open.load(Ordering::SeqCst);
             // Claimed at once (0 -> 1): two requests never pick one idle
             // lane together.
             let idle = lanes.iter().position(|l| {
-                open(&l)
+                l.open.load(Ordering::SeqCst)
                     && l.load
                         .compare_exchange(
                             0,
@@ -409,16 +408,24 @@ impl Warm {
             if let Some(n) = idle {
                 return n;
             }
-            lanes.iter().filter(open).count()
-        };
-        if count >= MAX_LANES || self.stop.load(Ordering::SeqCst) {
-            return WAITING;
         }
-        let Some(make) = &self.make else { return WAITING };
         // Made claimed, so that nobody else takes it first.
+        self.new_lane(1).unwrap_or(WAITING)
+    }
+
+    /// Opens one more lane with `load` requests counted on it, while
+    /// under the bound and the server is not closing; its index.
+    fn new_lane(&self, load: usize) -> Option<usize> {
+        let open = lock(&self.lanes)
+            .iter()
+            .filter(|l| l.open.load(Ordering::SeqCst))
+            .count();
+        let make = self.make.as_ref().filter(|_| {
+            open < MAX_LANES && !self.stop.load(Ordering::SeqCst)
+        })?;
         let made = make()
             .map_err(|e| e.message().to_string())
-            .and_then(|t| self.add_lane(t, 1).map_err(|e| e.to_string()));
+            .and_then(|t| self.add_lane(t, load).map_err(|e| e.to_string()));
         match made {
             Ok(n) => {
                 crate::msg::debug(&format!(
@@ -426,48 +433,36 @@ impl Warm {
                     self.facts.name,
                     n + 1
                 ));
-                n
+                Some(n)
             }
             Err(why) => {
                 crate::msg::debug(&format!(
                     "server '{}': no other lane: {why}",
                     self.facts.name
                 ));
-                WAITING
+                None
             }
         }
     }
 
     /// The lane a notice about a request on lane `busy` goes out on (a
-    /// cancellation): an idle one, since `busy` may be inside a POST the
-    /// server holds until its result, which would hold the notice back
-    /// until it is useless; else `busy`.
+    /// cancellation): an idle one, or a new one while under the bound,
+    /// since `busy` may be inside a POST the server holds until its
+    /// result, which would hold the notice back until it is useless;
+    /// else `busy` (a server without a session id has one lane only).
     fn notice_lane(&self, busy: usize) -> usize {
         if self.stdio.is_some() {
             return busy;
         }
-        let (idle, count) = {
+        let idle = {
             let lanes = lock(&self.lanes);
-            let open = |i: &usize| lanes[*i].open.load(Ordering::SeqCst);
-            let idle = (0..lanes.len()).find(|i| {
-                *i != busy
-                    && open(i)
-                    && lanes[*i].load.load(Ordering::SeqCst) == 0
-            });
-            (idle, (0..lanes.len()).filter(open).count())
+            (0..lanes.len()).find(|&i| {
+                i != busy
+                    && lanes[i].open.load(Ordering::SeqCst)
+                    && lanes[i].load.load(Ordering::SeqCst) == 0
+            })
         };
-        if let Some(i) = idle {
-            return i;
-        }
-        // Another lane, while under the bound (a server without a
-        // session id has one lane only: the notice waits on it).
-        match &self.make {
-            Some(make) if count < MAX_LANES => make()
-                .ok()
-                .and_then(|t| self.add_lane(t, 0).ok())
-                .unwrap_or(busy),
-            _ => busy,
-        }
+        idle.or_else(|| self.new_lane(0)).unwrap_or(busy)
     }
 
     /// Puts a request no lane could take at once in [`Warm::waiting`],
